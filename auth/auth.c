@@ -1,0 +1,2 @@
+/* placeholder: replaced by the auth implementation */
+#include "auth.h"

@@ -1,0 +1,263 @@
+/* backend/backend.h - the cold tier behind one interface. Today one
+ * implementation: `posix`, a directory whose sub-directories are buckets and
+ * whose files are objects. Calls are synchronous and thread-safe: any thread
+ * may call any verb on one handle at once. Names (buckets, keys) are passed
+ * decoded (raw UTF-8 bytes); the backend validates them itself. */
+#ifndef SHARDGATE_BACKEND_H
+#define SHARDGATE_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+struct backend;            /* opaque: one cold tier */
+struct backend_obj;        /* opaque: an object open for reading */
+struct backend_put;        /* opaque: an object or part being written */
+
+enum backend_status {
+    BACKEND_OK = 0,
+    BACKEND_NO_BUCKET,         /* NoSuchBucket */
+    BACKEND_NO_KEY,            /* NoSuchKey */
+    BACKEND_NO_UPLOAD,         /* NoSuchUpload */
+    BACKEND_BUCKET_EXISTS,     /* BucketAlreadyOwnedByYou */
+    BACKEND_BUCKET_NOT_EMPTY,  /* BucketNotEmpty */
+    BACKEND_BAD_BUCKET_NAME,   /* InvalidBucketName */
+    BACKEND_BAD_KEY,           /* key the store cannot hold safely: "." or ".."
+                                  segment, reserved name, NUL byte, empty */
+    BACKEND_KEY_TOO_LONG,      /* > 1024 bytes, or a segment > 255 bytes */
+    BACKEND_KEY_CONFLICT,      /* "a/b" is an object and "a/b/c" is asked for,
+                                  or the reverse */
+    BACKEND_BAD_RANGE,         /* copy-source range outside the object */
+    BACKEND_INVALID_PART,      /* part missing or its ETag differs */
+    BACKEND_INVALID_PART_ORDER,/* parts not in ascending order */
+    BACKEND_ENTITY_TOO_SMALL,  /* a part other than the last is < 5 MiB */
+    BACKEND_TOO_LARGE,         /* an object or part over S3's size limits */
+    BACKEND_NO_SPACE,          /* ENOSPC / EDQUOT */
+    BACKEND_DENIED,            /* a path that would leave the store (symlink) */
+    BACKEND_IO,                /* any other system error; errno was logged */
+    BACKEND_NOMEM,
+};
+
+const char *backend_status_name(enum backend_status st);
+
+/* One stored response header of an object: Content-Type, Content-Encoding,
+ * Content-Disposition, Cache-Control, Expires, Content-Language and every
+ * x-amz-meta-*. Names are lower case. */
+struct obj_hdr {
+    char *name;
+    char *value;
+};
+
+/* What the store knows about an object. Owns its strings: obj_meta_clear(). */
+struct obj_meta {
+    uint64_t size;
+    struct timespec mtime;   /* Last-Modified */
+    char etag[72];           /* bare (no quotes): 32 hex, or 32 hex "-" parts */
+    struct obj_hdr *hdrs;
+    size_t n_hdrs;
+};
+
+void obj_meta_clear(struct obj_meta *m);
+/* Deep-copies hdrs of `src` into `dst` (dst's old hdrs are freed). 0 or -1. */
+int obj_meta_copy_hdrs(struct obj_meta *dst, const struct obj_meta *src);
+/* Appends one header (copies both strings). 0, or -1 when out of memory. */
+int obj_meta_add_hdr(struct obj_meta *m, const char *name, const char *value);
+/* The value of header `name` (lower case), or NULL. Borrowed. */
+const char *obj_meta_get_hdr(const struct obj_meta *m, const char *name);
+
+/* ---- opening ---- */
+
+struct backend_posix_conf {
+    const char *root;        /* the data directory; created if missing */
+};
+
+/* Opens the posix store. Returns BACKEND_OK and a new handle in *out. */
+enum backend_status backend_posix_open(const struct backend_posix_conf *cf,
+                                       struct backend **out);
+void backend_close(struct backend *b);
+
+/* ---- buckets ---- */
+
+/* Called once per bucket in name order; return non-zero to stop. */
+typedef int (*backend_bucket_cb)(void *arg, const char *name, time_t created);
+
+enum backend_status backend_bucket_list(struct backend *b, backend_bucket_cb cb, void *arg);
+enum backend_status backend_bucket_create(struct backend *b, const char *bucket);
+enum backend_status backend_bucket_head(struct backend *b, const char *bucket);
+/* Fails with BACKEND_BUCKET_NOT_EMPTY while it holds an object or an
+ * unfinished multipart upload. */
+enum backend_status backend_bucket_delete(struct backend *b, const char *bucket);
+
+/* ---- reading objects ---- */
+
+/* Fills *meta (caller clears it) without opening the data. */
+enum backend_status backend_object_head(struct backend *b, const char *bucket,
+                                        const char *key, struct obj_meta *meta);
+
+/* Opens an object for reading and fills *meta from the same open file, so
+ * meta and bytes always agree even if the key is replaced meanwhile. */
+enum backend_status backend_object_open(struct backend *b, const char *bucket,
+                                        const char *key, struct obj_meta *meta,
+                                        struct backend_obj **out);
+/* The open file descriptor (for sendfile), or -1 when the backend has none.
+ * Borrowed: stays owned by the object. */
+int backend_obj_fd(const struct backend_obj *o);
+/* Reads up to len bytes at off; *got = 0 means end of object. */
+enum backend_status backend_obj_read(struct backend_obj *o, uint64_t off, void *buf,
+                                     size_t len, size_t *got);
+void backend_obj_close(struct backend_obj *o);
+
+/* ---- writing objects ---- */
+
+/* Starts writing `key`: nothing is visible until commit. Checks that the
+ * bucket exists and that the key can be stored, before any byte arrives. */
+enum backend_status backend_put_begin(struct backend *b, const char *bucket, const char *key,
+                                      struct backend_put **out);
+enum backend_status backend_put_write(struct backend_put *p, const void *buf, size_t len);
+/* Makes the object visible atomically (fsync, then rename over any old one),
+ * with the headers of `meta` and the ETag meta->etag (the caller computed the
+ * MD5 while streaming); meta->size and mtime are ignored. On return *out (if
+ * not NULL) holds the stored object's size, mtime and etag. Frees `p`
+ * whatever the result; on failure nothing became visible. */
+enum backend_status backend_put_commit(struct backend_put *p, const struct obj_meta *meta,
+                                       struct obj_meta *out);
+/* Drops what was written. Frees `p`. */
+void backend_put_abort(struct backend_put *p);
+
+/* Copies src to dst (the same key is allowed: it replaces the metadata).
+ * With `meta` NULL the source's headers are kept (COPY directive); otherwise
+ * they are replaced by meta->hdrs (REPLACE). The new ETag is the MD5 of the
+ * bytes. *out receives the new object's meta. Atomic like a put. */
+enum backend_status backend_object_copy(struct backend *b, const char *src_bucket,
+                                        const char *src_key, const char *dst_bucket,
+                                        const char *dst_key, const struct obj_meta *meta,
+                                        struct obj_meta *out);
+
+/* Deletes an object; BACKEND_NO_KEY when it was not there. Empty parent
+ * directories the store created are removed. */
+enum backend_status backend_object_delete(struct backend *b, const char *bucket,
+                                          const char *key);
+
+/* ---- listing ---- */
+
+struct backend_list_req {
+    const char *prefix;       /* "" for all */
+    const char *delimiter;    /* NULL or "" for none */
+    const char *start_after;  /* keys > this; NULL for the start. When it
+                                 rolls up into a common prefix under
+                                 `delimiter`, everything in that prefix is
+                                 skipped too (it was returned as the prefix). */
+    unsigned max_keys;        /* 0..1000; 0 gives an empty, untruncated page */
+};
+
+struct backend_list_entry {
+    char *key;
+    uint64_t size;
+    struct timespec mtime;
+    char etag[72];
+};
+
+/* One page in UTF-8 binary key order. Objects and common prefixes together
+ * number at most max_keys. */
+struct backend_list_page {
+    struct backend_list_entry *objs;
+    size_t n_objs;
+    char **prefixes;          /* common prefixes, in order */
+    size_t n_prefixes;
+    bool truncated;           /* more keys follow */
+    char *next_marker;        /* last key or prefix in this page (NULL if none) */
+};
+
+/* Lists without loading the whole bucket: memory is bounded by the page and
+ * one directory level, not by the bucket's size. */
+enum backend_status backend_list_objects(struct backend *b, const char *bucket,
+                                         const struct backend_list_req *req,
+                                         struct backend_list_page *out);
+void backend_list_page_free(struct backend_list_page *p);
+
+/* ---- multipart uploads ---- */
+
+#define BACKEND_MAX_PARTS 10000u
+#define BACKEND_MIN_PART_SIZE (5u * 1024 * 1024)
+#define BACKEND_UPLOAD_ID_MAX 64
+
+/* Creates an upload; meta->hdrs are stored and given to the final object.
+ * upload_id receives a NUL-terminated id of at most BACKEND_UPLOAD_ID_MAX-1
+ * URL-safe characters. */
+enum backend_status backend_mpu_create(struct backend *b, const char *bucket, const char *key,
+                                       const struct obj_meta *meta,
+                                       char upload_id[BACKEND_UPLOAD_ID_MAX]);
+
+/* Starts writing part `part_no` (1..10000) of an upload; then
+ * backend_put_write / backend_put_commit / backend_put_abort as for an object
+ * (commit takes meta->etag, the part's MD5; a part replaces an older part of
+ * the same number). */
+enum backend_status backend_mpu_part_begin(struct backend *b, const char *bucket,
+                                           const char *key, const char *upload_id,
+                                           unsigned part_no, struct backend_put **out);
+
+/* UploadPartCopy: bytes [first, last] of src (whole object when has_range is
+ * false) become part `part_no`. *out gets the part's etag, size and mtime. */
+enum backend_status backend_mpu_part_copy(struct backend *b, const char *bucket,
+                                          const char *key, const char *upload_id,
+                                          unsigned part_no, const char *src_bucket,
+                                          const char *src_key, bool has_range,
+                                          uint64_t first, uint64_t last,
+                                          struct obj_meta *out);
+
+struct backend_part {
+    unsigned part_no;
+    char etag[72];            /* bare */
+    uint64_t size;            /* filled by list_parts */
+    struct timespec mtime;    /* filled by list_parts */
+};
+
+/* Validates as S3 does (ascending part numbers, each part present with that
+ * ETag, all but the last >= 5 MiB), assembles the object atomically with ETag
+ * md5(concat of part md5s)-N, removes the upload. *out gets the object's meta. */
+enum backend_status backend_mpu_complete(struct backend *b, const char *bucket, const char *key,
+                                         const char *upload_id,
+                                         const struct backend_part *parts, size_t n_parts,
+                                         struct obj_meta *out);
+enum backend_status backend_mpu_abort(struct backend *b, const char *bucket, const char *key,
+                                      const char *upload_id);
+
+struct backend_parts_page {
+    struct backend_part *parts;
+    size_t n_parts;
+    bool truncated;
+    unsigned next_marker;     /* last part number in the page */
+};
+/* Parts with number > marker, at most max_parts, ascending. */
+enum backend_status backend_mpu_list_parts(struct backend *b, const char *bucket,
+                                           const char *key, const char *upload_id,
+                                           unsigned marker, unsigned max_parts,
+                                           struct backend_parts_page *out);
+void backend_parts_page_free(struct backend_parts_page *p);
+
+struct backend_upload {
+    char *key;
+    char upload_id[BACKEND_UPLOAD_ID_MAX];
+    struct timespec initiated;
+};
+struct backend_uploads_page {
+    struct backend_upload *uploads;
+    size_t n_uploads;
+    char **prefixes;          /* with a delimiter, as in object listings */
+    size_t n_prefixes;
+    bool truncated;
+    char *next_key_marker;
+    char next_upload_id_marker[BACKEND_UPLOAD_ID_MAX];
+};
+/* Uploads of a bucket ordered by (key, initiation time), after
+ * (key_marker, upload_id_marker) as S3 defines them. */
+enum backend_status backend_mpu_list_uploads(struct backend *b, const char *bucket,
+                                             const char *prefix, const char *delimiter,
+                                             const char *key_marker,
+                                             const char *upload_id_marker,
+                                             unsigned max_uploads,
+                                             struct backend_uploads_page *out);
+void backend_uploads_page_free(struct backend_uploads_page *p);
+
+#endif

@@ -1,0 +1,2 @@
+/* placeholder: replaced by the posix store */
+#include "backend.h"

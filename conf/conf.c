@@ -1,0 +1,2 @@
+/* placeholder: replaced by the conf implementation */
+#include "conf.h"
