@@ -1,2 +1,1069 @@
-/* placeholder: replaced by the posix store */
-#include "backend.h"
+/* backend/posix.c - the posix store: a root directory whose sub-directories
+ * are buckets and whose files are objects. Every lookup is done relative to
+ * the root fd with openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS), so no key
+ * and no planted symlink can reach outside the store. This file holds
+ * opening, buckets, reads, atomic writes, copy and delete; listings are in
+ * posix_list.c and multipart uploads in posix_mpu.c. */
+#include "posix_int.h"
+#include "log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <openssl/evp.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+int posix_force_walk;
+/* Set once openat2 returned ENOSYS; from then on we walk components. */
+static atomic_int g_no_openat2;
+
+enum backend_status posix_errno_status(int err)
+{
+    switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+        return BACKEND_NO_KEY;
+    case ELOOP:
+    case EXDEV:
+        return BACKEND_DENIED;
+    case ENOSPC:
+    case EDQUOT:
+        return BACKEND_NO_SPACE;
+    case ENOMEM:
+        return BACKEND_NOMEM;
+    case ENAMETOOLONG:
+        return BACKEND_KEY_TOO_LONG;
+    default:
+        return BACKEND_IO;
+    }
+}
+
+/* The fallback of openat2: one openat(O_NOFOLLOW) per component, checking
+ * that each intermediate one is a real directory. */
+static int walk_open(int dirfd, const char *path, int flags, mode_t mode)
+{
+    int cur = dirfd;
+    const char *p = path;
+    for (;;) {
+        const char *slash = strchr(p, '/');
+        size_t len = slash ? (size_t)(slash - p) : strlen(p);
+        if (len == 0 || len > POSIX_SEG_MAX || (len == 1 && p[0] == '.') ||
+            (len == 2 && p[0] == '.' && p[1] == '.')) {
+            if (cur != dirfd)
+                close(cur);
+            errno = EXDEV;
+            return -1;
+        }
+        if (!slash) {
+            int fd = openat(cur, p, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+            int e = errno;
+            if (cur != dirfd)
+                close(cur);
+            errno = e;
+            return fd;
+        }
+        char comp[POSIX_SEG_MAX + 1];
+        memcpy(comp, p, len);
+        comp[len] = '\0';
+        int nfd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        int e = errno;
+        struct stat st;
+        if (nfd >= 0 && fstat(nfd, &st) != 0) {
+            e = errno;
+            close(nfd);
+            nfd = -1;
+        } else if (nfd >= 0 && !S_ISDIR(st.st_mode)) {
+            e = S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR;
+            close(nfd);
+            nfd = -1;
+        }
+        if (cur != dirfd)
+            close(cur);
+        if (nfd < 0) {
+            errno = e;
+            return -1;
+        }
+        cur = nfd;
+        p = slash + 1;
+    }
+}
+
+int posix_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
+{
+    if (!posix_force_walk && !atomic_load(&g_no_openat2)) {
+        struct open_how how = {
+            .flags = (uint64_t)(flags | O_CLOEXEC),
+            .mode = (flags & O_CREAT) ? mode : 0,
+            .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        };
+        long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+        if (fd >= 0 || errno != ENOSYS)
+            return (int)fd;
+        atomic_store(&g_no_openat2, 1);
+        log_msg(LOG_LVL_WARN, "backend", "openat2 unavailable: walking paths component-wise");
+    }
+    return walk_open(dirfd, path, flags, mode);
+}
+
+int posix_random_chars(char *out, size_t n)
+{
+    static const char abc[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    unsigned char rnd[64];
+    while (n > 0) {
+        size_t k = n < sizeof rnd ? n : sizeof rnd;
+        ssize_t got = getrandom(rnd, k, 0);
+        if (got < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        for (ssize_t i = 0; i < got; i++)
+            *out++ = abc[rnd[i] & 63];   /* 256 % 64 == 0: uniform */
+        n -= (size_t)got;
+    }
+    return 0;
+}
+
+/* ---- opening ---- */
+
+static int mkdir_p(const char *path)
+{
+    char *p = strdup(path);
+    if (!p)
+        return -1;
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = '\0';
+        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+            free(p);
+            return -1;
+        }
+        *s = '/';
+    }
+    int r = mkdir(p, 0755);
+    int e = errno;
+    free(p);
+    if (r != 0 && e != EEXIST) {
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+static int mkdir_open(int dirfd, const char *name)
+{
+    if (mkdirat(dirfd, name, 0755) != 0 && errno != EEXIST)
+        return -1;
+    return openat(dirfd, name, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
+}
+
+enum backend_status backend_posix_open(const struct backend_posix_conf *cf,
+                                       struct backend **out)
+{
+    *out = NULL;
+    if (!cf || !cf->root || !*cf->root)
+        return BACKEND_IO;
+    if (mkdir_p(cf->root) != 0) {
+        int e = errno;
+        log_msg(LOG_LVL_ERROR, "backend", "cannot create root %s: %s", cf->root, strerror(e));
+        return posix_errno_status(e) == BACKEND_NO_SPACE ? BACKEND_NO_SPACE : BACKEND_IO;
+    }
+    struct backend *b = calloc(1, sizeof *b);
+    if (!b)
+        return BACKEND_NOMEM;
+    b->rootfd = b->mpufd = -1;
+    int statefd = -1;
+    b->rootfd = open(cf->root, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+    if (b->rootfd < 0) {
+        int e = errno;
+        log_msg(LOG_LVL_ERROR, "backend", "cannot open root %s: %s", cf->root, strerror(e));
+        goto fail;
+    }
+    statefd = mkdir_open(b->rootfd, POSIX_STATE_DIR);
+    if (statefd < 0) {
+        int e = errno;
+        log_msg(LOG_LVL_ERROR, "backend", "cannot open %s/%s: %s", cf->root, POSIX_STATE_DIR,
+                strerror(e));
+        goto fail;
+    }
+    b->mpufd = mkdir_open(statefd, "mpu");
+    if (b->mpufd < 0) {
+        int e = errno;
+        log_msg(LOG_LVL_ERROR, "backend", "cannot open %s/%s/mpu: %s", cf->root,
+                POSIX_STATE_DIR, strerror(e));
+        goto fail;
+    }
+    close(statefd);
+    *out = b;
+    return BACKEND_OK;
+fail:
+    if (statefd >= 0)
+        close(statefd);
+    backend_close(b);
+    return BACKEND_IO;
+}
+
+void backend_close(struct backend *b)
+{
+    if (!b)
+        return;
+    if (b->rootfd >= 0)
+        close(b->rootfd);
+    if (b->mpufd >= 0)
+        close(b->mpufd);
+    free(b);
+}
+
+/* ---- buckets ---- */
+
+enum backend_status posix_bucket_open(struct backend *b, const char *bucket, int *fd)
+{
+    *fd = -1;
+    if (!posix_bucket_name_valid(bucket))
+        return BACKEND_BAD_BUCKET_NAME;
+    int r = posix_open_beneath(b->rootfd, bucket, O_DIRECTORY | O_RDONLY, 0);
+    if (r < 0) {
+        int e = errno;
+        if (e == ENOENT || e == ENOTDIR)
+            return BACKEND_NO_BUCKET;
+        if (e == ELOOP || e == EXDEV)
+            return BACKEND_DENIED;
+        log_msg(LOG_LVL_ERROR, "backend", "open bucket %s: %s", bucket, strerror(e));
+        return posix_errno_status(e);
+    }
+    *fd = r;
+    return BACKEND_OK;
+}
+
+/* d_type, or an fstatat when the filesystem does not fill it. */
+static unsigned char entry_type(int dirfd, const struct dirent *de)
+{
+    if (de->d_type != DT_UNKNOWN)
+        return de->d_type;
+    struct stat st;
+    if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return DT_UNKNOWN;
+    if (S_ISREG(st.st_mode))
+        return DT_REG;
+    if (S_ISDIR(st.st_mode))
+        return DT_DIR;
+    if (S_ISLNK(st.st_mode))
+        return DT_LNK;
+    return DT_UNKNOWN;
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+static time_t bucket_created(int rootfd, const char *name)
+{
+    struct statx sx;
+    if (statx(rootfd, name, AT_SYMLINK_NOFOLLOW, STATX_BTIME | STATX_MTIME, &sx) != 0)
+        return 0;
+    if (sx.stx_mask & STATX_BTIME)
+        return (time_t)sx.stx_btime.tv_sec;
+    return (time_t)sx.stx_mtime.tv_sec;
+}
+
+/* Buckets are few, but memory stays bounded anyway: keep the 256 smallest
+ * names above the last one reported, report them, rescan. */
+enum backend_status backend_bucket_list(struct backend *b, backend_bucket_cb cb, void *arg)
+{
+    enum { BATCH = 256 };
+    struct posix_heap h;
+    if (posix_heap_init(&h, BATCH, str_cmp, free) != 0)
+        return BACKEND_NOMEM;
+    int dfd = dup(b->rootfd);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        int e = errno;
+        if (dfd >= 0)
+            close(dfd);
+        posix_heap_free(&h);
+        log_msg(LOG_LVL_ERROR, "backend", "list buckets: %s", strerror(e));
+        return BACKEND_IO;
+    }
+    enum backend_status st = BACKEND_OK;
+    char last[64] = "";
+    bool stop = false;
+    while (!stop) {
+        rewinddir(d);
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+            if (!posix_bucket_name_valid(de->d_name) || strcmp(de->d_name, last) <= 0)
+                continue;
+            if (entry_type(b->rootfd, de) != DT_DIR)
+                continue;
+            char *n = strdup(de->d_name);
+            if (!n) {
+                st = BACKEND_NOMEM;
+                goto out;
+            }
+            posix_heap_push(&h, n);
+        }
+        posix_heap_sort(&h);
+        size_t n = h.n;
+        for (size_t i = 0; i < n && !stop; i++) {
+            const char *name = h.v[i];
+            snprintf(last, sizeof last, "%s", name);
+            if (cb(arg, name, bucket_created(b->rootfd, name)) != 0)
+                stop = true;
+        }
+        posix_heap_clear(&h);
+        if (n < BATCH)
+            break;
+    }
+out:
+    closedir(d);
+    posix_heap_free(&h);
+    return st;
+}
+
+enum backend_status backend_bucket_create(struct backend *b, const char *bucket)
+{
+    if (!posix_bucket_name_valid(bucket))
+        return BACKEND_BAD_BUCKET_NAME;
+    if (mkdirat(b->rootfd, bucket, 0755) != 0) {
+        int e = errno;
+        if (e == EEXIST)
+            return BACKEND_BUCKET_EXISTS;
+        log_msg(LOG_LVL_ERROR, "backend", "create bucket %s: %s", bucket, strerror(e));
+        return posix_errno_status(e) == BACKEND_NO_SPACE ? BACKEND_NO_SPACE : BACKEND_IO;
+    }
+    fsync(b->rootfd);
+    return BACKEND_OK;
+}
+
+enum backend_status backend_bucket_head(struct backend *b, const char *bucket)
+{
+    int fd;
+    enum backend_status st = posix_bucket_open(b, bucket, &fd);
+    if (st == BACKEND_OK)
+        close(fd);
+    return st;
+}
+
+/* Removes what a bucket may hold besides objects: empty directories, our
+ * temp files and non-regular entries (symlinks, fifos: never objects).
+ * A regular file that is an object makes it BACKEND_BUCKET_NOT_EMPTY. */
+static enum backend_status rm_tree(int dirfd)
+{
+    int dfd = dup(dirfd);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
+        return BACKEND_IO;
+    }
+    enum backend_status st = BACKEND_OK;
+    struct dirent *de;
+    while (st == BACKEND_OK && (de = readdir(d)) != NULL) {
+        const char *n = de->d_name;
+        if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0)
+            continue;
+        unsigned char t = entry_type(dirfd, de);
+        if (t == DT_DIR) {
+            int sub = openat(dirfd, n, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
+            if (sub < 0) {
+                st = BACKEND_IO;
+                break;
+            }
+            st = rm_tree(sub);
+            close(sub);
+            if (st == BACKEND_OK && unlinkat(dirfd, n, AT_REMOVEDIR) != 0)
+                st = errno == ENOTEMPTY ? BACKEND_BUCKET_NOT_EMPTY : BACKEND_IO;
+        } else if (t == DT_REG && (strcmp(n, POSIX_EMPTY_SEG) == 0 ||
+                                   strncmp(n, POSIX_RESERVED, 4) != 0)) {
+            st = BACKEND_BUCKET_NOT_EMPTY;
+        } else if (unlinkat(dirfd, n, 0) != 0 && errno != ENOENT) {
+            st = BACKEND_IO;
+        }
+    }
+    closedir(d);
+    return st;
+}
+
+enum backend_status backend_bucket_delete(struct backend *b, const char *bucket)
+{
+    int bfd;
+    enum backend_status st = posix_bucket_open(b, bucket, &bfd);
+    if (st != BACKEND_OK)
+        return st;
+    int has = posix_dir_has_object(bfd);
+    if (has != 0) {
+        st = has > 0 ? BACKEND_BUCKET_NOT_EMPTY : BACKEND_IO;
+        goto out;
+    }
+    int busy = posix_mpu_bucket_busy(b, bucket);
+    if (busy != 0) {
+        st = busy > 0 ? BACKEND_BUCKET_NOT_EMPTY : BACKEND_IO;
+        goto out;
+    }
+    st = rm_tree(bfd);
+    if (st != BACKEND_OK)
+        goto out;
+    if (unlinkat(b->rootfd, bucket, AT_REMOVEDIR) != 0) {
+        int e = errno;
+        if (e == ENOTEMPTY || e == EEXIST) {
+            st = BACKEND_BUCKET_NOT_EMPTY;
+        } else {
+            log_msg(LOG_LVL_ERROR, "backend", "delete bucket %s: %s", bucket, strerror(e));
+            st = BACKEND_IO;
+        }
+        goto out;
+    }
+    fsync(b->rootfd);
+    posix_mpu_bucket_forget(b, bucket);
+out:
+    close(bfd);
+    return st;
+}
+
+/* ---- reading ---- */
+
+struct backend_obj {
+    int fd;
+};
+
+enum backend_status posix_meta_from_fd(int fd, const struct stat *st, struct obj_meta *meta)
+{
+    memset(meta, 0, sizeof *meta);
+    meta->size = (uint64_t)st->st_size;
+    meta->mtime = st->st_mtim;
+    unsigned char buf[POSIX_META_MAX];
+    ssize_t n = fgetxattr(fd, POSIX_META_XATTR, buf, sizeof buf);
+    if (n < 0) {
+        int e = errno;
+        if (e != ENODATA && e != ENOTSUP && e != ERANGE) {
+            log_msg(LOG_LVL_ERROR, "backend", "read metadata: %s", strerror(e));
+            return BACKEND_IO;
+        }
+    } else if (posix_meta_decode(buf, (size_t)n, meta) != 0) {
+        log_msg(LOG_LVL_WARN, "backend", "malformed metadata xattr (inode %llu): ignored",
+                (unsigned long long)st->st_ino);
+        obj_meta_clear(meta);
+        meta->size = (uint64_t)st->st_size;
+        meta->mtime = st->st_mtim;
+    }
+    if (meta->etag[0] == '\0')
+        posix_pseudo_etag(st, meta->etag);
+    return BACKEND_OK;
+}
+
+enum backend_status posix_object_fd(struct backend *b, const char *bucket, const char *key,
+                                    int *fd, struct stat *st)
+{
+    *fd = -1;
+    char path[POSIX_PATH_MAX];
+    enum backend_status s = posix_key_to_path(key, path, sizeof path);
+    if (s != BACKEND_OK)
+        return s;
+    int bfd;
+    s = posix_bucket_open(b, bucket, &bfd);
+    if (s != BACKEND_OK)
+        return s;
+    /* O_NONBLOCK: a planted fifo must not hang us; it is refused below. */
+    int r = posix_open_beneath(bfd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+    int e = errno;
+    close(bfd);
+    if (r < 0) {
+        if (e == ENXIO || e == ENOENT || e == ENOTDIR)
+            return BACKEND_NO_KEY;
+        if (e != ELOOP && e != EXDEV)
+            log_msg(LOG_LVL_ERROR, "backend", "open %s/%s: %s", bucket, key, strerror(e));
+        return posix_errno_status(e);
+    }
+    if (fstat(r, st) != 0) {
+        e = errno;
+        close(r);
+        log_msg(LOG_LVL_ERROR, "backend", "fstat %s/%s: %s", bucket, key, strerror(e));
+        return BACKEND_IO;
+    }
+    if (!S_ISREG(st->st_mode)) {
+        close(r);
+        return BACKEND_NO_KEY;
+    }
+    *fd = r;
+    return BACKEND_OK;
+}
+
+enum backend_status backend_object_head(struct backend *b, const char *bucket,
+                                        const char *key, struct obj_meta *meta)
+{
+    int fd;
+    struct stat st;
+    memset(meta, 0, sizeof *meta);
+    enum backend_status s = posix_object_fd(b, bucket, key, &fd, &st);
+    if (s != BACKEND_OK)
+        return s;
+    s = posix_meta_from_fd(fd, &st, meta);
+    close(fd);
+    return s;
+}
+
+enum backend_status backend_object_open(struct backend *b, const char *bucket,
+                                        const char *key, struct obj_meta *meta,
+                                        struct backend_obj **out)
+{
+    *out = NULL;
+    memset(meta, 0, sizeof *meta);
+    struct backend_obj *o = malloc(sizeof *o);
+    if (!o)
+        return BACKEND_NOMEM;
+    struct stat st;
+    enum backend_status s = posix_object_fd(b, bucket, key, &o->fd, &st);
+    if (s == BACKEND_OK)
+        s = posix_meta_from_fd(o->fd, &st, meta);
+    if (s != BACKEND_OK) {
+        if (o->fd >= 0)
+            close(o->fd);
+        free(o);
+        return s;
+    }
+    *out = o;
+    return BACKEND_OK;
+}
+
+int backend_obj_fd(const struct backend_obj *o)
+{
+    return o->fd;
+}
+
+enum backend_status backend_obj_read(struct backend_obj *o, uint64_t off, void *buf,
+                                     size_t len, size_t *got)
+{
+    *got = 0;
+    if (off > (uint64_t)INT64_MAX)
+        return BACKEND_OK;
+    for (;;) {
+        ssize_t n = pread(o->fd, buf, len, (off_t)off);
+        if (n >= 0) {
+            *got = (size_t)n;
+            return BACKEND_OK;
+        }
+        if (errno == EINTR)
+            continue;
+        int e = errno;
+        log_msg(LOG_LVL_ERROR, "backend", "read: %s", strerror(e));
+        return BACKEND_IO;
+    }
+}
+
+void backend_obj_close(struct backend_obj *o)
+{
+    if (!o)
+        return;
+    close(o->fd);
+    free(o);
+}
+
+/* ---- writing ---- */
+
+/* fstatat-based diagnosis of a component that could not be opened as a
+ * directory: a symlink is DENIED, a file is a key conflict. */
+static enum backend_status not_a_dir_status(int dirfd, const char *name, int err)
+{
+    struct stat st;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (S_ISLNK(st.st_mode))
+            return BACKEND_DENIED;
+        if (!S_ISDIR(st.st_mode))
+            return BACKEND_KEY_CONFLICT;
+    }
+    return posix_errno_status(err);
+}
+
+enum backend_status posix_mkparents(int bucketfd, const char *path, int *dirfd,
+                                    const char **leaf)
+{
+    *dirfd = -1;
+    int cur = dup(bucketfd);
+    if (cur < 0)
+        return BACKEND_IO;
+    const char *p = path;
+    const char *slash;
+    while ((slash = strchr(p, '/')) != NULL) {
+        char comp[POSIX_SEG_MAX + 1];
+        size_t len = (size_t)(slash - p);
+        memcpy(comp, p, len);
+        comp[len] = '\0';
+        int nfd = -1;
+        /* A concurrent delete may rmdir the directory between our mkdir and
+         * open; a few retries settle it. */
+        for (int tries = 0; tries < 4 && nfd < 0; tries++) {
+            if (mkdirat(cur, comp, 0755) != 0 && errno != EEXIST) {
+                int e = errno;
+                close(cur);
+                if (e == ENOTDIR)
+                    return BACKEND_KEY_CONFLICT;
+                return posix_errno_status(e) == BACKEND_NO_SPACE ? BACKEND_NO_SPACE
+                                                                 : BACKEND_IO;
+            }
+            nfd = openat(cur, comp, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
+            if (nfd < 0 && errno != ENOENT) {
+                int e = errno;
+                enum backend_status s = not_a_dir_status(cur, comp, e);
+                close(cur);
+                return s == BACKEND_NO_KEY ? BACKEND_KEY_CONFLICT : s;
+            }
+        }
+        close(cur);
+        if (nfd < 0)
+            return BACKEND_IO;
+        cur = nfd;
+        p = slash + 1;
+    }
+    *dirfd = cur;
+    *leaf = p;
+    return BACKEND_OK;
+}
+
+enum backend_status posix_put_new(struct backend *b, int dirfd, const char *leaf,
+                                  bool is_part, uint64_t max_size, struct backend_put **out)
+{
+    *out = NULL;
+    struct backend_put *p = calloc(1, sizeof *p);
+    char *lf = strdup(leaf);
+    if (!p || !lf) {
+        free(p);
+        free(lf);
+        close(dirfd);
+        return BACKEND_NOMEM;
+    }
+    p->fd = -1;
+    p->b = b;
+    p->bucketfd = -1;
+    p->dirfd = dirfd;
+    p->leaf = lf;
+    p->is_part = is_part;
+    p->max_size = max_size;
+    memcpy(p->tmp, POSIX_TMP_PREFIX, strlen(POSIX_TMP_PREFIX));
+    size_t pl = strlen(POSIX_TMP_PREFIX);
+    if (posix_random_chars(p->tmp + pl, 16) != 0) {
+        p->tmp[0] = '\0';
+        backend_put_abort(p);
+        return BACKEND_IO;
+    }
+    p->tmp[pl + 16] = '\0';
+    p->fd = openat(dirfd, p->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (p->fd < 0) {
+        int e = errno;
+        enum backend_status s = posix_errno_status(e);
+        if (s == BACKEND_IO)
+            log_msg(LOG_LVL_ERROR, "backend", "create temp file: %s", strerror(e));
+        p->tmp[0] = '\0';
+        backend_put_abort(p);
+        return s;
+    }
+    *out = p;
+    return BACKEND_OK;
+}
+
+/* Is `leaf` in dirfd a directory holding objects (a key conflict)? */
+static enum backend_status leaf_check(int dirfd, const char *leaf)
+{
+    struct stat st;
+    if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return BACKEND_OK;
+    if (S_ISLNK(st.st_mode))
+        return BACKEND_DENIED;
+    if (!S_ISDIR(st.st_mode))
+        return BACKEND_OK;
+    int sub = openat(dirfd, leaf, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
+    if (sub < 0)
+        return BACKEND_KEY_CONFLICT;
+    int has = posix_dir_has_object(sub);
+    close(sub);
+    return has == 0 ? BACKEND_OK : BACKEND_KEY_CONFLICT;
+}
+
+enum backend_status backend_put_begin(struct backend *b, const char *bucket, const char *key,
+                                      struct backend_put **out)
+{
+    *out = NULL;
+    char path[POSIX_PATH_MAX];
+    enum backend_status s = posix_key_to_path(key, path, sizeof path);
+    if (s != BACKEND_OK)
+        return s;
+    int bfd;
+    s = posix_bucket_open(b, bucket, &bfd);
+    if (s != BACKEND_OK)
+        return s;
+    for (int tries = 0; tries < 4; tries++) {
+        int dirfd;
+        const char *leaf;
+        s = posix_mkparents(bfd, path, &dirfd, &leaf);
+        if (s != BACKEND_OK)
+            break;
+        s = leaf_check(dirfd, leaf);
+        if (s != BACKEND_OK) {
+            close(dirfd);
+            break;
+        }
+        s = posix_put_new(b, dirfd, leaf, false, POSIX_MAX_PUT, out);
+        if (s != BACKEND_NO_KEY)   /* ENOENT: the directory was just pruned */
+            break;
+    }
+    if (s == BACKEND_NO_KEY)
+        s = BACKEND_IO;
+    if (s != BACKEND_OK) {
+        close(bfd);
+        return s;
+    }
+    (*out)->bucketfd = bfd;
+    (*out)->path = strdup(path);
+    if (!(*out)->path) {
+        backend_put_abort(*out);
+        *out = NULL;
+        return BACKEND_NOMEM;
+    }
+    return BACKEND_OK;
+}
+
+enum backend_status backend_put_write(struct backend_put *p, const void *buf, size_t len)
+{
+    if (p->failed)
+        return p->fail_st;
+    if (len > p->max_size - p->size) {
+        p->failed = true;
+        p->fail_st = BACKEND_TOO_LARGE;
+        return p->fail_st;
+    }
+    const char *c = buf;
+    while (len > 0) {
+        ssize_t n = write(p->fd, c, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            p->failed = true;
+            p->fail_st = posix_errno_status(e) == BACKEND_NO_SPACE ? BACKEND_NO_SPACE
+                                                                   : BACKEND_IO;
+            if (p->fail_st == BACKEND_IO)
+                log_msg(LOG_LVL_ERROR, "backend", "write: %s", strerror(e));
+            return p->fail_st;
+        }
+        c += n;
+        len -= (size_t)n;
+        p->size += (uint64_t)n;
+    }
+    return BACKEND_OK;
+}
+
+static enum backend_status io_status(const char *what, int e)
+{
+    enum backend_status s = posix_errno_status(e);
+    if (s == BACKEND_NO_SPACE)
+        return s;
+    log_msg(LOG_LVL_ERROR, "backend", "%s: %s", what, strerror(e));
+    return BACKEND_IO;
+}
+
+enum backend_status backend_put_commit(struct backend_put *p, const struct obj_meta *meta,
+                                       struct obj_meta *out)
+{
+    enum backend_status s = BACKEND_OK;
+    bool renamed = false, have_xattr = false;
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (p->failed) {
+        s = p->fail_st;
+        goto done;
+    }
+    unsigned char buf[POSIX_META_MAX];
+    size_t len = 0;
+    const char *etag = meta ? meta->etag : "";
+    s = posix_meta_encode(etag, meta ? meta->hdrs : NULL, meta ? meta->n_hdrs : 0, buf,
+                          sizeof buf, &len);
+    if (s != BACKEND_OK)
+        goto done;
+    if (fsetxattr(p->fd, POSIX_META_XATTR, buf, len, 0) == 0) {
+        have_xattr = etag[0] != '\0';
+    } else if (errno == ENOTSUP) {
+        log_msg(LOG_LVL_WARN, "backend", "no user xattrs on this filesystem: "
+                "object stored without metadata");
+    } else {
+        s = io_status("set metadata", errno);
+        goto done;
+    }
+    if (fsync(p->fd) != 0) {
+        s = io_status("fsync", errno);
+        goto done;
+    }
+    if (!p->is_part) {
+        s = leaf_check(p->dirfd, p->leaf);
+        if (s != BACKEND_OK)
+            goto done;
+    }
+    for (int tries = 0; tries < 2 && !renamed; tries++) {
+        if (renameat(p->dirfd, p->tmp, p->dirfd, p->leaf) == 0) {
+            renamed = true;
+            break;
+        }
+        int e = errno;
+        if (e == EISDIR || e == ENOTEMPTY || e == EEXIST) {
+            /* an empty directory holds the name: drop it, else conflict */
+            if (tries == 0 && unlinkat(p->dirfd, p->leaf, AT_REMOVEDIR) == 0)
+                continue;
+            s = BACKEND_KEY_CONFLICT;
+        } else if (e == ENOENT) {
+            s = p->is_part ? BACKEND_NO_UPLOAD : BACKEND_NO_BUCKET;
+        } else {
+            s = io_status("rename", e);
+        }
+        goto done;
+    }
+    if (fsync(p->dirfd) != 0)
+        log_msg(LOG_LVL_WARN, "backend", "fsync directory: %s", strerror(errno));
+    if (out) {
+        struct stat st;
+        if (fstat(p->fd, &st) != 0) {
+            s = io_status("fstat", errno);
+            goto done;
+        }
+        out->size = (uint64_t)st.st_size;
+        out->mtime = st.st_mtim;
+        if (have_xattr)
+            snprintf(out->etag, sizeof out->etag, "%s", etag);
+        else
+            posix_pseudo_etag(&st, out->etag);
+        if (meta && obj_meta_copy_hdrs(out, meta) != 0)
+            s = BACKEND_NOMEM;   /* the object is stored; only *out is short */
+    }
+done:
+    if (renamed)
+        p->tmp[0] = '\0';
+    if (s != BACKEND_OK && out)
+        obj_meta_clear(out);
+    backend_put_abort(p);
+    return s;
+}
+
+void backend_put_abort(struct backend_put *p)
+{
+    if (!p)
+        return;
+    if (p->fd >= 0)
+        close(p->fd);
+    if (p->tmp[0] && unlinkat(p->dirfd, p->tmp, 0) != 0 && errno != ENOENT)
+        log_msg(LOG_LVL_WARN, "backend", "cannot remove temp file %s: %s", p->tmp,
+                strerror(errno));
+    close(p->dirfd);
+    if (p->bucketfd >= 0) {
+        if (p->tmp[0] && p->path)   /* not committed: prune what put_begin made */
+            posix_rmdir_parents(p->bucketfd, p->path);
+        close(p->bucketfd);
+    }
+    free(p->path);
+    free(p->leaf);
+    free(p);
+}
+
+/* ---- copy ---- */
+
+enum backend_status posix_copy_into(struct backend_put *p, int srcfd, uint64_t off,
+                                    uint64_t len, unsigned char md5[16])
+{
+    /* A bounded buffer keeps memory flat whatever the object size; the MD5
+     * needs the bytes in user space anyway, so copy_file_range buys little. */
+    unsigned char *buf = malloc(POSIX_COPY_BUF);
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    enum backend_status s = BACKEND_OK;
+    if (!buf || !ctx || EVP_DigestInit_ex(ctx, EVP_md5(), NULL) != 1) {
+        s = BACKEND_NOMEM;
+        goto out;
+    }
+    while (len > 0) {
+        size_t want = len < POSIX_COPY_BUF ? (size_t)len : POSIX_COPY_BUF;
+        ssize_t n = pread(srcfd, buf, want, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            s = io_status("copy read", errno);
+            goto out;
+        }
+        if (n == 0) {
+            log_msg(LOG_LVL_ERROR, "backend", "copy: source shrank while copying");
+            s = BACKEND_IO;
+            goto out;
+        }
+        EVP_DigestUpdate(ctx, buf, (size_t)n);
+        s = backend_put_write(p, buf, (size_t)n);
+        if (s != BACKEND_OK)
+            goto out;
+        off += (uint64_t)n;
+        len -= (uint64_t)n;
+    }
+    unsigned int ml = 0;
+    EVP_DigestFinal_ex(ctx, md5, &ml);
+out:
+    EVP_MD_CTX_free(ctx);
+    free(buf);
+    return s;
+}
+
+enum backend_status backend_object_copy(struct backend *b, const char *src_bucket,
+                                        const char *src_key, const char *dst_bucket,
+                                        const char *dst_key, const struct obj_meta *meta,
+                                        struct obj_meta *out)
+{
+    struct obj_meta smeta = { 0 };
+    struct backend_put *p = NULL;
+    int sfd;
+    struct stat st;
+    if (out)
+        memset(out, 0, sizeof *out);
+    enum backend_status s = posix_object_fd(b, src_bucket, src_key, &sfd, &st);
+    if (s != BACKEND_OK)
+        return s;
+    s = posix_meta_from_fd(sfd, &st, &smeta);
+    if (s != BACKEND_OK)
+        goto out;
+    if ((uint64_t)st.st_size > POSIX_MAX_PUT) {
+        s = BACKEND_TOO_LARGE;
+        goto out;
+    }
+    s = backend_put_begin(b, dst_bucket, dst_key, &p);
+    if (s != BACKEND_OK)
+        goto out;
+    unsigned char md5[16];
+    s = posix_copy_into(p, sfd, 0, (uint64_t)st.st_size, md5);
+    if (s != BACKEND_OK) {
+        backend_put_abort(p);
+        goto out;
+    }
+    struct obj_meta nm = { 0 };
+    posix_md5_to_hex(md5, nm.etag);
+    const struct obj_meta *hsrc = meta ? meta : &smeta;
+    nm.hdrs = hsrc->hdrs;
+    nm.n_hdrs = hsrc->n_hdrs;
+    s = backend_put_commit(p, &nm, out);   /* nm borrows the headers */
+out:
+    obj_meta_clear(&smeta);
+    close(sfd);
+    return s;
+}
+
+/* ---- delete ---- */
+
+void posix_rmdir_parents(int bucketfd, const char *path)
+{
+    char buf[POSIX_PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", path);
+    char *slash;
+    while ((slash = strrchr(buf, '/')) != NULL) {
+        *slash = '\0';                      /* buf: the directory to remove */
+        char *up = strrchr(buf, '/');
+        int pfd;
+        const char *name;
+        if (up) {
+            *up = '\0';
+            pfd = posix_open_beneath(bucketfd, buf, O_DIRECTORY | O_RDONLY, 0);
+            *up = '/';
+            name = up + 1;
+        } else {
+            pfd = dup(bucketfd);
+            name = buf;
+        }
+        if (pfd < 0)
+            return;
+        int r = unlinkat(pfd, name, AT_REMOVEDIR);
+        close(pfd);
+        if (r != 0)
+            return;   /* not empty (or gone): stop here */
+    }
+}
+
+enum backend_status backend_object_delete(struct backend *b, const char *bucket,
+                                          const char *key)
+{
+    char path[POSIX_PATH_MAX];
+    enum backend_status s = posix_key_to_path(key, path, sizeof path);
+    if (s != BACKEND_OK)
+        return s;
+    int bfd;
+    s = posix_bucket_open(b, bucket, &bfd);
+    if (s != BACKEND_OK)
+        return s;
+    char *slash = strrchr(path, '/');
+    int dfd;
+    const char *leaf;
+    if (slash) {
+        *slash = '\0';
+        dfd = posix_open_beneath(bfd, path, O_DIRECTORY | O_RDONLY, 0);
+        *slash = '/';
+        leaf = slash + 1;
+    } else {
+        dfd = dup(bfd);
+        leaf = path;
+    }
+    if (dfd < 0) {
+        s = posix_errno_status(errno);
+        goto out;
+    }
+    struct stat st;
+    if (fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        s = errno == ENOENT ? BACKEND_NO_KEY : io_status("stat", errno);
+    } else if (S_ISLNK(st.st_mode)) {
+        s = BACKEND_DENIED;
+    } else if (!S_ISREG(st.st_mode)) {
+        s = BACKEND_NO_KEY;
+    } else if (unlinkat(dfd, leaf, 0) != 0) {
+        s = errno == ENOENT ? BACKEND_NO_KEY : io_status("unlink", errno);
+    } else {
+        fsync(dfd);
+        posix_rmdir_parents(bfd, path);
+    }
+    close(dfd);
+out:
+    close(bfd);
+    return s;
+}
+
+/* ---- helpers shared with listing and multipart ---- */
+
+int posix_dir_has_object(int dirfd)
+{
+    int dfd = dup(dirfd);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
+        return -1;
+    }
+    int found = 0;
+    struct dirent *de;
+    while (!found && (de = readdir(d)) != NULL) {
+        const char *n = de->d_name;
+        if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0)
+            continue;
+        bool visible = strcmp(n, POSIX_EMPTY_SEG) == 0 || strncmp(n, POSIX_RESERVED, 4) != 0;
+        if (!visible)
+            continue;
+        unsigned char t = entry_type(dirfd, de);
+        if (t == DT_REG) {
+            found = 1;
+        } else if (t == DT_DIR) {
+            int sub = openat(dirfd, n, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
+            if (sub < 0)
+                continue;
+            found = posix_dir_has_object(sub);
+            close(sub);
+        }
+    }
+    closedir(d);
+    return found;
+}

@@ -1,2 +1,742 @@
-/* placeholder: replaced by the conf implementation */
+/* conf/conf.c - builds a struct conf from defaults, a JSON file, SHARDGATE_*
+ * environment variables and command-line flags, in that order. Every merge
+ * step works on a copy and commits only when the whole step is valid, so a bad
+ * file or variable never leaves a half-applied configuration behind. */
 #include "conf.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define KIB 1024u
+#define MIB (1024u * 1024u)
+
+/* Bounds on integer options; the reasons sit next to each. */
+#define THREADS_MAX 256u              /* libmicrohttpd pool; beyond this is a typo */
+#define GRACE_MAX_S 3600u             /* an hour is already longer than any orchestrator waits */
+#define XML_BODY_MIN KIB
+#define XML_BODY_MAX (64u * MIB)      /* DeleteObjects with 1000 keys fits in well under this */
+#define HEADER_MIN KIB
+#define HEADER_MAX MIB
+#define USERS_MAX 1000u               /* users are scanned linearly for unique keys */
+#define LISTEN_MAX 64u                /* longest "[IPv6]:port" is 47 characters */
+#define REGION_MAX 64u
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Writes the message to `err` (when there is room for anything) and returns -1. */
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err != NULL && errlen > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            err[0] = '\0';
+    }
+    return -1;
+}
+
+static void err_clear(char *err, size_t errlen)
+{
+    if (err != NULL && errlen > 0)
+        err[0] = '\0';
+}
+
+static void user_free(struct conf_user *u)
+{
+    free(u->name);
+    free(u->access_key);
+    free(u->secret_key);
+    u->name = u->access_key = u->secret_key = NULL;
+}
+
+static void users_free(struct conf_user *users, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        user_free(&users[i]);
+    free(users);
+}
+
+void conf_free(struct conf *c)
+{
+    if (c == NULL)
+        return;
+    free(c->listen_addr);
+    free(c->data_dir);
+    free(c->region);
+    free(c->vhost_domain);
+    users_free(c->users, c->n_users);
+    memset(c, 0, sizeof *c);
+}
+
+/* strdup that keeps NULL as NULL; *ok goes false when memory runs out. */
+static char *dup_opt(const char *s, bool *ok)
+{
+    if (s == NULL)
+        return NULL;
+    char *d = strdup(s);
+    if (d == NULL)
+        *ok = false;
+    return d;
+}
+
+/* Deep copy of `src` into `dst` (uninitialised). Keep in step with struct conf:
+ * every pointer field must be duplicated here. Returns 0, or -1 when out of
+ * memory with `dst` left empty. */
+static int conf_copy(struct conf *dst, const struct conf *src)
+{
+    bool ok = true;
+    *dst = *src;
+    dst->listen_addr = dup_opt(src->listen_addr, &ok);
+    dst->data_dir = dup_opt(src->data_dir, &ok);
+    dst->region = dup_opt(src->region, &ok);
+    dst->vhost_domain = dup_opt(src->vhost_domain, &ok);
+    dst->users = NULL;
+    dst->n_users = 0;
+    if (ok && src->n_users > 0) {
+        dst->users = calloc(src->n_users, sizeof *dst->users);
+        if (dst->users == NULL) {
+            ok = false;
+        } else {
+            dst->n_users = src->n_users;
+            for (size_t i = 0; i < src->n_users; i++) {
+                dst->users[i].name = dup_opt(src->users[i].name, &ok);
+                dst->users[i].access_key = dup_opt(src->users[i].access_key, &ok);
+                dst->users[i].secret_key = dup_opt(src->users[i].secret_key, &ok);
+            }
+        }
+    }
+    if (!ok) {
+        conf_free(dst);
+        return -1;
+    }
+    return 0;
+}
+
+/* Replaces `c` by `tmp` (taking it). */
+static void conf_commit(struct conf *c, struct conf *tmp)
+{
+    conf_free(c);
+    *c = *tmp;
+    memset(tmp, 0, sizeof *tmp);
+}
+
+/* Replaces *dst by a copy of `s`. Returns 0, or -1 when out of memory. */
+static int replace_str(char **dst, const char *s)
+{
+    char *d = strdup(s);
+    if (d == NULL)
+        return -1;
+    free(*dst);
+    *dst = d;
+    return 0;
+}
+
+int conf_init_defaults(struct conf *c)
+{
+    memset(c, 0, sizeof *c);
+    c->listen_addr = strdup("127.0.0.1");
+    c->listen_port = 9000;
+    c->threads = 0;
+    c->data_dir = strdup("var/data");
+    c->region = strdup("us-east-1");
+    c->vhost_domain = NULL;
+    c->users = calloc(1, sizeof *c->users);
+    if (c->users != NULL) {
+        c->n_users = 1;
+        c->users[0].name = strdup("root");
+        c->users[0].access_key = strdup(CONF_DEFAULT_ACCESS_KEY);
+        c->users[0].secret_key = strdup(CONF_DEFAULT_SECRET_KEY);
+    }
+    c->default_credentials = true;
+    c->max_xml_body = 2u * MIB;
+    c->max_header_bytes = 16u * KIB;
+    c->log_level = LOG_LVL_INFO;
+    c->shutdown_grace_s = 30;
+    if (c->listen_addr == NULL || c->data_dir == NULL || c->region == NULL || c->users == NULL
+        || c->users[0].name == NULL || c->users[0].access_key == NULL
+        || c->users[0].secret_key == NULL) {
+        conf_free(c);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- value checks shared by the file, the environment and the flags ----
+ * `field` is how the user spelled the option ("listen", "SHARDGATE_LISTEN",
+ * "--listen") so every message names what to fix. */
+
+#define LISTEN_HELP "must be ADDR:PORT with an IPv4 address (127.0.0.1:9000) " \
+                    "or a bracketed IPv6 address ([::1]:9000), port 1 to 65535"
+
+/* Parses 1..65535 from exactly the decimal digits in [s, end). */
+static int port_parse(const char *s, const char *end, uint16_t *out)
+{
+    size_t n = (size_t)(end - s);
+    if (n == 0 || n > 5)
+        return -1;
+    unsigned v = 0;
+    for (const char *p = s; p < end; p++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        v = v * 10u + (unsigned)(*p - '0');
+    }
+    if (v < 1 || v > 65535)
+        return -1;
+    *out = (uint16_t)v;
+    return 0;
+}
+
+/* Sets listen_addr (without brackets, ready for inet_pton) and listen_port.
+ * Only literal addresses: resolving names here would make start-up depend on
+ * DNS, and "localhost" may resolve to either family. */
+static int set_listen(struct conf *c, const char *field, const char *s, char *err, size_t errlen)
+{
+    size_t len = strlen(s);
+    char host[LISTEN_MAX + 1];
+    const char *port;
+    unsigned char bin[sizeof(struct in6_addr)];
+
+    if (len == 0 || len > LISTEN_MAX)
+        return fail(err, errlen, "%s: " LISTEN_HELP, field);
+    if (s[0] == '[') {
+        const char *rb = strchr(s, ']');
+        if (rb == NULL || rb[1] != ':')
+            return fail(err, errlen, "%s: \"%s\" " LISTEN_HELP, field, s);
+        size_t hl = (size_t)(rb - (s + 1));
+        memcpy(host, s + 1, hl);
+        host[hl] = '\0';
+        port = rb + 2;
+        if (inet_pton(AF_INET6, host, bin) != 1)
+            return fail(err, errlen, "%s: \"%s\" " LISTEN_HELP, field, s);
+    } else {
+        const char *colon = strchr(s, ':');
+        if (colon == NULL || strchr(colon + 1, ':') != NULL)
+            return fail(err, errlen, "%s: \"%s\" " LISTEN_HELP, field, s);
+        size_t hl = (size_t)(colon - s);
+        memcpy(host, s, hl);
+        host[hl] = '\0';
+        port = colon + 1;
+        if (inet_pton(AF_INET, host, bin) != 1)
+            return fail(err, errlen, "%s: \"%s\" " LISTEN_HELP, field, s);
+    }
+    uint16_t p;
+    if (port_parse(port, s + len, &p) != 0)
+        return fail(err, errlen, "%s: \"%s\" " LISTEN_HELP, field, s);
+    if (replace_str(&c->listen_addr, host) != 0)
+        return fail(err, errlen, "%s: out of memory", field);
+    c->listen_port = p;
+    return 0;
+}
+
+static int set_log_level(struct conf *c, const char *field, const char *s, char *err,
+                         size_t errlen)
+{
+    enum log_level lvl;
+    if (log_level_parse(s, &lvl) != 0)
+        return fail(err, errlen, "%s: must be one of \"error\", \"warn\", \"info\", \"debug\"",
+                    field);
+    c->log_level = lvl;
+    return 0;
+}
+
+static int set_data_dir(struct conf *c, const char *field, const char *s, char *err,
+                        size_t errlen)
+{
+    if (s[0] == '\0')
+        return fail(err, errlen, "%s: must be a non-empty path", field);
+    if (replace_str(&c->data_dir, s) != 0)
+        return fail(err, errlen, "%s: out of memory", field);
+    return 0;
+}
+
+/* The region goes into every SigV4 credential scope ("AKID/date/region/s3/..."),
+ * so a '/' or a space in it would make every signature unverifiable. */
+static int region_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > REGION_MAX)
+        return 0;
+    for (const char *p = s; *p; p++) {
+        char ch = *p;
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9')
+              || ch == '-' || ch == '_'))
+            return 0;
+    }
+    return 1;
+}
+
+static int set_region(struct conf *c, const char *field, const char *s, char *err, size_t errlen)
+{
+    if (!region_ok(s))
+        return fail(err, errlen,
+                    "%s: must be 1 to %u letters, digits, '-' or '_' (like \"us-east-1\")", field,
+                    REGION_MAX);
+    if (replace_str(&c->region, s) != 0)
+        return fail(err, errlen, "%s: out of memory", field);
+    return 0;
+}
+
+/* NULL or "" turns virtual-host addressing off. */
+static int set_vhost_domain(struct conf *c, const char *field, const char *s, char *err,
+                            size_t errlen)
+{
+    if (s == NULL || s[0] == '\0') {
+        free(c->vhost_domain);
+        c->vhost_domain = NULL;
+        return 0;
+    }
+    if (replace_str(&c->vhost_domain, s) != 0)
+        return fail(err, errlen, "%s: out of memory", field);
+    return 0;
+}
+
+/* Strict decimal for environment and flag values: digits only, so "-1", " 8"
+ * and "8x" are refused instead of being wrapped or truncated by strtoul. */
+static int uint_parse(const char *s, unsigned max, unsigned *out)
+{
+    if (s[0] == '\0' || strlen(s) > 10)
+        return -1;
+    unsigned long long v = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        v = v * 10u + (unsigned)(*p - '0');
+    }
+    if (v > max)
+        return -1;
+    *out = (unsigned)v;
+    return 0;
+}
+
+/* Access keys appear in the Authorization header as "Credential=AKID/date/...",
+ * so '/', ',', whitespace and control characters cannot be told apart there. */
+static int access_key_ok(const char *s)
+{
+    if (s[0] == '\0')
+        return 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p <= ' ' || *p == 0x7f || *p == '/' || *p == ',')
+            return 0;
+    }
+    return 1;
+}
+
+#define ACCESS_KEY_HELP "must be non-empty, without '/', ',', spaces or control characters"
+
+/* ---- the JSON file ---- */
+
+/* A string value without embedded NULs, or NULL. The parser already refuses
+ * "\u0000" (no JSON_ALLOW_NUL); checked again because a C string would
+ * silently end there if that flag were ever added. */
+static const char *json_cstr(const json_t *v)
+{
+    if (!json_is_string(v))
+        return NULL;
+    const char *s = json_string_value(v);
+    if (strlen(s) != json_string_length(v))
+        return NULL;
+    return s;
+}
+
+static int json_uint(const json_t *v, const char *field, unsigned long long min,
+                     unsigned long long max, unsigned long long *out, char *err, size_t errlen)
+{
+    if (!json_is_integer(v) || json_integer_value(v) < 0
+        || (unsigned long long)json_integer_value(v) < min
+        || (unsigned long long)json_integer_value(v) > max)
+        return fail(err, errlen, "%s: must be an integer from %llu to %llu", field, min, max);
+    *out = (unsigned long long)json_integer_value(v);
+    return 0;
+}
+
+static const char *const user_keys[] = { "name", "access_key", "secret_key" };
+enum { N_USER_KEYS = sizeof user_keys / sizeof user_keys[0] };
+
+/* Fills `u` from users[i]. On error `u` may hold partial strings; the caller frees. */
+static int user_from_json(struct conf_user *u, size_t i, const json_t *o, char *err,
+                          size_t errlen)
+{
+    if (!json_is_object(o))
+        return fail(err, errlen, "users[%zu]: must be an object with name, access_key, secret_key",
+                    i);
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)o, key, val) {
+        bool known = false;
+        for (size_t k = 0; k < N_USER_KEYS; k++)
+            known = known || strcmp(key, user_keys[k]) == 0;
+        if (!known)
+            return fail(err, errlen,
+                        "users[%zu]: unknown key \"%.64s\" (allowed: name, access_key, secret_key)",
+                        i, key);
+        (void)val;
+    }
+    char **dst[N_USER_KEYS] = { &u->name, &u->access_key, &u->secret_key };
+    for (size_t k = 0; k < N_USER_KEYS; k++) {
+        const char *s = json_cstr(json_object_get(o, user_keys[k]));
+        if (s == NULL)
+            return fail(err, errlen, "users[%zu].%s: required string", i, user_keys[k]);
+        if (s[0] == '\0')
+            return fail(err, errlen, "users[%zu].%s: must not be empty", i, user_keys[k]);
+        *dst[k] = strdup(s);
+        if (*dst[k] == NULL)
+            return fail(err, errlen, "users[%zu].%s: out of memory", i, user_keys[k]);
+    }
+    if (!access_key_ok(u->access_key))
+        return fail(err, errlen, "users[%zu].access_key: " ACCESS_KEY_HELP, i);
+    return 0;
+}
+
+/* Finds two users with the same access key; returns 1 and their indexes. */
+static int users_find_duplicate(const struct conf_user *users, size_t n, size_t *first,
+                                size_t *second)
+{
+    for (size_t j = 1; j < n; j++) {
+        for (size_t i = 0; i < j; i++) {
+            if (users[i].access_key != NULL && users[j].access_key != NULL
+                && strcmp(users[i].access_key, users[j].access_key) == 0) {
+                *first = i;
+                *second = j;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+static int users_from_json(struct conf *c, const json_t *v, char *err, size_t errlen)
+{
+    if (!json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > USERS_MAX)
+        return fail(err, errlen, "users: must be an array of 1 to %u user objects", USERS_MAX);
+    size_t n = json_array_size(v);
+    struct conf_user *users = calloc(n, sizeof *users);
+    if (users == NULL)
+        return fail(err, errlen, "users: out of memory");
+    for (size_t i = 0; i < n; i++) {
+        if (user_from_json(&users[i], i, json_array_get(v, i), err, errlen) != 0) {
+            users_free(users, n);
+            return -1;
+        }
+    }
+    size_t a, b;
+    if (users_find_duplicate(users, n, &a, &b)) {
+        users_free(users, n);
+        return fail(err, errlen, "users[%zu].access_key: same as users[%zu].access_key "
+                    "(access keys must be unique)", b, a);
+    }
+    users_free(c->users, c->n_users);
+    c->users = users;
+    c->n_users = n;
+    c->default_credentials = false;
+    return 0;
+}
+
+typedef int (*str_setter)(struct conf *c, const char *field, const char *s, char *err,
+                          size_t errlen);
+
+/* One top-level key of the file. String options go through the same setter as
+ * their environment variable and flag; the others are handled in key_apply. */
+struct file_key {
+    const char *name;
+    str_setter set;   /* NULL: not a plain string option */
+};
+
+static const struct file_key file_keys[] = {
+    { "listen", set_listen },
+    { "data_dir", set_data_dir },
+    { "region", set_region },
+    { "vhost_domain", NULL },
+    { "threads", NULL },
+    { "log_level", set_log_level },
+    { "shutdown_grace_s", NULL },
+    { "max_xml_body", NULL },
+    { "max_header_bytes", NULL },
+    { "users", NULL },
+};
+enum { N_FILE_KEYS = sizeof file_keys / sizeof file_keys[0] };
+_Static_assert(N_FILE_KEYS == 10, "update file_keys, key_apply and the example config");
+
+#define FILE_KEYS_HELP "listen, data_dir, region, vhost_domain, threads, log_level, " \
+                       "shutdown_grace_s, max_xml_body, max_header_bytes, users"
+
+static int key_apply(struct conf *c, const struct file_key *k, const json_t *v, char *err,
+                     size_t errlen)
+{
+    unsigned long long n;
+
+    if (k->set != NULL) {
+        const char *s = json_cstr(v);
+        if (s == NULL)
+            return fail(err, errlen, "%s: must be a string", k->name);
+        return k->set(c, k->name, s, err, errlen);
+    }
+    if (strcmp(k->name, "vhost_domain") == 0) {
+        if (json_is_null(v))
+            return set_vhost_domain(c, k->name, NULL, err, errlen);
+        const char *s = json_cstr(v);
+        if (s == NULL || s[0] == '\0')
+            return fail(err, errlen, "vhost_domain: must be a non-empty string or null");
+        return set_vhost_domain(c, k->name, s, err, errlen);
+    }
+    if (strcmp(k->name, "threads") == 0) {
+        if (json_uint(v, k->name, 0, THREADS_MAX, &n, err, errlen) != 0)
+            return -1;
+        c->threads = (unsigned)n;
+        return 0;
+    }
+    if (strcmp(k->name, "shutdown_grace_s") == 0) {
+        if (json_uint(v, k->name, 0, GRACE_MAX_S, &n, err, errlen) != 0)
+            return -1;
+        c->shutdown_grace_s = (unsigned)n;
+        return 0;
+    }
+    if (strcmp(k->name, "max_xml_body") == 0) {
+        if (json_uint(v, k->name, XML_BODY_MIN, XML_BODY_MAX, &n, err, errlen) != 0)
+            return -1;
+        c->max_xml_body = n;
+        return 0;
+    }
+    if (strcmp(k->name, "max_header_bytes") == 0) {
+        if (json_uint(v, k->name, HEADER_MIN, HEADER_MAX, &n, err, errlen) != 0)
+            return -1;
+        c->max_header_bytes = (unsigned)n;
+        return 0;
+    }
+    /* "users" */
+    return users_from_json(c, v, err, errlen);
+}
+
+static int conf_apply_json(struct conf *c, json_t *root, char *err, size_t errlen)
+{
+    const char *key;
+    json_t *val;
+
+    if (!json_is_object(root))
+        return fail(err, errlen, "top level: must be a JSON object");
+    json_object_foreach(root, key, val) {
+        const struct file_key *k = NULL;
+        for (size_t i = 0; i < N_FILE_KEYS && k == NULL; i++) {
+            if (strcmp(key, file_keys[i].name) == 0)
+                k = &file_keys[i];
+        }
+        if (k == NULL)
+            return fail(err, errlen, "unknown key \"%.64s\" (allowed: " FILE_KEYS_HELP ")", key);
+        if (key_apply(c, k, val, err, errlen) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int conf_load_file(struct conf *c, const char *path, char *err, size_t errlen)
+{
+    char msg[512];
+    json_error_t jerr;
+    struct stat st;
+    struct conf tmp;
+    json_t *root = NULL;
+    int rc = -1;
+
+    err_clear(err, errlen);
+    /* O_NONBLOCK so a FIFO given by mistake is refused below instead of
+     * blocking start-up; it changes nothing for regular files. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) {
+        int e = errno;
+        return fail(err, errlen, "%s: cannot open: %s", path, strerror(e));
+    }
+    /* fstat the descriptor we read, not the path, so the mode we check is the
+     * mode of the file we load. */
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        fail(err, errlen, "%s: cannot stat: %s", path, strerror(e));
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        fail(err, errlen, "%s: not a regular file", path);
+        goto out;
+    }
+    root = json_loadfd(fd, JSON_REJECT_DUPLICATES, &jerr);
+    if (root == NULL) {
+        fail(err, errlen, "%s: invalid JSON at line %d, column %d: %s", path, jerr.line,
+             jerr.column, jerr.text);
+        goto out;
+    }
+    if (json_is_object(root) && json_object_get(root, "users") != NULL
+        && (st.st_mode & 077) != 0) {
+        fail(err, errlen, "%s: holds secret keys but its mode %04o lets group or others "
+             "access it; run chmod 600 %s", path, (unsigned)(st.st_mode & 07777), path);
+        goto out;
+    }
+    if (conf_copy(&tmp, c) != 0) {
+        fail(err, errlen, "%s: out of memory", path);
+        goto out;
+    }
+    if (conf_apply_json(&tmp, root, msg, sizeof msg) != 0) {
+        conf_free(&tmp);
+        fail(err, errlen, "%s: %s", path, msg);
+        goto out;
+    }
+    conf_commit(c, &tmp);
+    rc = 0;
+out:
+    json_decref(root);
+    close(fd);
+    return rc;
+}
+
+/* ---- environment ---- */
+
+/* A variable set to "" counts as set, so "SHARDGATE_SECRET_KEY=" is an error
+ * rather than a silent fallback to other credentials. */
+static int env_apply_keys(struct conf *c, char *err, size_t errlen)
+{
+    const char *ak = getenv("SHARDGATE_ACCESS_KEY");
+    const char *sk = getenv("SHARDGATE_SECRET_KEY");
+
+    if (ak == NULL && sk == NULL)
+        return 0;
+    if (ak == NULL || sk == NULL)
+        return fail(err, errlen, "SHARDGATE_ACCESS_KEY and SHARDGATE_SECRET_KEY must be set "
+                    "together (only %s is set)",
+                    ak != NULL ? "SHARDGATE_ACCESS_KEY" : "SHARDGATE_SECRET_KEY");
+    if (!access_key_ok(ak))
+        return fail(err, errlen, "SHARDGATE_ACCESS_KEY: " ACCESS_KEY_HELP);
+    if (sk[0] == '\0')
+        return fail(err, errlen, "SHARDGATE_SECRET_KEY: must not be empty");
+    if (c->n_users == 0) {
+        c->users = calloc(1, sizeof *c->users);
+        if (c->users == NULL || (c->users[0].name = strdup("root")) == NULL)
+            return fail(err, errlen, "SHARDGATE_ACCESS_KEY: out of memory");
+        c->n_users = 1;
+    }
+    if (replace_str(&c->users[0].access_key, ak) != 0
+        || replace_str(&c->users[0].secret_key, sk) != 0)
+        return fail(err, errlen, "SHARDGATE_ACCESS_KEY: out of memory");
+    c->default_credentials = false;
+    return 0;
+}
+
+static const struct {
+    const char *name;
+    str_setter set;
+} env_vars[] = {
+    { "SHARDGATE_LISTEN", set_listen },
+    { "SHARDGATE_DATA_DIR", set_data_dir },
+    { "SHARDGATE_REGION", set_region },
+    { "SHARDGATE_LOG_LEVEL", set_log_level },
+};
+
+int conf_apply_env(struct conf *c, char *err, size_t errlen)
+{
+    struct conf tmp;
+
+    err_clear(err, errlen);
+    if (conf_copy(&tmp, c) != 0)
+        return fail(err, errlen, "environment: out of memory");
+    if (env_apply_keys(&tmp, err, errlen) != 0)
+        goto bad;
+    for (size_t i = 0; i < sizeof env_vars / sizeof env_vars[0]; i++) {
+        const char *v = getenv(env_vars[i].name);
+        if (v != NULL && env_vars[i].set(&tmp, env_vars[i].name, v, err, errlen) != 0)
+            goto bad;
+    }
+    conf_commit(c, &tmp);
+    return 0;
+bad:
+    conf_free(&tmp);
+    return -1;
+}
+
+/* ---- flags ---- */
+
+static int set_threads(struct conf *c, const char *field, const char *s, char *err,
+                       size_t errlen)
+{
+    unsigned v;
+    if (uint_parse(s, THREADS_MAX, &v) != 0)
+        return fail(err, errlen, "%s: must be an integer from 0 to %u", field, THREADS_MAX);
+    c->threads = v;
+    return 0;
+}
+
+static const struct {
+    const char *name;     /* without dashes */
+    const char *field;    /* as the user typed it */
+    str_setter set;
+} flags[] = {
+    { "listen", "--listen", set_listen },
+    { "data", "--data", set_data_dir },
+    { "region", "--region", set_region },
+    { "vhost-domain", "--vhost-domain", set_vhost_domain },
+    { "threads", "--threads", set_threads },
+    { "log-level", "--log-level", set_log_level },
+};
+
+/* Each setter checks its value before touching `c`, so a single flag needs
+ * no copy to stay all-or-nothing. */
+int conf_set_flag(struct conf *c, const char *flag, const char *value, char *err, size_t errlen)
+{
+    err_clear(err, errlen);
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        if (strcmp(flag, flags[i].name) != 0)
+            continue;
+        if (value == NULL)
+            return fail(err, errlen, "%s: requires a value", flags[i].field);
+        return flags[i].set(c, flags[i].field, value, err, errlen);
+    }
+    return fail(err, errlen, "unknown flag \"--%.64s\" (allowed: --listen, --data, --region, "
+                "--vhost-domain, --threads, --log-level)", flag);
+}
+
+/* ---- final checks ---- */
+
+int conf_validate(const struct conf *c, char *err, size_t errlen)
+{
+    err_clear(err, errlen);
+    if (c->listen_addr == NULL || c->listen_addr[0] == '\0')
+        return fail(err, errlen, "listen: address is missing");
+    if (c->listen_port == 0)
+        return fail(err, errlen, "listen: port must be from 1 to 65535");
+    if (c->data_dir == NULL || c->data_dir[0] == '\0')
+        return fail(err, errlen, "data_dir: must not be empty");
+    if (c->region == NULL || c->region[0] == '\0')
+        return fail(err, errlen, "region: must not be empty");
+    if (c->threads > THREADS_MAX)
+        return fail(err, errlen, "threads: must be an integer from 0 to %u", THREADS_MAX);
+    if (c->shutdown_grace_s > GRACE_MAX_S)
+        return fail(err, errlen, "shutdown_grace_s: must be an integer from 0 to %u",
+                    GRACE_MAX_S);
+    if (c->max_xml_body < XML_BODY_MIN || c->max_xml_body > XML_BODY_MAX)
+        return fail(err, errlen, "max_xml_body: must be an integer from %u to %u",
+                    XML_BODY_MIN, XML_BODY_MAX);
+    if (c->max_header_bytes < HEADER_MIN || c->max_header_bytes > HEADER_MAX)
+        return fail(err, errlen, "max_header_bytes: must be an integer from %u to %u",
+                    HEADER_MIN, HEADER_MAX);
+    if (c->users == NULL || c->n_users == 0)
+        return fail(err, errlen, "users: at least one user is required");
+    for (size_t i = 0; i < c->n_users; i++) {
+        const struct conf_user *u = &c->users[i];
+        if (u->name == NULL || u->name[0] == '\0')
+            return fail(err, errlen, "users[%zu].name: must not be empty", i);
+        if (u->access_key == NULL || u->access_key[0] == '\0')
+            return fail(err, errlen, "users[%zu].access_key: must not be empty", i);
+        if (u->secret_key == NULL || u->secret_key[0] == '\0')
+            return fail(err, errlen, "users[%zu].secret_key: must not be empty", i);
+    }
+    size_t a, b;
+    if (users_find_duplicate(c->users, c->n_users, &a, &b))
+        return fail(err, errlen, "users[%zu].access_key: same as users[%zu].access_key "
+                    "(access keys must be unique)", b, a);
+    return 0;
+}

@@ -1,2 +1,178 @@
-/* placeholder */
-int main(void) { return 0; }
+/* gateway/main.c - the shardgate command line: `shardgate serve` merges the
+ * configuration (defaults < file < environment < flags), opens the store and
+ * the credential store, runs the gateway until SIGINT/SIGTERM, and stops it
+ * gracefully. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+
+#include "gw.h"
+
+static const char usage[] =
+    "usage: shardgate serve [options]\n"
+    "       shardgate --help | --version\n"
+    "\n"
+    "S3-compatible object gateway with an NVMe caching tier.\n"
+    "\n"
+    "serve options (each overrides the config file and SHARDGATE_* variables):\n"
+    "  --config FILE        JSON configuration (see conf/shardgate.example.json)\n"
+    "  --listen ADDR:PORT   address to listen on (default 127.0.0.1:9000)\n"
+    "  --data DIR           local-directory cold store: sub-directories are buckets,\n"
+    "                       files are objects (default var/data, created if missing)\n"
+    "  --region NAME        region in signatures and GetBucketLocation (default us-east-1)\n"
+    "  --vhost-domain NAME  also accept virtual-hosted requests for bucket.NAME\n"
+    "  --threads N          HTTP worker threads (default: one per core)\n"
+    "  --log-level LEVEL    error, warn, info (default) or debug\n"
+    "\n"
+    "environment: SHARDGATE_ACCESS_KEY and SHARDGATE_SECRET_KEY set the root\n"
+    "credentials; SHARDGATE_LISTEN, SHARDGATE_DATA_DIR, SHARDGATE_REGION and\n"
+    "SHARDGATE_LOG_LEVEL set the options above. Without credentials the defaults\n"
+    "(" CONF_DEFAULT_ACCESS_KEY " / " CONF_DEFAULT_SECRET_KEY ") are used and printed.\n";
+
+static int serve(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "config", required_argument, NULL, 'c' },
+        { "listen", required_argument, NULL, 'l' },
+        { "data", required_argument, NULL, 'd' },
+        { "region", required_argument, NULL, 'r' },
+        { "vhost-domain", required_argument, NULL, 'v' },
+        { "threads", required_argument, NULL, 't' },
+        { "log-level", required_argument, NULL, 'L' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    struct conf c;
+    char err[512];
+    int rc = 1;
+    if (conf_init_defaults(&c) != 0) {
+        fprintf(stderr, "shardgate: out of memory\n");
+        return 1;
+    }
+
+    /* First pass: the config file, so that flags override it. */
+    const char *config = NULL;
+    int o;
+    opterr = 1;
+    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (o == 'c')
+            config = optarg;
+        else if (o == 'h') {
+            fputs(usage, stdout);
+            conf_free(&c);
+            return 0;
+        } else if (o == '?') {
+            fputs(usage, stderr);
+            conf_free(&c);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "shardgate serve: unexpected argument '%s'\n%s", argv[optind], usage);
+        conf_free(&c);
+        return 2;
+    }
+    if (config && conf_load_file(&c, config, err, sizeof err) != 0)
+        goto bad;
+    if (conf_apply_env(&c, err, sizeof err) != 0)
+        goto bad;
+    optind = 1;
+    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        const char *flag = NULL;
+        for (const struct option *p = opts; p->name; p++)
+            if (p->val == o && o != 'c')
+                flag = p->name;
+        if (flag && strcmp(flag, "help") != 0 && conf_set_flag(&c, flag, optarg, err, sizeof err))
+            goto bad;
+    }
+    if (conf_validate(&c, err, sizeof err) != 0)
+        goto bad;
+    log_set_level(c.log_level);
+
+    struct backend *b = NULL;
+    struct backend_posix_conf pc = { c.data_dir };
+    enum backend_status bs = backend_posix_open(&pc, &b);
+    if (bs != BACKEND_OK) {
+        fprintf(stderr, "shardgate: cannot open the data directory %s: %s\n", c.data_dir,
+                backend_status_name(bs));
+        goto out;
+    }
+    struct auth *a = NULL;
+    if (auth_open(&c, &a) != 0) {
+        fprintf(stderr, "shardgate: cannot set up authentication\n");
+        backend_close(b);
+        goto out;
+    }
+
+    /* Signals are taken by sigwait() in this thread only: block them before
+     * the server's threads start so that they inherit the mask. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct gw *g = NULL;
+    if (gw_start(&c, b, a, &g) != 0) {
+        auth_close(a);
+        backend_close(b);
+        goto out;
+    }
+    const struct conf_user *root = &c.users[0];
+    printf("shardgate %s listening on http://%s:%u\n", PROJECT_VERSION, c.listen_addr,
+           gw_port(g));
+    printf("  data dir:   %s\n", c.data_dir);
+    printf("  access key: %s\n", root->access_key);
+    if (c.default_credentials)
+        printf("  secret key: %s   (the built-in default: set SHARDGATE_ACCESS_KEY and "
+               "SHARDGATE_SECRET_KEY for anything real)\n", root->secret_key);
+    else
+        printf("  secret key: (from the configuration)\n");
+    printf("  try:        AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s aws --endpoint-url "
+           "http://%s:%u s3 ls\n", root->access_key,
+           c.default_credentials ? root->secret_key : "...", c.listen_addr, gw_port(g));
+    fflush(stdout);
+    for (size_t i = 0; i < c.n_users; i++)
+        if (strstr(c.users[i].secret_key, "REPLACE-ME"))
+            log_msg(LOG_LVL_WARN, "main", "user %s still has the example's placeholder key",
+                    c.users[i].name);
+
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    log_msg(LOG_LVL_INFO, "main", "signal %d: stopping (in-flight requests get %u s)", sig,
+            c.shutdown_grace_s);
+    gw_stop(g, c.shutdown_grace_s);
+    auth_close(a);
+    backend_close(b);
+    log_msg(LOG_LVL_INFO, "main", "stopped");
+    rc = 0;
+    goto out;
+bad:
+    fprintf(stderr, "shardgate: %s\n", err);
+    rc = 2;
+out:
+    conf_free(&c);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && strcmp(argv[1], "serve") == 0)
+        return serve(argc - 1, argv + 1);
+    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+                      strcmp(argv[1], "help") == 0)) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
+        printf("shardgate %s\n", PROJECT_VERSION);
+        return 0;
+    }
+    fputs(usage, stderr);
+    return 2;
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# .ci/deps.sh - installs what shardgate needs on Debian 12, only what is
+# missing (so a second run costs nothing). `build` = compile and run the
+# gateway; `test` = also the real clients and tools the test suite drives.
+# Keep this list in step with docker/Dockerfile.
+set -euo pipefail
+want=(build-essential cmake pkg-config libmicrohttpd-dev liburing-dev libjansson-dev
+      libxml2-dev libssl-dev libcurl4-openssl-dev)
+if [ "${1:-build}" = test ]; then
+  want+=(libcunit1-dev python3 python3-boto3 awscli curl)
+fi
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

@@ -1,2 +1,0 @@
-/* placeholder: replaced by the auth implementation */
-#include "auth.h"

@@ -1,0 +1,219 @@
+/* auth/auth_int.h - internals of auth/ shared by its files and its unit tests:
+ * encoding helpers, the SigV4 canonicalisation and signing steps, the
+ * aws-chunked decoder state machine and the payload checksum functions.
+ * Only the auth/ sources and the test_auth_ unit tests include this header. */
+#ifndef SHARDGATE_AUTH_INT_H
+#define SHARDGATE_AUTH_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <openssl/evp.h>
+
+#include "auth.h"
+
+#define AUTH_ALGO "AWS4-HMAC-SHA256"
+#define AUTH_EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+#define AUTH_SKEW_MAX_S (15 * 60)     /* S3's allowed clock difference */
+#define AUTH_PRESIGN_MAX_S 604800     /* 7 days, S3's X-Amz-Expires limit */
+#define AUTH_SCOPE_MAX 160            /* "YYYYMMDD/<region>/s3/aws4_request" */
+#define AUTH_REGION_MAX 64
+
+/* aws-chunked caps: a chunk-size line (size + extensions) and the whole
+ * trailer section are buffered, so they are bounded; chunk data streams
+ * through and only gets a sanity cap. */
+#define AUTH_CHUNK_LINE_MAX 4096
+#define AUTH_CHUNK_DATA_MAX (64u << 20)
+#define AUTH_TRAILER_MAX 16384
+
+/* ---- growable string with a hard cap ---- */
+
+struct auth_buf {
+    char *p;          /* NUL-terminated when len > 0 or after auth_buf_init */
+    size_t len, cap, max;
+    int err;          /* sticky: 1 = over max, 2 = out of memory */
+};
+
+void auth_buf_init(struct auth_buf *b, size_t max);
+void auth_buf_free(struct auth_buf *b);
+void auth_buf_add(struct auth_buf *b, const char *s, size_t n);
+void auth_buf_adds(struct auth_buf *b, const char *s);
+void auth_buf_addc(struct auth_buf *b, char c);
+
+/* ---- encodings ---- */
+
+/* Writes 2n lower-case hex digits and a NUL to out. */
+void auth_hex(const uint8_t *in, size_t n, char *out);
+/* Standard base64 with padding; out needs 4*((n+2)/3)+1 bytes. Returns the
+ * length written (without the NUL). */
+size_t auth_b64_encode(const uint8_t *in, size_t n, char *out);
+/* Strict base64 (padding required, no whitespace). Returns the decoded
+ * length, or -1 when malformed or longer than cap. */
+long auth_b64_decode(const char *in, size_t n, uint8_t *out, size_t cap);
+
+/* Appends s[0..n) percent-decoded (only valid %XX escapes; anything else is
+ * taken literally) then re-encoded with SigV4's strict rule: A-Z a-z 0-9
+ * - . _ ~ stay, '/' stays when keep_slash, every other byte becomes %XX. */
+void auth_uri_canon(struct auth_buf *b, const char *s, size_t n, bool keep_slash);
+
+/* ---- SigV4 steps ---- */
+
+void auth_sha256_hex(const void *d, size_t n, char out[65]);
+/* HMAC-SHA256; returns 0, or -1 when OpenSSL fails. */
+int auth_hmac_sha256(const uint8_t *key, size_t klen, const void *d, size_t n,
+                     uint8_t out[32]);
+/* kSigning = HMAC(HMAC(HMAC(HMAC("AWS4"+secret, date8), region), service),
+ * "aws4_request"). Returns 0 or -1. */
+int auth_signing_key(const char *secret, const char *date8, const char *region,
+                     const char *service, uint8_t out[32]);
+
+/* The canonical request as S3 verifies it. `signed_headers` is the
+ * ';'-separated list as sent; `presigned` leaves X-Amz-Signature out of the
+ * canonical query. Returns AUTH_OK, AUTH_MALFORMED (too large) or AUTH_NOMEM;
+ * out must be initialised by the caller and freed by it. */
+enum auth_status auth_canonical_request(const struct auth_req *r, const char *signed_headers,
+                                        const char *payload_hash, bool presigned,
+                                        struct auth_buf *out);
+/* "AWS4-HMAC-SHA256\n<amzdate>\n<scope>\n<hex sha256 of creq>" */
+void auth_string_to_sign(const char *amzdate, const char *scope, const char *creq,
+                         struct auth_buf *out);
+
+/* Signs r the way a client does (used by tests and usable by anyone who
+ * needs to produce a SigV4 signature): canonical request, string to sign,
+ * signing key from secret/date/region/"s3", HMAC. amzdate is
+ * "YYYYMMDDTHHMMSSZ". Writes 64 hex digits + NUL to sig_hex. */
+enum auth_status auth_sign_request(const struct auth_req *r, bool presigned,
+                                   const char *signed_headers, const char *payload_hash,
+                                   const char *amzdate, const char *region,
+                                   const char *secret, char sig_hex[65]);
+
+/* Parses "YYYYMMDDTHHMMSSZ" (exactly) or an RFC 1123 date
+ * ("Fri, 24 May 2013 00:00:00 GMT"). Returns 0 and the UTC time, or -1. */
+int auth_parse_amz_date(const char *s, time_t *out);
+int auth_parse_http_date(const char *s, time_t *out);
+/* Formats t as "YYYYMMDDTHHMMSSZ" into out[17]. */
+void auth_format_amz_date(time_t t, char out[17]);
+
+/* Signing state a verified request leaves for its body. */
+struct auth_sigstate {
+    uint8_t key[32];             /* the request's signing key */
+    char seed[65];               /* the request signature: first "previous" */
+    char amzdate[17];
+    char scope[AUTH_SCOPE_MAX];
+};
+
+/* ---- payload checksums ---- */
+
+enum auth_ck_algo {
+    AUTH_CK_NONE = 0,
+    AUTH_CK_CRC32,
+    AUTH_CK_CRC32C,
+    AUTH_CK_CRC64NVME,
+    AUTH_CK_SHA1,
+    AUTH_CK_SHA256,
+};
+
+/* Running CRCs: start with crc = 0, feed any split, the result is final
+ * (pre- and post-inversion are inside, like zlib's crc32()). */
+uint32_t auth_crc32(uint32_t crc, const void *buf, size_t n);
+uint32_t auth_crc32c(uint32_t crc, const void *buf, size_t n);
+uint64_t auth_crc64nvme(uint64_t crc, const void *buf, size_t n);
+
+/* "crc32", "CRC32", "x-amz-checksum-crc32" -> AUTH_CK_CRC32; unknown ->
+ * AUTH_CK_NONE. */
+enum auth_ck_algo auth_ck_from_name(const char *name);
+const char *auth_ck_header(enum auth_ck_algo a);   /* "x-amz-checksum-crc32" */
+size_t auth_ck_len(enum auth_ck_algo a);           /* digest bytes */
+
+struct auth_ck {
+    enum auth_ck_algo algo;
+    uint32_t crc32;
+    uint64_t crc64;
+    EVP_MD_CTX *md;                /* SHA1 / SHA256 */
+};
+
+/* Returns 0, or -1 when out of memory. */
+int auth_ck_init(struct auth_ck *c, enum auth_ck_algo a);
+void auth_ck_update(struct auth_ck *c, const void *buf, size_t n);
+/* Writes the big-endian digest; returns its length (0 on failure). */
+size_t auth_ck_final(struct auth_ck *c, uint8_t out[32]);
+void auth_ck_free(struct auth_ck *c);
+
+/* ---- the aws-chunked decoder ---- */
+
+enum auth_chunk_mode {
+    AUTH_CHUNK_SIGNED,             /* chunk-signature on every chunk */
+    AUTH_CHUNK_SIGNED_TRAILER,     /* same, then trailers + x-amz-trailer-signature */
+    AUTH_CHUNK_UNSIGNED_TRAILER,   /* bare sizes, then trailers */
+};
+
+enum auth_chunk_state {
+    AUTH_CHS_SIZE,       /* reading "<hex>[;ext]\r\n" */
+    AUTH_CHS_DATA,       /* passing chunk data */
+    AUTH_CHS_DATA_CR,    /* expecting the CR (or LF) after the data */
+    AUTH_CHS_DATA_LF,    /* expecting the LF after that CR */
+    AUTH_CHS_TRAILER,    /* after the final chunk: trailer lines up to an empty one */
+    AUTH_CHS_DONE,
+    AUTH_CHS_ERROR,
+};
+
+#define AUTH_TRAILERS_MAX 8
+
+/* Receives decoded bytes; non-zero stops with AUTH_ABORTED. */
+typedef int (*auth_chunk_data_cb)(void *arg, const uint8_t *buf, size_t len);
+
+struct auth_chunk_dec {
+    enum auth_chunk_mode mode;
+    enum auth_chunk_state st;
+    enum auth_status err;          /* sticky once st == AUTH_CHS_ERROR */
+    const struct auth_sigstate *sig; /* NULL for the unsigned mode */
+    char prev_sig[65];
+    char chunk_sig[65];            /* claimed signature of the current chunk */
+    EVP_MD_CTX *chunk_md;          /* SHA-256 of the current chunk's data */
+    uint64_t remaining;            /* data bytes left in the current chunk */
+    uint64_t decoded;              /* payload bytes so far */
+    uint64_t limit;                /* x-amz-decoded-content-length */
+    char line[AUTH_CHUNK_LINE_MAX + 1];
+    size_t line_len;
+    /* trailer section, kept whole (bounded) for the trailer signature */
+    char trailer[AUTH_TRAILER_MAX + 1];
+    size_t trailer_len;            /* bytes of complete lines kept */
+    size_t trailer_raw;            /* raw bytes of the section so far (capped) */
+    size_t n_trailers;
+    struct { size_t name_off, name_len, val_off, val_len; } trailers[AUTH_TRAILERS_MAX];
+    bool trailer_sig_seen;
+};
+
+/* sig (borrowed, must outlive d) is required for the signed modes. limit is
+ * the declared decoded length. Returns AUTH_OK or AUTH_NOMEM. */
+enum auth_status auth_chunk_init(struct auth_chunk_dec *d, enum auth_chunk_mode mode,
+                                 const struct auth_sigstate *sig, uint64_t limit);
+/* Feeds raw bytes (any split). Returns AUTH_OK or the first error (sticky). */
+enum auth_status auth_chunk_feed(struct auth_chunk_dec *d, const uint8_t *in, size_t len,
+                                 auth_chunk_data_cb cb, void *arg);
+/* After the last feed: AUTH_OK when the body ended cleanly (a missing last
+ * empty line after the trailers is accepted), else AUTH_INCOMPLETE_BODY. */
+enum auth_status auth_chunk_finish(struct auth_chunk_dec *d);
+/* Looks up a received trailer by lower-case name; returns its value
+ * (not NUL-terminated) or NULL. */
+const char *auth_chunk_trailer(const struct auth_chunk_dec *d, const char *name,
+                               size_t *len);
+void auth_chunk_free(struct auth_chunk_dec *d);
+
+/* ---- header lookup shared by verify and body ---- */
+
+/* First header called `name` (lower case), or NULL; *count gets how many
+ * there are when count is not NULL. */
+const char *auth_req_header(const struct auth_req *r, const char *name, size_t *count);
+
+/* What auth_verify leaves in a context. */
+struct auth_ctx {
+    const struct conf_user *user;
+    enum auth_payload payload;
+    char payload_hash[65];         /* lower case, AUTH_PAYLOAD_SHA256 only */
+    bool signed_req;               /* false for anonymous */
+    struct auth_sigstate sig;
+};
+
+#endif

@@ -1,0 +1,949 @@
+/* auth/sigv4.c - AWS Signature Version 4 as S3 verifies it: the credential
+ * store, Authorization-header and presigned-URL parsing, the canonical
+ * request, the string to sign and the signature compare. Nothing secret is
+ * kept in static storage; every call works on its own buffers. */
+#include "auth_int.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <openssl/crypto.h>
+
+/* The canonical request holds the path, query and signed headers, each at
+ * most tripled by percent-encoding; the gateway caps headers at tens of KiB,
+ * so a 1 MiB cap is never reached by an honest request. */
+#define CANON_MAX (1u << 20)
+/* Decoded lengths accepted for the X-Amz-* query parameters. */
+#define QPARAM_MAX 4096
+
+struct auth {
+    const struct conf *c;
+    time_t (*now)(void);
+};
+
+const char *auth_status_name(enum auth_status st)
+{
+    switch (st) {
+    case AUTH_OK: return "OK";
+    case AUTH_MALFORMED: return "MALFORMED";
+    case AUTH_QUERY_MALFORMED: return "QUERY_MALFORMED";
+    case AUTH_REGION_MISMATCH: return "REGION_MISMATCH";
+    case AUTH_UNSUPPORTED: return "UNSUPPORTED";
+    case AUTH_MISSING_DATE: return "MISSING_DATE";
+    case AUTH_UNKNOWN_KEY: return "UNKNOWN_KEY";
+    case AUTH_SIGNATURE_MISMATCH: return "SIGNATURE_MISMATCH";
+    case AUTH_EXPIRED: return "EXPIRED";
+    case AUTH_TIME_SKEWED: return "TIME_SKEWED";
+    case AUTH_BAD_CONTENT_SHA256: return "BAD_CONTENT_SHA256";
+    case AUTH_SHA256_MISMATCH: return "SHA256_MISMATCH";
+    case AUTH_INVALID_DIGEST: return "INVALID_DIGEST";
+    case AUTH_BAD_DIGEST: return "BAD_DIGEST";
+    case AUTH_BAD_CHECKSUM_HEADER: return "BAD_CHECKSUM_HEADER";
+    case AUTH_CHECKSUM_MISMATCH: return "CHECKSUM_MISMATCH";
+    case AUTH_CHUNK_SIGNATURE_MISMATCH: return "CHUNK_SIGNATURE_MISMATCH";
+    case AUTH_BAD_CHUNK: return "BAD_CHUNK";
+    case AUTH_INCOMPLETE_BODY: return "INCOMPLETE_BODY";
+    case AUTH_TOO_LARGE: return "TOO_LARGE";
+    case AUTH_ABORTED: return "ABORTED";
+    case AUTH_NOMEM: return "NOMEM";
+    }
+    return "UNKNOWN";
+}
+
+/* ---- the store ---- */
+
+int auth_open(const struct conf *c, struct auth **out)
+{
+    struct auth *a = calloc(1, sizeof *a);
+    if (!a)
+        return -1;
+    a->c = c;
+    *out = a;
+    return 0;
+}
+
+void auth_close(struct auth *a)
+{
+    free(a);
+}
+
+void auth_set_clock(struct auth *a, time_t (*now)(void))
+{
+    a->now = now;
+}
+
+static time_t auth_now(const struct auth *a)
+{
+    return a->now ? a->now() : time(NULL);
+}
+
+static const struct conf_user *find_user(const struct auth *a, const char *ak)
+{
+    for (size_t i = 0; i < a->c->n_users; i++)
+        if (a->c->users[i].access_key && strcmp(a->c->users[i].access_key, ak) == 0)
+            return &a->c->users[i];
+    return NULL;
+}
+
+/* ---- growable buffer ---- */
+
+void auth_buf_init(struct auth_buf *b, size_t max)
+{
+    memset(b, 0, sizeof *b);
+    b->max = max;
+}
+
+void auth_buf_free(struct auth_buf *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}
+
+void auth_buf_add(struct auth_buf *b, const char *s, size_t n)
+{
+    if (b->err)
+        return;
+    if (n > b->max || b->len > b->max - n) {
+        b->err = 1;
+        return;
+    }
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->err = 2;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+void auth_buf_adds(struct auth_buf *b, const char *s)
+{
+    auth_buf_add(b, s, strlen(s));
+}
+
+void auth_buf_addc(struct auth_buf *b, char c)
+{
+    auth_buf_add(b, &c, 1);
+}
+
+/* ---- percent-encoding ---- */
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decodes s[0..n) into out (at least n bytes); returns the length.
+ * An invalid escape is kept literally. '+' stays '+': S3 does not read it
+ * as a space. */
+static size_t pct_decode(const char *s, size_t n, char *out)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        int h, l;
+        if (s[i] == '%' && i + 2 < n && (h = hexval((unsigned char)s[i + 1])) >= 0 &&
+            (l = hexval((unsigned char)s[i + 2])) >= 0) {
+            out[o++] = (char)(h << 4 | l);
+            i += 2;
+        } else {
+            out[o++] = s[i];
+        }
+    }
+    return o;
+}
+
+static bool unreserved(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           c == '-' || c == '.' || c == '_' || c == '~';
+}
+
+void auth_uri_canon(struct auth_buf *b, const char *s, size_t n, bool keep_slash)
+{
+    static const char digits[] = "0123456789ABCDEF";
+    char *dec = malloc(n ? n : 1);
+    if (!dec) {
+        b->err = 2;
+        return;
+    }
+    size_t dn = pct_decode(s, n, dec);
+    size_t start = 0;
+    for (size_t i = 0; i < dn; i++) {
+        unsigned char c = (unsigned char)dec[i];
+        if (unreserved(c) || (keep_slash && c == '/'))
+            continue;
+        auth_buf_add(b, dec + start, i - start);
+        char esc[3] = { '%', digits[c >> 4], digits[c & 15] };
+        auth_buf_add(b, esc, 3);
+        start = i + 1;
+    }
+    auth_buf_add(b, dec + start, dn - start);
+    free(dec);
+}
+
+/* ---- headers ---- */
+
+const char *auth_req_header(const struct auth_req *r, const char *name, size_t *count)
+{
+    const char *first = NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_hdrs; i++) {
+        if (strcasecmp(r->hdrs[i].name, name) == 0) {
+            if (!first)
+                first = r->hdrs[i].value ? r->hdrs[i].value : "";
+            n++;
+        }
+    }
+    if (count)
+        *count = n;
+    return first;
+}
+
+static bool is_ws(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+}
+
+/* Appends a header value trimmed, inner whitespace runs collapsed to one
+ * space (what SigV4 clients sign). */
+static void add_header_value(struct auth_buf *b, const char *v)
+{
+    bool pending_space = false, any = false;
+    for (; *v; v++) {
+        if (is_ws(*v)) {
+            pending_space = any;
+            continue;
+        }
+        if (pending_space)
+            auth_buf_addc(b, ' ');
+        pending_space = false;
+        any = true;
+        auth_buf_addc(b, *v);
+    }
+}
+
+/* ---- the canonical query ---- */
+
+struct qpair {
+    size_t name_off, val_off;
+    const char *name, *val;
+};
+
+static int qpair_cmp(const void *x, const void *y)
+{
+    const struct qpair *a = x, *b = y;
+    int c = strcmp(a->name, b->name);
+    return c ? c : strcmp(a->val, b->val);
+}
+
+static bool name_is(const char *s, size_t n, const char *lit)
+{
+    return strlen(lit) == n && memcmp(s, lit, n) == 0;
+}
+
+static enum auth_status canonical_query(const char *q, bool presigned, struct auth_buf *out)
+{
+    size_t nseg = 1;
+    for (const char *p = q; *p; p++)
+        nseg += *p == '&';
+    struct qpair *pairs = calloc(nseg, sizeof *pairs);
+    struct auth_buf tmp;
+    enum auth_status st = AUTH_OK;
+    size_t np = 0;
+    auth_buf_init(&tmp, CANON_MAX);
+    if (!pairs)
+        return AUTH_NOMEM;
+    const char *p = q;
+    while (*p) {
+        const char *end = strchr(p, '&');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len > 0) {
+            const char *eq = memchr(p, '=', len);
+            size_t nlen = eq ? (size_t)(eq - p) : len;
+            char *dn = malloc(nlen ? nlen : 1);
+            if (!dn) {
+                st = AUTH_NOMEM;
+                goto out;
+            }
+            size_t dnl = pct_decode(p, nlen, dn);
+            bool skip = presigned && name_is(dn, dnl, "X-Amz-Signature");
+            free(dn);
+            if (!skip) {
+                pairs[np].name_off = tmp.len;
+                auth_uri_canon(&tmp, p, nlen, false);
+                auth_buf_add(&tmp, "", 1);   /* NUL separator: len counts it */
+                pairs[np].val_off = tmp.len;
+                if (eq)
+                    auth_uri_canon(&tmp, eq + 1, len - nlen - 1, false);
+                auth_buf_add(&tmp, "", 1);
+                np++;
+            }
+        }
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    if (tmp.err) {
+        st = tmp.err == 2 ? AUTH_NOMEM : AUTH_MALFORMED;
+        goto out;
+    }
+    for (size_t i = 0; i < np; i++) {
+        pairs[i].name = tmp.p + pairs[i].name_off;
+        pairs[i].val = tmp.p + pairs[i].val_off;
+    }
+    qsort(pairs, np, sizeof *pairs, qpair_cmp);
+    for (size_t i = 0; i < np; i++) {
+        if (i)
+            auth_buf_addc(out, '&');
+        auth_buf_adds(out, pairs[i].name);
+        auth_buf_addc(out, '=');
+        auth_buf_adds(out, pairs[i].val);
+    }
+out:
+    auth_buf_free(&tmp);
+    free(pairs);
+    return st;
+}
+
+/* ---- the canonical request ---- */
+
+enum auth_status auth_canonical_request(const struct auth_req *r, const char *signed_headers,
+                                        const char *payload_hash, bool presigned,
+                                        struct auth_buf *out)
+{
+    auth_buf_adds(out, r->method);
+    auth_buf_addc(out, '\n');
+    const char *path = r->raw_path && *r->raw_path ? r->raw_path : "/";
+    auth_uri_canon(out, path, strlen(path), true);
+    auth_buf_addc(out, '\n');
+    enum auth_status st = canonical_query(r->raw_query ? r->raw_query : "", presigned, out);
+    if (st != AUTH_OK)
+        return st;
+    auth_buf_addc(out, '\n');
+
+    /* canonical headers in the order of SignedHeaders */
+    const char *s = signed_headers;
+    while (*s) {
+        const char *end = strchr(s, ';');
+        size_t len = end ? (size_t)(end - s) : strlen(s);
+        auth_buf_add(out, s, len);
+        auth_buf_addc(out, ':');
+        bool first = true;
+        for (size_t i = 0; i < r->n_hdrs; i++) {
+            const char *hn = r->hdrs[i].name;
+            if (strlen(hn) != len || strncasecmp(hn, s, len) != 0)
+                continue;
+            if (!first)
+                auth_buf_addc(out, ',');
+            first = false;
+            add_header_value(out, r->hdrs[i].value ? r->hdrs[i].value : "");
+        }
+        auth_buf_addc(out, '\n');
+        if (!end)
+            break;
+        s = end + 1;
+    }
+    auth_buf_addc(out, '\n');
+    auth_buf_adds(out, signed_headers);
+    auth_buf_addc(out, '\n');
+    auth_buf_adds(out, payload_hash);
+    if (out->err)
+        return out->err == 2 ? AUTH_NOMEM : AUTH_MALFORMED;
+    return AUTH_OK;
+}
+
+void auth_string_to_sign(const char *amzdate, const char *scope, const char *creq,
+                         struct auth_buf *out)
+{
+    char h[65];
+    auth_sha256_hex(creq, strlen(creq), h);
+    auth_buf_adds(out, AUTH_ALGO "\n");
+    auth_buf_adds(out, amzdate);
+    auth_buf_addc(out, '\n');
+    auth_buf_adds(out, scope);
+    auth_buf_addc(out, '\n');
+    auth_buf_adds(out, h);
+}
+
+/* Signs with a derived key: canonical request -> string to sign -> HMAC. */
+static enum auth_status sign_with_key(const struct auth_req *r, bool presigned,
+                                      const char *signed_headers, const char *payload_hash,
+                                      const char *amzdate, const char *scope,
+                                      const uint8_t key[32], char sig_hex[65])
+{
+    struct auth_buf creq, sts;
+    enum auth_status st;
+    uint8_t mac[32];
+    auth_buf_init(&creq, CANON_MAX);
+    auth_buf_init(&sts, CANON_MAX);
+    st = auth_canonical_request(r, signed_headers, payload_hash, presigned, &creq);
+    if (st != AUTH_OK)
+        goto out;
+    auth_string_to_sign(amzdate, scope, creq.p, &sts);
+    if (sts.err) {
+        st = AUTH_NOMEM;
+        goto out;
+    }
+    if (auth_hmac_sha256(key, 32, sts.p, sts.len, mac) != 0) {
+        st = AUTH_NOMEM;
+        goto out;
+    }
+    auth_hex(mac, 32, sig_hex);
+out:
+    auth_buf_free(&creq);
+    auth_buf_free(&sts);
+    return st;
+}
+
+enum auth_status auth_sign_request(const struct auth_req *r, bool presigned,
+                                   const char *signed_headers, const char *payload_hash,
+                                   const char *amzdate, const char *region,
+                                   const char *secret, char sig_hex[65])
+{
+    char date8[9], scope[AUTH_SCOPE_MAX];
+    uint8_t key[32];
+    if (strlen(amzdate) != 16 || strlen(region) > AUTH_REGION_MAX)
+        return AUTH_MALFORMED;
+    memcpy(date8, amzdate, 8);
+    date8[8] = '\0';
+    snprintf(scope, sizeof scope, "%s/%s/s3/aws4_request", date8, region);
+    if (auth_signing_key(secret, date8, region, "s3", key) != 0)
+        return AUTH_NOMEM;
+    enum auth_status st =
+        sign_with_key(r, presigned, signed_headers, payload_hash, amzdate, scope, key, sig_hex);
+    OPENSSL_cleanse(key, sizeof key);
+    return st;
+}
+
+/* ---- dates ---- */
+
+static int digits(const char *s, int n, int *out)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (no timegm needed). */
+static long days_from_civil(int y, int m, int d)
+{
+    y -= m <= 2;
+    long era = (y >= 0 ? y : y - 399) / 400;
+    long yoe = y - era * 400;
+    long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static int make_time(int y, int mo, int d, int h, int mi, int s, time_t *out)
+{
+    static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+    if (y < 1970 || y > 9999 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 ||
+        mi > 59 || s > 60)
+        return -1;
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    if (mo == 2 && d == 29 && !leap)
+        return -1;
+    *out = (time_t)(days_from_civil(y, mo, d) * 86400L + h * 3600L + mi * 60L + s);
+    return 0;
+}
+
+int auth_parse_amz_date(const char *s, time_t *out)
+{
+    int y, mo, d, h, mi, sec;
+    if (strlen(s) != 16 || s[8] != 'T' || s[15] != 'Z')
+        return -1;
+    if (digits(s, 4, &y) || digits(s + 4, 2, &mo) || digits(s + 6, 2, &d) ||
+        digits(s + 9, 2, &h) || digits(s + 11, 2, &mi) || digits(s + 13, 2, &sec))
+        return -1;
+    return make_time(y, mo, d, h, mi, sec, out);
+}
+
+int auth_parse_http_date(const char *s, time_t *out)
+{
+    static const char *const months[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                          "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+    /* "Fri, 24 May 2013 00:00:00 GMT" */
+    int y, mo = -1, d, h, mi, sec;
+    if (strlen(s) != 29 || s[3] != ',' || s[4] != ' ' || s[7] != ' ' || s[11] != ' ' ||
+        s[16] != ' ' || s[19] != ':' || s[22] != ':' || s[25] != ' ' ||
+        strcmp(s + 26, "GMT") != 0)
+        return -1;
+    for (int i = 0; i < 12; i++)
+        if (memcmp(s + 8, months[i], 3) == 0)
+            mo = i + 1;
+    if (mo < 0 || digits(s + 5, 2, &d) || digits(s + 12, 4, &y) || digits(s + 17, 2, &h) ||
+        digits(s + 20, 2, &mi) || digits(s + 23, 2, &sec))
+        return -1;
+    return make_time(y, mo, d, h, mi, sec, out);
+}
+
+void auth_format_amz_date(time_t t, char out[17])
+{
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    int v[6] = { tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                 tm.tm_sec };
+    int w[6] = { 4, 2, 2, 2, 2, 2 };
+    size_t o = 0;
+    for (int i = 0; i < 6; i++) {
+        if (i == 3)
+            out[o++] = 'T';
+        for (int k = w[i] - 1; k >= 0; k--) {
+            int x = v[i];
+            for (int j = 0; j < k; j++)
+                x /= 10;
+            out[o++] = (char)('0' + x % 10);
+        }
+    }
+    out[o++] = 'Z';
+    out[o] = '\0';
+}
+
+/* ---- verification ---- */
+
+/* What the two forms have in common once parsed. */
+struct sigv4_parts {
+    bool presigned;
+    char *credential;          /* "AK/date/region/service/aws4_request" */
+    char *signed_headers;
+    char *signature;
+    char amzdate[17];
+    time_t date;
+    long expires;              /* presigned only */
+    const char *payload_hash;
+};
+
+static enum auth_status payload_kind(const char *h, enum auth_payload *kind)
+{
+    static const struct { const char *v; enum auth_payload k; } forms[] = {
+        { "UNSIGNED-PAYLOAD", AUTH_PAYLOAD_UNSIGNED },
+        { "STREAMING-AWS4-HMAC-SHA256-PAYLOAD", AUTH_PAYLOAD_STREAMING },
+        { "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER", AUTH_PAYLOAD_STREAMING_TRAILER },
+        { "STREAMING-UNSIGNED-PAYLOAD-TRAILER", AUTH_PAYLOAD_STREAMING_UNSIGNED_TRAILER },
+    };
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        if (strcmp(h, forms[i].v) == 0) {
+            *kind = forms[i].k;
+            return AUTH_OK;
+        }
+    }
+    if (strlen(h) != 64)
+        return AUTH_BAD_CONTENT_SHA256;
+    for (size_t i = 0; i < 64; i++)
+        if (hexval((unsigned char)h[i]) < 0)
+            return AUTH_BAD_CONTENT_SHA256;
+    *kind = AUTH_PAYLOAD_SHA256;
+    return AUTH_OK;
+}
+
+/* Finds query parameter `name` (exact, after decoding) and decodes its
+ * value into a new string. Returns how many times it occurs; *val is the
+ * first value (NULL if absent, or on allocation failure with -1 returned). */
+static int query_param(const char *q, const char *name, char **val)
+{
+    int n = 0;
+    *val = NULL;
+    const char *p = q;
+    while (p && *p) {
+        const char *end = strchr(p, '&');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        size_t nlen = eq ? (size_t)(eq - p) : len;
+        char nb[64];
+        if (nlen < sizeof nb) {
+            size_t dn = pct_decode(p, nlen, nb);
+            if (name_is(nb, dn, name)) {
+                if (n++ == 0) {
+                    size_t vlen = eq ? len - nlen - 1 : 0;
+                    *val = malloc(vlen + 1);
+                    if (!*val)
+                        return -1;
+                    (*val)[pct_decode(eq ? eq + 1 : "", vlen, *val)] = '\0';
+                }
+            }
+        }
+        p = end ? end + 1 : NULL;
+    }
+    return n;
+}
+
+static void parts_free(struct sigv4_parts *pt)
+{
+    free(pt->credential);
+    free(pt->signed_headers);
+    free(pt->signature);
+}
+
+static char *dup_range(const char *s, size_t n)
+{
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, s, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+/* Authorization: AWS4-HMAC-SHA256 Credential=..., SignedHeaders=..., Signature=... */
+static enum auth_status parse_auth_header(const char *v, struct sigv4_parts *pt)
+{
+    while (*v == ' ')
+        v++;
+    size_t alen = strcspn(v, " ");
+    if (alen == 3 && memcmp(v, "AWS", 3) == 0)
+        return AUTH_UNSUPPORTED;                 /* SigV2 */
+    if (alen != strlen(AUTH_ALGO) || memcmp(v, AUTH_ALGO, alen) != 0)
+        return AUTH_UNSUPPORTED;
+    const char *p = v + alen;
+    while (*p) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        size_t len = strcspn(p, ",");
+        size_t tl = len;
+        while (tl > 0 && (p[tl - 1] == ' ' || p[tl - 1] == '\t'))
+            tl--;
+        char **slot = NULL;
+        size_t klen = 0;
+        if (tl > 11 && memcmp(p, "Credential=", 11) == 0) {
+            slot = &pt->credential;
+            klen = 11;
+        } else if (tl > 14 && memcmp(p, "SignedHeaders=", 14) == 0) {
+            slot = &pt->signed_headers;
+            klen = 14;
+        } else if (tl > 10 && memcmp(p, "Signature=", 10) == 0) {
+            slot = &pt->signature;
+            klen = 10;
+        } else if (tl > 0) {
+            return AUTH_MALFORMED;
+        }
+        if (slot) {
+            if (*slot)
+                return AUTH_MALFORMED;           /* duplicate component */
+            *slot = dup_range(p + klen, tl - klen);
+            if (!*slot)
+                return AUTH_NOMEM;
+        }
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    if (!pt->credential || !pt->signed_headers || !pt->signature)
+        return AUTH_MALFORMED;
+    return AUTH_OK;
+}
+
+static enum auth_status header_date(const struct auth_req *r, struct sigv4_parts *pt)
+{
+    const char *xd = auth_req_header(r, "x-amz-date", NULL);
+    if (xd) {
+        if (auth_parse_amz_date(xd, &pt->date) != 0)
+            return AUTH_MISSING_DATE;
+    } else {
+        const char *d = auth_req_header(r, "date", NULL);
+        if (!d || auth_parse_http_date(d, &pt->date) != 0)
+            return AUTH_MISSING_DATE;
+    }
+    auth_format_amz_date(pt->date, pt->amzdate);
+    return AUTH_OK;
+}
+
+static enum auth_status parse_query_auth(const struct auth_req *r, struct sigv4_parts *pt)
+{
+    const char *q = r->raw_query ? r->raw_query : "";
+    char *algo = NULL, *date = NULL, *expires = NULL;
+    enum auth_status st = AUTH_QUERY_MALFORMED;
+    int n1 = query_param(q, "X-Amz-Algorithm", &algo);
+    int n2 = query_param(q, "X-Amz-Credential", &pt->credential);
+    int n3 = query_param(q, "X-Amz-Date", &date);
+    int n4 = query_param(q, "X-Amz-Expires", &expires);
+    int n5 = query_param(q, "X-Amz-SignedHeaders", &pt->signed_headers);
+    int n6 = query_param(q, "X-Amz-Signature", &pt->signature);
+    if (n1 < 0 || n2 < 0 || n3 < 0 || n4 < 0 || n5 < 0 || n6 < 0) {
+        st = AUTH_NOMEM;
+        goto out;
+    }
+    if (n1 != 1 || n2 != 1 || n3 != 1 || n4 != 1 || n5 != 1 || n6 != 1)
+        goto out;                                /* missing or repeated */
+    if (strcmp(algo, AUTH_ALGO) != 0) {
+        st = AUTH_UNSUPPORTED;
+        goto out;
+    }
+    if (strlen(pt->credential) > QPARAM_MAX || strlen(pt->signed_headers) > QPARAM_MAX)
+        goto out;
+    if (auth_parse_amz_date(date, &pt->date) != 0)
+        goto out;
+    memcpy(pt->amzdate, date, 17);
+    size_t el = strlen(expires);
+    if (el == 0 || el > 6 || strspn(expires, "0123456789") != el)
+        goto out;
+    pt->expires = strtol(expires, NULL, 10);
+    if (pt->expires < 1 || pt->expires > AUTH_PRESIGN_MAX_S)
+        goto out;
+    st = AUTH_OK;
+out:
+    free(algo);
+    free(date);
+    free(expires);
+    return st;
+}
+
+/* Splits "AK/YYYYMMDD/region/service/aws4_request" from the right (the
+ * access key is whatever is left). */
+static enum auth_status check_scope(const struct auth *a, struct sigv4_parts *pt,
+                                    enum auth_status bad, const char **ak, char *scope)
+{
+    char *parts[4];
+    char *c = pt->credential;
+    for (int i = 3; i >= 0; i--) {
+        char *slash = strrchr(c, '/');
+        if (!slash)
+            return bad;
+        *slash = '\0';
+        parts[i] = slash + 1;
+    }
+    *ak = c;
+    if (!**ak || strlen(parts[0]) != 8 || strspn(parts[0], "0123456789") != 8)
+        return bad;
+    if (memcmp(parts[0], pt->amzdate, 8) != 0)
+        return bad;                              /* scope date != request date */
+    if (strcmp(parts[2], "s3") != 0 || strcmp(parts[3], "aws4_request") != 0)
+        return bad;
+    if (strcmp(parts[1], a->c->region) != 0) {
+        log_msg(LOG_LVL_DEBUG, "auth", "credential scope region differs from %s",
+                a->c->region);
+        return AUTH_REGION_MISMATCH;
+    }
+    if (strlen(parts[1]) > AUTH_REGION_MAX)
+        return bad;
+    snprintf(scope, AUTH_SCOPE_MAX, "%s/%s/s3/aws4_request", parts[0], parts[1]);
+    return AUTH_OK;
+}
+
+static bool signed_headers_ok(const char *sh)
+{
+    bool host = false;
+    const char *s = sh;
+    if (!*sh)
+        return false;
+    for (;;) {
+        size_t len = strcspn(s, ";");
+        if (len == 0)
+            return false;
+        for (size_t i = 0; i < len; i++)
+            if ((unsigned char)s[i] <= ' ' || s[i] == ':')
+                return false;
+        if (len == 4 && strncasecmp(s, "host", 4) == 0)
+            host = true;
+        if (!s[len])
+            break;
+        s += len + 1;
+    }
+    return host;
+}
+
+static enum auth_status anonymous_ctx(const struct auth_req *r, struct auth_ctx *ctx)
+{
+    const char *h = auth_req_header(r, "x-amz-content-sha256", NULL);
+    ctx->payload = AUTH_PAYLOAD_UNSIGNED;
+    if (!h)
+        return AUTH_OK;
+    enum auth_status st = payload_kind(h, &ctx->payload);
+    if (st != AUTH_OK)
+        return st;
+    /* without a signature there is no key to check chunk signatures with */
+    if (ctx->payload == AUTH_PAYLOAD_STREAMING || ctx->payload == AUTH_PAYLOAD_STREAMING_TRAILER)
+        return AUTH_BAD_CONTENT_SHA256;
+    if (ctx->payload == AUTH_PAYLOAD_SHA256)
+        for (int i = 0; i < 64; i++)
+            ctx->payload_hash[i] = (char)tolower((unsigned char)h[i]);
+    return AUTH_OK;
+}
+
+enum auth_status auth_verify(struct auth *a, const struct auth_req *r, struct auth_ctx **out)
+{
+    struct sigv4_parts pt;
+    struct auth_ctx *ctx = calloc(1, sizeof *ctx);
+    const char *q = r->raw_query ? r->raw_query : "";
+    const char *ak = NULL;
+    size_t n_authz = 0;
+    char *qsig = NULL, *qcred = NULL;
+    enum auth_status st;
+
+    memset(&pt, 0, sizeof pt);
+    *out = NULL;
+    if (!ctx)
+        return AUTH_NOMEM;
+    const char *authz = auth_req_header(r, "authorization", &n_authz);
+    int ns = query_param(q, "X-Amz-Signature", &qsig);
+    int nc = query_param(q, "X-Amz-Credential", &qcred);
+    free(qsig);
+    free(qcred);
+    if (ns < 0 || nc < 0) {
+        st = AUTH_NOMEM;
+        goto out;
+    }
+    bool query_auth = ns > 0 || nc > 0;
+    if (!authz && !query_auth) {
+        st = anonymous_ctx(r, ctx);
+        goto out;
+    }
+    if (authz && query_auth) {
+        log_msg(LOG_LVL_DEBUG, "auth", "both header and query authentication");
+        st = AUTH_MALFORMED;
+        goto out;
+    }
+    if (n_authz > 1) {
+        st = AUTH_MALFORMED;
+        goto out;
+    }
+
+    enum auth_status bad = authz ? AUTH_MALFORMED : AUTH_QUERY_MALFORMED;
+    if (authz) {
+        st = parse_auth_header(authz, &pt);
+        if (st == AUTH_OK)
+            st = header_date(r, &pt);
+        if (st != AUTH_OK)
+            goto out;
+        pt.payload_hash = auth_req_header(r, "x-amz-content-sha256", NULL);
+        if (!pt.payload_hash) {
+            st = AUTH_BAD_CONTENT_SHA256;        /* S3 requires it with SigV4 */
+            goto out;
+        }
+    } else {
+        pt.presigned = true;
+        st = parse_query_auth(r, &pt);
+        if (st != AUTH_OK)
+            goto out;
+        pt.payload_hash = auth_req_header(r, "x-amz-content-sha256", NULL);
+        if (!pt.payload_hash) {
+            char *qh = NULL;
+            int nh = query_param(q, "X-Amz-Content-Sha256", &qh);
+            if (nh < 0) {
+                st = AUTH_NOMEM;
+                goto out;
+            }
+            /* kept for the lifetime of pt: freed through signature slot below */
+            if (nh > 0) {
+                snprintf(ctx->payload_hash, sizeof ctx->payload_hash, "%s",
+                         strlen(qh) <= 64 ? qh : "");
+                pt.payload_hash = strlen(qh) <= 64 ? ctx->payload_hash : "";
+            } else {
+                pt.payload_hash = "UNSIGNED-PAYLOAD";
+            }
+            free(qh);
+        }
+    }
+
+    st = check_scope(a, &pt, bad, &ak, ctx->sig.scope);
+    if (st != AUTH_OK)
+        goto out;
+    if (!signed_headers_ok(pt.signed_headers)) {
+        st = bad;
+        goto out;
+    }
+    ctx->user = find_user(a, ak);
+    if (!ctx->user) {
+        log_msg(LOG_LVL_DEBUG, "auth", "unknown access key");
+        st = AUTH_UNKNOWN_KEY;
+        goto out;
+    }
+    st = payload_kind(pt.payload_hash, &ctx->payload);
+    if (st != AUTH_OK)
+        goto out;
+
+    time_t now = auth_now(a);
+    if (pt.presigned) {
+        if (pt.date - now > AUTH_SKEW_MAX_S) {
+            st = AUTH_TIME_SKEWED;
+            goto out;
+        }
+        if (now > pt.date + pt.expires) {
+            st = AUTH_EXPIRED;
+            goto out;
+        }
+    } else if (pt.date - now > AUTH_SKEW_MAX_S || now - pt.date > AUTH_SKEW_MAX_S) {
+        st = AUTH_TIME_SKEWED;
+        goto out;
+    }
+
+    /* the signing key comes from the scope's date and region, which are
+     * checked above to be the request's */
+    char date8[9];
+    memcpy(date8, pt.amzdate, 8);
+    date8[8] = '\0';
+    if (auth_signing_key(ctx->user->secret_key, date8, a->c->region, "s3", ctx->sig.key) !=
+        0) {
+        st = AUTH_NOMEM;
+        goto out;
+    }
+    memcpy(ctx->sig.amzdate, pt.amzdate, 17);
+    char mine[65];
+    st = sign_with_key(r, pt.presigned, pt.signed_headers, pt.payload_hash, pt.amzdate,
+                       ctx->sig.scope, ctx->sig.key, mine);
+    if (st != AUTH_OK)
+        goto out;
+    if (strlen(pt.signature) != 64 || CRYPTO_memcmp(mine, pt.signature, 64) != 0) {
+        log_msg(LOG_LVL_DEBUG, "auth", "signature mismatch for user %s",
+                ctx->user->name ? ctx->user->name : "?");
+        OPENSSL_cleanse(mine, sizeof mine);
+        st = AUTH_SIGNATURE_MISMATCH;
+        goto out;
+    }
+    OPENSSL_cleanse(mine, sizeof mine);
+    memcpy(ctx->sig.seed, pt.signature, 65);
+    ctx->signed_req = true;
+    if (ctx->payload == AUTH_PAYLOAD_SHA256)
+        for (int i = 0; i < 64; i++)
+            ctx->payload_hash[i] = (char)tolower((unsigned char)pt.payload_hash[i]);
+    ctx->payload_hash[64] = '\0';
+    st = AUTH_OK;
+out:
+    parts_free(&pt);
+    if (st != AUTH_OK) {
+        auth_ctx_free(ctx);
+        return st;
+    }
+    *out = ctx;
+    return AUTH_OK;
+}
+
+const struct conf_user *auth_ctx_user(const struct auth_ctx *ctx)
+{
+    return ctx->user;
+}
+
+enum auth_payload auth_ctx_payload(const struct auth_ctx *ctx)
+{
+    return ctx->payload;
+}
+
+void auth_ctx_free(struct auth_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    OPENSSL_cleanse(ctx, sizeof *ctx);
+    free(ctx);
+}

@@ -1,0 +1,156 @@
+/* backend/posix_int.h - internals of the posix store shared by its files
+ * (posix.c, posix_list.c, posix_mpu.c, meta.c) and by its unit tests: the
+ * key <-> path mapping, the metadata xattr encoding, the bounded heap used by
+ * listings and the "open beneath the root" helpers. Nothing outside backend/
+ * and tests/unit/test_backend_*.c includes this. */
+#ifndef SHARDGATE_BACKEND_POSIX_INT_H
+#define SHARDGATE_BACKEND_POSIX_INT_H
+
+#include "backend.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#define POSIX_META_XATTR "user.shardgate.meta"
+#define POSIX_RESERVED   ".sg~"        /* names starting so are never keys */
+#define POSIX_EMPTY_SEG  ".sg~e"       /* stores an empty key segment */
+#define POSIX_TMP_PREFIX ".sg~tmp."    /* temp files of writes in progress */
+#define POSIX_STATE_DIR  ".shardgate"  /* ROOT/.shardgate: never a bucket name */
+#define POSIX_KEY_MAX    1024u
+#define POSIX_SEG_MAX    255u
+/* Worst case of the mapping: 1024 '/' give 1025 empty segments of 5 bytes
+ * plus 1024 separators; 8 KiB holds any mapped key. */
+#define POSIX_PATH_MAX   8192u
+/* Cap of the encoded metadata xattr. ext4 keeps an xattr in one block, and
+ * S3 itself caps user metadata at 2 KiB, so 4 KiB is plenty. */
+#define POSIX_META_MAX   4000u
+#define POSIX_COPY_BUF   (1024u * 1024u)
+#define POSIX_MAX_PUT    (5ull * 1024 * 1024 * 1024)      /* single PUT / part */
+#define POSIX_MAX_OBJECT (5ull * 1024 * 1024 * 1024 * 1024) /* 5 TiB */
+#define POSIX_UPLOAD_ID_LEN 32u
+
+struct backend {
+    int rootfd;     /* ROOT, O_DIRECTORY; read-only after open */
+    int mpufd;      /* ROOT/.shardgate/mpu */
+};
+
+struct backend_put {
+    struct backend *b;
+    int bucketfd;            /* objects: the bucket, to prune empty parents */
+    char *path;              /* objects: the mapped key path in the bucket */
+    int dirfd;               /* directory receiving the file */
+    int fd;                  /* the temp file */
+    char tmp[32];            /* its name in dirfd */
+    char *leaf;              /* final name in dirfd */
+    uint64_t size;
+    uint64_t max_size;
+    bool is_part;            /* multipart part: no key-conflict checks */
+    bool failed;             /* a write failed: commit refuses */
+    enum backend_status fail_st;
+};
+
+/* ---- pure helpers (meta.c) ---- */
+
+/* S3 bucket naming rules (3-63 chars, [a-z0-9.-], ...). */
+bool posix_bucket_name_valid(const char *name);
+
+/* Maps key to a path relative to the bucket dir ("dir/" -> "dir/.sg~e").
+ * BACKEND_OK, BACKEND_BAD_KEY or BACKEND_KEY_TOO_LONG. `out` must hold
+ * POSIX_PATH_MAX bytes. */
+enum backend_status posix_key_to_path(const char *key, char *out, size_t outsz);
+
+/* Key spelling of a directory entry: "x" for a file x, "d/" for a directory
+ * d, "" (file) or "/" (directory) for ".sg~e". Returns the length, or -1 when
+ * the entry is hidden (other reserved names) or does not fit. */
+int posix_name_to_spelling(const char *name, bool is_dir, char *out, size_t outsz);
+/* The reverse: the entry name of a spelling (drops the '/' of directories). */
+void posix_spelling_to_name(const char *spell, char *out, size_t outsz);
+
+/* Length of the common prefix `key` rolls up into under `delim` (searching
+ * from prefix_len), or 0 when the key does not roll up. `key_len` bytes. */
+size_t posix_rollup(const char *key, size_t key_len, size_t prefix_len, const char *delim);
+
+/* Metadata xattr: "SGM1", u8 etag_len, etag, u16 n_hdrs, then per header
+ * u16 name_len, name, u16 value_len, value (little endian). */
+enum backend_status posix_meta_encode(const char *etag, const struct obj_hdr *hdrs,
+                                      size_t n_hdrs, unsigned char *buf, size_t cap,
+                                      size_t *len);
+/* Fills m->etag and m->hdrs (appends). 0, or -1 when malformed/no memory. */
+int posix_meta_decode(const unsigned char *buf, size_t len, struct obj_meta *m);
+
+/* Stable ETag of a file without our xattr: md5(dev,ino,size,mtime)-1. */
+void posix_pseudo_etag(const struct stat *st, char out[72]);
+/* 32 hex (any case) -> 16 bytes. 0 or -1. */
+int posix_hex_to_md5(const char *hex, unsigned char md5[16]);
+void posix_md5_to_hex(const unsigned char md5[16], char out[33]);
+/* Case-insensitive compare of two bare ETags. */
+bool posix_etag_equal(const char *a, const char *b);
+
+/* A bounded max-heap that keeps the `cap` smallest elements pushed. */
+struct posix_heap {
+    void **v;
+    size_t n, cap;
+    int (*cmp)(const void *a, const void *b);
+    void (*free_el)(void *el);
+};
+int posix_heap_init(struct posix_heap *h, size_t cap, int (*cmp)(const void *, const void *),
+                    void (*free_el)(void *));
+/* Takes el (frees it when it is not among the smallest). */
+void posix_heap_push(struct posix_heap *h, void *el);
+/* Sorts the kept elements ascending in h->v[0..n). */
+void posix_heap_sort(struct posix_heap *h);
+/* Frees the elements (not the array). */
+void posix_heap_clear(struct posix_heap *h);
+void posix_heap_free(struct posix_heap *h);
+
+/* ---- filesystem helpers (posix.c) ---- */
+
+/* Test hook: non-zero makes posix_open_beneath use the component walk as if
+ * openat2(2) were missing. */
+extern int posix_force_walk;
+
+/* Opens `path` (relative, '/'-separated) beneath dirfd, never following a
+ * symlink or leaving dirfd. Returns an fd or -1 with errno (ELOOP/EXDEV for
+ * a symlink on the way). */
+int posix_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
+enum backend_status posix_errno_status(int err);
+
+/* Opens ROOT/<bucket> (validating the name). */
+enum backend_status posix_bucket_open(struct backend *b, const char *bucket, int *fd);
+
+/* Fills meta (size, mtime, etag, hdrs) from an open regular file. */
+enum backend_status posix_meta_from_fd(int fd, const struct stat *st, struct obj_meta *meta);
+
+/* Starts a temp file in dirfd (takes dirfd) that commit renames to leaf. */
+enum backend_status posix_put_new(struct backend *b, int dirfd, const char *leaf,
+                                  bool is_part, uint64_t max_size, struct backend_put **out);
+/* Opens (creating directories) the parent directory of a mapped key path;
+ * *leaf points into path. KEY_CONFLICT/DENIED/... */
+enum backend_status posix_mkparents(int bucketfd, const char *path, int *dirfd,
+                                    const char **leaf);
+/* Removes the empty directories above mapped path `path` in the bucket,
+ * deepest first, stopping at the first one that is not empty. */
+void posix_rmdir_parents(int bucketfd, const char *path);
+/* Copies len bytes of src at off into the put, computing their MD5. */
+enum backend_status posix_copy_into(struct backend_put *p, int srcfd, uint64_t off,
+                                    uint64_t len, unsigned char md5[16]);
+/* Opens an object of a bucket for reading: regular file check included. */
+enum backend_status posix_object_fd(struct backend *b, const char *bucket, const char *key,
+                                    int *fd, struct stat *st);
+/* Early-exit walk: does the tree under dirfd hold at least one object?
+ * Returns 1, 0, or -1 on error. Borrows dirfd. */
+int posix_dir_has_object(int dirfd);
+/* Random URL-safe characters. 0 or -1. */
+int posix_random_chars(char *out, size_t n);
+
+/* ---- multipart (posix_mpu.c) ---- */
+
+/* 1 when the bucket has an unfinished upload, 0 when not, -1 on error. */
+int posix_mpu_bucket_busy(struct backend *b, const char *bucket);
+/* Removes ROOT/.shardgate/mpu/<bucket> when it holds nothing. */
+void posix_mpu_bucket_forget(struct backend *b, const char *bucket);
+
+#endif

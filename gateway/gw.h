@@ -1,0 +1,25 @@
+/* gateway/gw.h - the S3 front end: an HTTP server (libmicrohttpd) that parses
+ * S3 requests, authenticates them through auth/, and serves them from the
+ * cold tier through backend/. */
+#ifndef SHARDGATE_GW_H
+#define SHARDGATE_GW_H
+
+#include "auth.h"
+#include "backend.h"
+#include "conf.h"
+
+struct gw;   /* opaque: one running server */
+
+/* Starts listening on c->listen_addr:listen_port with a thread pool. Borrows
+ * c, b and a until gw_stop(). Returns 0 and a new handle, or -1 with the
+ * reason logged. */
+int gw_start(const struct conf *c, struct backend *b, struct auth *a, struct gw **out);
+
+/* The port actually bound (useful when the configured port was 0). */
+uint16_t gw_port(const struct gw *g);
+
+/* Stops accepting, lets in-flight requests finish for up to grace_s seconds,
+ * then closes every connection and frees the handle. */
+void gw_stop(struct gw *g, unsigned grace_s);
+
+#endif

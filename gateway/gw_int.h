@@ -1,0 +1,327 @@
+/* gateway/gw_int.h - internals shared by the gateway's files: the request
+ * record, its arena, the S3 error table, XML output, and the handlers. Only
+ * gateway/ and its unit tests include this. */
+#ifndef SHARDGATE_GW_INT_H
+#define SHARDGATE_GW_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "gw.h"
+
+struct MHD_Connection;
+struct MHD_Response;
+
+/* ---- arena: per-request memory, freed at once when the request ends ---- */
+
+struct gw_arena_block;
+struct gw_arena {
+    struct gw_arena_block *head;
+};
+/* Returns zeroed memory or NULL; lives until gw_arena_free(). */
+void *gw_arena_alloc(struct gw_arena *a, size_t n);
+char *gw_arena_strndup(struct gw_arena *a, const char *s, size_t n);
+char *gw_arena_strdup(struct gw_arena *a, const char *s);
+char *gw_arena_printf(struct gw_arena *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void gw_arena_free(struct gw_arena *a);
+
+/* ---- growable byte buffer with a hard cap ---- */
+
+struct gw_buf {
+    char *data;
+    size_t len, cap, limit;   /* limit: appending past it fails */
+};
+void gw_buf_init(struct gw_buf *b, size_t limit);
+/* 0, or -1 when the limit would be passed or memory is short. */
+int gw_buf_append(struct gw_buf *b, const void *p, size_t n);
+int gw_buf_puts(struct gw_buf *b, const char *s);
+int gw_buf_printf(struct gw_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Takes the bytes out (caller frees with free()); the buffer is reset. */
+char *gw_buf_take(struct gw_buf *b, size_t *len);
+void gw_buf_free(struct gw_buf *b);
+
+/* ---- S3 errors: gateway/s3_error.c is the only place that knows them ---- */
+
+enum s3_err {
+    S3E_ACCESS_DENIED,
+    S3E_AUTH_HEADER_MALFORMED,
+    S3E_AUTH_QUERY_ERROR,
+    S3E_BAD_DIGEST,
+    S3E_BUCKET_EXISTS,
+    S3E_BUCKET_NOT_EMPTY,
+    S3E_ENTITY_TOO_LARGE,
+    S3E_ENTITY_TOO_SMALL,
+    S3E_INCOMPLETE_BODY,
+    S3E_INTERNAL,
+    S3E_INVALID_ACCESS_KEY,
+    S3E_INVALID_ARGUMENT,
+    S3E_INVALID_BUCKET_NAME,
+    S3E_INVALID_DIGEST,
+    S3E_INVALID_PART,
+    S3E_INVALID_PART_ORDER,
+    S3E_INVALID_RANGE,
+    S3E_INVALID_REQUEST,
+    S3E_KEY_CONFLICT,
+    S3E_KEY_TOO_LONG,
+    S3E_MALFORMED_XML,
+    S3E_METADATA_TOO_LARGE,
+    S3E_METHOD_NOT_ALLOWED,
+    S3E_MISSING_CONTENT_LENGTH,
+    S3E_NO_SUCH_BUCKET,
+    S3E_NO_SUCH_KEY,
+    S3E_NO_SUCH_UPLOAD,
+    S3E_NOT_IMPLEMENTED,
+    S3E_NOT_MODIFIED,
+    S3E_PRECONDITION_FAILED,
+    S3E_REQUEST_HEADER_TOO_LARGE,
+    S3E_REQUEST_TIME_SKEWED,
+    S3E_SERVICE_UNAVAILABLE,
+    S3E_SHA256_MISMATCH,
+    S3E_SIGNATURE_MISMATCH,
+    S3E_SLOW_DOWN,
+    S3E_STORAGE_FULL,
+    S3E_COUNT
+};
+
+struct s3_error {
+    const char *code;       /* "NoSuchKey" */
+    unsigned http_status;   /* 404 */
+    const char *message;    /* S3's default message */
+};
+
+const struct s3_error *s3_error_get(enum s3_err e);
+enum s3_err s3_error_from_backend(enum backend_status st);
+enum s3_err s3_error_from_auth(enum auth_status st);
+/* S3's wording for some auth failures, or NULL for the code's default. */
+const char *s3_error_auth_message(enum auth_status st);
+
+/* ---- the request record ---- */
+
+enum gw_op {
+    GW_OP_UNKNOWN,
+    GW_OP_HEALTH,
+    GW_OP_LIST_BUCKETS,
+    GW_OP_CREATE_BUCKET,
+    GW_OP_HEAD_BUCKET,
+    GW_OP_DELETE_BUCKET,
+    GW_OP_GET_BUCKET_LOCATION,
+    GW_OP_GET_BUCKET_VERSIONING,
+    GW_OP_LIST_OBJECTS,
+    GW_OP_LIST_OBJECTS_V2,
+    GW_OP_LIST_UPLOADS,
+    GW_OP_DELETE_OBJECTS,
+    GW_OP_GET_OBJECT,
+    GW_OP_HEAD_OBJECT,
+    GW_OP_PUT_OBJECT,
+    GW_OP_COPY_OBJECT,
+    GW_OP_DELETE_OBJECT,
+    GW_OP_CREATE_UPLOAD,
+    GW_OP_UPLOAD_PART,
+    GW_OP_UPLOAD_PART_COPY,
+    GW_OP_COMPLETE_UPLOAD,
+    GW_OP_ABORT_UPLOAD,
+    GW_OP_LIST_PARTS,
+    GW_OP_NOT_IMPLEMENTED,   /* a known S3 sub-resource we do not serve */
+    GW_OP_COUNT
+};
+
+const char *gw_op_name(enum gw_op op);
+
+/* What the request body is for. */
+enum gw_body {
+    GW_BODY_NONE,     /* no body expected; any sent is verified and dropped */
+    GW_BODY_XML,      /* buffered up to conf->max_xml_body, then parsed */
+    GW_BODY_STREAM,   /* streamed into a backend_put */
+};
+
+enum gw_req_state {
+    GW_REQ_NEW,       /* headers arrived, nothing decided */
+    GW_REQ_BODY,      /* receiving the body */
+    GW_REQ_DONE,      /* a response is queued */
+};
+
+struct gw_query {
+    const char *name;   /* decoded */
+    const char *value;  /* decoded; "" when the parameter had no '=' */
+};
+
+struct gw_req {
+    struct gw *gw;
+    const struct conf *conf;
+    struct backend *backend;
+    struct MHD_Connection *conn;
+    struct gw_arena arena;
+    char id[17];                 /* x-amz-request-id */
+    struct timespec t0;
+    enum gw_req_state state;
+
+    /* the request as parsed */
+    const char *method;
+    const char *raw_path;        /* as received */
+    const char *raw_query;       /* as received, "" when none */
+    const char *bucket;          /* decoded; NULL for the service */
+    const char *key;             /* decoded; NULL for a bucket request */
+    const char *resource;        /* "/bucket/key" for error bodies */
+    struct gw_query *query;
+    size_t n_query;
+    struct auth_hdr *hdrs;       /* lower-case names */
+    size_t n_hdrs;
+    size_t hdr_bytes;
+    enum gw_op op;
+    enum gw_body body_kind;
+
+    /* authentication and body */
+    struct auth_ctx *auth;
+    struct auth_body *body;
+    struct backend_put *put;     /* GW_BODY_STREAM */
+    struct gw_buf xml_in;        /* GW_BODY_XML */
+    uint64_t body_bytes;         /* raw body bytes received */
+    bool body_failed;            /* an error is recorded; the rest is dropped */
+    enum s3_err body_err;
+    const char *body_err_msg;
+    struct auth_body_result body_res;
+
+    /* operation state kept between the first and the last call */
+    struct obj_meta put_meta;    /* headers to store with a PUT */
+    unsigned part_no;
+    const char *upload_id;
+
+    /* the response, for the access log */
+    unsigned status;
+    uint64_t resp_bytes;
+};
+
+/* Header / query lookups (names lower case for headers, exact for query). */
+const char *gw_req_header(const struct gw_req *r, const char *name);
+const char *gw_req_query(const struct gw_req *r, const char *name);
+bool gw_req_has_query(const struct gw_req *r, const char *name);
+
+/* ---- responses: each queues exactly one response on r->conn ---- */
+
+/* Adds the common headers (request id, server) and queues `resp` with
+ * `status`; destroys resp. */
+void gw_reply(struct gw_req *r, unsigned status, struct MHD_Response *resp);
+/* An S3 XML <Error>; msg NULL uses the table's message. extra_xml (may be
+ * NULL) is inserted inside <Error> (already escaped). */
+void gw_reply_error(struct gw_req *r, enum s3_err e, const char *msg, const char *extra_xml);
+/* A body (takes `body`, allocated with malloc; may be NULL for empty). */
+void gw_reply_body(struct gw_req *r, unsigned status, const char *content_type, char *body,
+                   size_t len);
+void gw_reply_xml_buf(struct gw_req *r, unsigned status, struct gw_buf *xml);
+
+/* ---- XML output (gateway/xml.c) ---- */
+
+/* Appends s with &, <, >, ", ' and control characters escaped as XML needs. */
+int gw_xml_escape(struct gw_buf *b, const char *s);
+/* Appends "<tag>escaped</tag>". */
+int gw_xml_elem(struct gw_buf *b, const char *tag, const char *value);
+/* Starts a document: declaration and "<root xmlns=S3>". */
+int gw_xml_begin(struct gw_buf *b, const char *root);
+/* Percent-encodes s as S3 does for encoding-type=url (keeps unreserved and '/'). */
+int gw_url_encode(struct gw_buf *b, const char *s, bool keep_slash);
+
+/* Parsing XML bodies with libxml2: no network, no entity expansion. */
+struct gw_xml_parts {                 /* CompleteMultipartUpload */
+    struct backend_part *parts;       /* malloc'd */
+    size_t n;
+};
+/* 0, or -1 when the body is not the expected document (MalformedXML). */
+int gw_xml_parse_complete(const char *xml, size_t len, struct gw_xml_parts *out);
+struct gw_xml_delete {                /* DeleteObjects */
+    char **keys;                      /* malloc'd, each malloc'd */
+    size_t n;
+    bool quiet;
+};
+int gw_xml_parse_delete(const char *xml, size_t len, size_t max_keys, struct gw_xml_delete *out);
+void gw_xml_delete_free(struct gw_xml_delete *d);
+/* CreateBucketConfiguration: *region gets a malloc'd LocationConstraint or NULL. */
+int gw_xml_parse_create_bucket(const char *xml, size_t len, char **region);
+
+/* ---- HTTP helpers (gateway/http.c) ---- */
+
+struct gw_range {
+    bool present;        /* a usable single range was given */
+    uint64_t first, last;/* inclusive, within the object */
+};
+enum gw_range_result { GW_RANGE_NONE, GW_RANGE_OK, GW_RANGE_UNSATISFIABLE };
+/* Parses a Range header against an object of `size` bytes. Anything that is
+ * not a single valid byte range is ignored (NONE, the whole object), as HTTP
+ * allows; a syntactically valid range that starts past the end is
+ * UNSATISFIABLE. */
+enum gw_range_result gw_range_parse(const char *hdr, uint64_t size, struct gw_range *out);
+
+/* RFC 1123 date for headers; buf >= 30 bytes. */
+void gw_http_date(time_t t, char *buf, size_t len);
+/* ISO 8601 with milliseconds for XML (2009-10-12T17:50:30.000Z); buf >= 25. */
+void gw_iso_date(const struct timespec *ts, char *buf, size_t len);
+/* Parses RFC 1123, RFC 850 and asctime dates; -1 when invalid. */
+int gw_http_date_parse(const char *s, time_t *out);
+
+/* Evaluates If-Match / If-None-Match / If-Modified-Since / If-Unmodified-Since
+ * against an object as S3 does. Returns 0 to go on, or S3E_NOT_MODIFIED /
+ * S3E_PRECONDITION_FAILED + 1 ... see the implementation: returns the error
+ * through *err and true when the request must stop. `prefix` is "" for the
+ * plain headers or "x-amz-copy-source-" for a copy's source conditions. */
+bool gw_conditions_fail(const struct gw_req *r, const char *prefix, const char *etag,
+                        time_t mtime, enum s3_err *err);
+
+/* Percent-decodes s[0..n) into a new arena string; '+' becomes ' ' when
+ * plus_is_space. NULL when a %XX is malformed or the result holds a NUL. */
+char *gw_pct_decode(struct gw_arena *a, const char *s, size_t n, bool plus_is_space);
+
+/* ---- request parsing (gateway/request.c) ---- */
+
+/* Splits the raw URI, decodes path and query, finds bucket and key (path or
+ * virtual-hosted style), and the operation. Returns 0 or an S3 error. */
+int gw_req_parse(struct gw_req *r, const char *raw_uri, enum s3_err *err, const char **msg);
+
+/* ---- handlers (gateway/h_*.c) ---- */
+
+/* Called once when the request line and headers are in, after auth. May
+ * reply at once (an error); otherwise prepares the body's destination. */
+void gw_handle_begin(struct gw_req *r);
+/* Called once when the whole body was received and verified. Must reply. */
+void gw_handle_end(struct gw_req *r);
+
+void gw_h_service(struct gw_req *r);
+void gw_h_bucket_begin(struct gw_req *r);
+void gw_h_bucket_end(struct gw_req *r);
+void gw_h_list_objects(struct gw_req *r, bool v2);
+void gw_h_list_uploads(struct gw_req *r);
+void gw_h_delete_objects(struct gw_req *r);
+void gw_h_object_get(struct gw_req *r, bool head);
+void gw_h_object_put_begin(struct gw_req *r);
+void gw_h_object_put_end(struct gw_req *r);
+void gw_h_object_copy(struct gw_req *r);
+void gw_h_object_delete(struct gw_req *r);
+void gw_h_mpu_create(struct gw_req *r);
+void gw_h_mpu_part_begin(struct gw_req *r);
+void gw_h_mpu_part_end(struct gw_req *r);
+void gw_h_mpu_part_copy(struct gw_req *r);
+void gw_h_mpu_complete(struct gw_req *r);
+void gw_h_mpu_abort(struct gw_req *r);
+void gw_h_mpu_list_parts(struct gw_req *r);
+
+/* Collects the headers of a PUT / CreateMultipartUpload that S3 stores
+ * (Content-Type, x-amz-meta-*, ...) into m. 0, or an S3 error through *err. */
+int gw_collect_put_headers(struct gw_req *r, struct obj_meta *m, enum s3_err *err);
+
+/* Records an error found before or while the body arrives: the rest of the
+ * body is dropped and the error is the response. The first error wins. */
+void gw_req_fail(struct gw_req *r, enum s3_err e, const char *msg);
+
+/* PutObject / UploadPart: checks the announced payload size (411 without
+ * one, EntityTooLarge over 5 GiB); 0, or -1 after gw_req_fail(). */
+int gw_check_put_length(struct gw_req *r);
+
+/* Parses x-amz-copy-source ("/bucket/key" or "bucket/key", URL-encoded,
+ * optionally "?versionId=null"). 0, or -1 after replying with the error. */
+int gw_parse_copy_source(struct gw_req *r, const char **bucket, const char **key);
+
+/* Replies with the error for a backend status, naming the bucket/key. */
+void gw_reply_backend_error(struct gw_req *r, enum backend_status st);
+
+#endif

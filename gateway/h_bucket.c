@@ -1,0 +1,357 @@
+/* gateway/h_bucket.c - service and bucket operations: ListBuckets,
+ * CreateBucket, HeadBucket, DeleteBucket, GetBucketLocation,
+ * GetBucketVersioning, ListObjects v1/v2 and DeleteObjects. */
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <microhttpd.h>
+
+#include "gw_int.h"
+
+enum { XML_CAP = 8 * 1024 * 1024 };   /* a 1000-key page with 1 KiB keys fits */
+
+static int owner_xml(struct gw_buf *b, const struct gw_req *r)
+{
+    const struct conf_user *u = r->auth ? auth_ctx_user(r->auth) : NULL;
+    const char *name = u && u->name ? u->name : "shardgate";
+    int rc = gw_buf_puts(b, "<Owner>");
+    rc |= gw_xml_elem(b, "ID", name);
+    rc |= gw_xml_elem(b, "DisplayName", name);
+    return rc | gw_buf_puts(b, "</Owner>");
+}
+
+struct bucket_walk {
+    struct gw_buf *b;
+    int rc;
+};
+
+static int add_bucket(void *arg, const char *name, time_t created)
+{
+    struct bucket_walk *w = arg;
+    char date[32];
+    struct timespec ts = { created, 0 };
+    gw_iso_date(&ts, date, sizeof date);
+    w->rc |= gw_buf_puts(w->b, "<Bucket>");
+    w->rc |= gw_xml_elem(w->b, "Name", name);
+    w->rc |= gw_xml_elem(w->b, "CreationDate", date);
+    w->rc |= gw_buf_puts(w->b, "</Bucket>");
+    return w->rc;
+}
+
+void gw_h_service(struct gw_req *r)
+{
+    struct gw_buf b;
+    gw_buf_init(&b, XML_CAP);
+    struct bucket_walk w = { &b, 0 };
+    w.rc |= gw_xml_begin(&b, "ListAllMyBucketsResult");
+    w.rc |= owner_xml(&b, r);
+    w.rc |= gw_buf_puts(&b, "<Buckets>");
+    enum backend_status st = backend_bucket_list(r->backend, add_bucket, &w);
+    w.rc |= gw_buf_puts(&b, "</Buckets></ListAllMyBucketsResult>");
+    if (st != BACKEND_OK || w.rc) {
+        gw_buf_free(&b);
+        if (st != BACKEND_OK)
+            gw_reply_backend_error(r, st);
+        else
+            gw_reply_error(r, S3E_INTERNAL, "The bucket list is too large.", NULL);
+        return;
+    }
+    gw_reply_xml_buf(r, 200, &b);
+}
+
+void gw_h_bucket_begin(struct gw_req *r)
+{
+    (void)r;   /* CreateBucket: the optional configuration is read at the end */
+}
+
+static void create_bucket(struct gw_req *r)
+{
+    if (r->xml_in.len) {
+        char *region = NULL;
+        if (gw_xml_parse_create_bucket(r->xml_in.data, r->xml_in.len, &region) != 0) {
+            gw_reply_error(r, S3E_MALFORMED_XML, NULL, NULL);
+            return;
+        }
+        bool ok = !region || !*region || strcmp(region, r->conf->region) == 0;
+        free(region);
+        if (!ok) {
+            gw_reply_error(r, S3E_INVALID_ARGUMENT,
+                           "The specified location-constraint is not valid for this "
+                           "endpoint: it serves one region.", NULL);
+            return;
+        }
+    }
+    enum backend_status st = backend_bucket_create(r->backend, r->bucket);
+    if (st != BACKEND_OK) {
+        gw_reply_backend_error(r, st);
+        return;
+    }
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"",
+                                                                MHD_RESPMEM_PERSISTENT);
+    if (resp) {
+        char loc[80];
+        snprintf(loc, sizeof loc, "/%s", r->bucket);
+        MHD_add_response_header(resp, "Location", loc);
+    }
+    gw_reply(r, 200, resp);
+}
+
+void gw_h_bucket_end(struct gw_req *r)
+{
+    enum backend_status st;
+    struct gw_buf b;
+    switch (r->op) {
+    case GW_OP_CREATE_BUCKET:
+        create_bucket(r);
+        return;
+    case GW_OP_HEAD_BUCKET: {
+        st = backend_bucket_head(r->backend, r->bucket);
+        if (st != BACKEND_OK) {
+            gw_reply_backend_error(r, st);
+            return;
+        }
+        struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"",
+                                                                    MHD_RESPMEM_PERSISTENT);
+        if (resp)
+            MHD_add_response_header(resp, "x-amz-bucket-region", r->conf->region);
+        gw_reply(r, 200, resp);
+        return;
+    }
+    case GW_OP_DELETE_BUCKET:
+        st = backend_bucket_delete(r->backend, r->bucket);
+        if (st != BACKEND_OK)
+            gw_reply_backend_error(r, st);
+        else
+            gw_reply_body(r, 204, NULL, NULL, 0);
+        return;
+    case GW_OP_GET_BUCKET_LOCATION:
+    case GW_OP_GET_BUCKET_VERSIONING:
+        st = backend_bucket_head(r->backend, r->bucket);
+        if (st != BACKEND_OK) {
+            gw_reply_backend_error(r, st);
+            return;
+        }
+        gw_buf_init(&b, 4096);
+        int rc = gw_buf_puts(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+        if (r->op == GW_OP_GET_BUCKET_LOCATION) {
+            /* S3 spells us-east-1 as an empty constraint. */
+            const char *reg = strcmp(r->conf->region, "us-east-1") == 0 ? "" : r->conf->region;
+            rc |= gw_buf_puts(&b, "<LocationConstraint xmlns=\"http://s3.amazonaws.com/doc/"
+                                  "2006-03-01/\">");
+            rc |= gw_xml_escape(&b, reg);
+            rc |= gw_buf_puts(&b, "</LocationConstraint>");
+        } else {
+            rc |= gw_buf_puts(&b, "<VersioningConfiguration xmlns=\"http://s3.amazonaws.com/"
+                                  "doc/2006-03-01/\"/>");
+        }
+        if (rc) {
+            gw_buf_free(&b);
+            gw_reply_error(r, S3E_INTERNAL, NULL, NULL);
+            return;
+        }
+        gw_reply_xml_buf(r, 200, &b);
+        return;
+    default:
+        gw_reply_error(r, S3E_INTERNAL, NULL, NULL);
+        return;
+    }
+}
+
+/* ---- listings ---- */
+
+/* Appends an element whose text is URL-encoded when encoding-type=url. */
+static int elem_enc(struct gw_buf *b, const char *tag, const char *v, bool url)
+{
+    if (!url)
+        return gw_xml_elem(b, tag, v);
+    int rc = gw_buf_printf(b, "<%s>", tag);
+    rc |= gw_url_encode(b, v, true);
+    return rc | gw_buf_printf(b, "</%s>", tag);
+}
+
+/* max-keys style parameter: default `def`, values over `cap` clamp. */
+static bool parse_max(const struct gw_req *r, const char *name, unsigned def, unsigned cap,
+                      unsigned *out)
+{
+    const char *v = gw_req_query(r, name);
+    *out = def;
+    if (!v)
+        return true;
+    char *end;
+    long long n = strtoll(v, &end, 10);
+    if (!*v || *end || n < 0)
+        return false;
+    *out = n > (long long)cap ? cap : (unsigned)n;
+    return true;
+}
+
+static char *token_encode(const char *s)
+{
+    size_t n = strlen(s);
+    char *out = malloc(4 * ((n + 2) / 3) + 1);
+    if (out)
+        EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)s, (int)n);
+    return out;
+}
+
+static char *token_decode(struct gw_arena *a, const char *tok)
+{
+    size_t n = strlen(tok);
+    if (n == 0 || n % 4 || n > 8192)
+        return NULL;
+    unsigned char *out = gw_arena_alloc(a, n);
+    if (!out)
+        return NULL;
+    int len = EVP_DecodeBlock(out, (const unsigned char *)tok, (int)n);
+    if (len < 0)
+        return NULL;
+    while (n && tok[n - 1] == '=') {   /* EVP_DecodeBlock counts the padding */
+        len--;
+        n--;
+    }
+    out[len] = '\0';
+    if (memchr(out, '\0', (size_t)len))
+        return NULL;
+    return (char *)out;
+}
+
+void gw_h_list_objects(struct gw_req *r, bool v2)
+{
+    const char *prefix = gw_req_query(r, "prefix");
+    const char *delim = gw_req_query(r, "delimiter");
+    const char *enc = gw_req_query(r, "encoding-type");
+    const char *marker = gw_req_query(r, v2 ? "start-after" : "marker");
+    const char *token = v2 ? gw_req_query(r, "continuation-token") : NULL;
+    bool fetch_owner = v2 && gw_req_query(r, "fetch-owner") &&
+                       strcmp(gw_req_query(r, "fetch-owner"), "true") == 0;
+    unsigned max_keys;
+    if (!parse_max(r, "max-keys", 1000, 1000, &max_keys)) {
+        gw_reply_error(r, S3E_INVALID_ARGUMENT, "Provided max-keys not an integer or within "
+                       "integer range", NULL);
+        return;
+    }
+    if (enc && strcmp(enc, "url") != 0) {
+        gw_reply_error(r, S3E_INVALID_ARGUMENT, "Invalid Encoding Method specified in Request",
+                       NULL);
+        return;
+    }
+    bool url = enc != NULL;
+    const char *start = marker;
+    if (token) {
+        start = token_decode(&r->arena, token);
+        if (!start) {
+            gw_reply_error(r, S3E_INVALID_ARGUMENT,
+                           "The continuation token provided is incorrect", NULL);
+            return;
+        }
+    }
+    struct backend_list_req lr = { prefix ? prefix : "", delim, start, max_keys };
+    struct backend_list_page page;
+    memset(&page, 0, sizeof page);
+    enum backend_status st = backend_list_objects(r->backend, r->bucket, &lr, &page);
+    if (st != BACKEND_OK) {
+        gw_reply_backend_error(r, st);
+        return;
+    }
+
+    struct gw_buf b;
+    gw_buf_init(&b, XML_CAP);
+    int rc = gw_xml_begin(&b, "ListBucketResult");
+    rc |= gw_xml_elem(&b, "Name", r->bucket);
+    rc |= elem_enc(&b, "Prefix", prefix ? prefix : "", url);
+    if (v2) {
+        if (token)
+            rc |= gw_xml_elem(&b, "ContinuationToken", token);
+        if (marker)
+            rc |= elem_enc(&b, "StartAfter", marker, url);
+        rc |= gw_buf_printf(&b, "<KeyCount>%zu</KeyCount>", page.n_objs + page.n_prefixes);
+    } else {
+        rc |= elem_enc(&b, "Marker", marker ? marker : "", url);
+    }
+    rc |= gw_buf_printf(&b, "<MaxKeys>%u</MaxKeys>", max_keys);
+    if (delim && *delim)
+        rc |= elem_enc(&b, "Delimiter", delim, url);
+    if (url)
+        rc |= gw_xml_elem(&b, "EncodingType", "url");
+    rc |= gw_buf_printf(&b, "<IsTruncated>%s</IsTruncated>", page.truncated ? "true" : "false");
+    if (page.truncated && page.next_marker) {
+        if (v2) {
+            char *t = token_encode(page.next_marker);
+            rc |= t ? gw_xml_elem(&b, "NextContinuationToken", t) : -1;
+            free(t);
+        } else if (delim && *delim) {
+            rc |= elem_enc(&b, "NextMarker", page.next_marker, url);
+        }
+    }
+    for (size_t i = 0; i < page.n_objs && !rc; i++) {
+        const struct backend_list_entry *e = &page.objs[i];
+        char date[32];
+        gw_iso_date(&e->mtime, date, sizeof date);
+        rc |= gw_buf_puts(&b, "<Contents>");
+        rc |= elem_enc(&b, "Key", e->key, url);
+        rc |= gw_xml_elem(&b, "LastModified", date);
+        rc |= gw_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag>", e->etag);
+        rc |= gw_buf_printf(&b, "<Size>%llu</Size>", (unsigned long long)e->size);
+        if (!v2 || fetch_owner)
+            rc |= owner_xml(&b, r);
+        rc |= gw_buf_puts(&b, "<StorageClass>STANDARD</StorageClass></Contents>");
+    }
+    for (size_t i = 0; i < page.n_prefixes && !rc; i++) {
+        rc |= gw_buf_puts(&b, "<CommonPrefixes>");
+        rc |= elem_enc(&b, "Prefix", page.prefixes[i], url);
+        rc |= gw_buf_puts(&b, "</CommonPrefixes>");
+    }
+    rc |= gw_buf_puts(&b, "</ListBucketResult>");
+    backend_list_page_free(&page);
+    if (rc) {
+        gw_buf_free(&b);
+        gw_reply_error(r, S3E_INTERNAL, "The listing page is too large.", NULL);
+        return;
+    }
+    gw_reply_xml_buf(r, 200, &b);
+}
+
+void gw_h_delete_objects(struct gw_req *r)
+{
+    struct gw_xml_delete d;
+    if (gw_xml_parse_delete(r->xml_in.data ? r->xml_in.data : "", r->xml_in.len, 1000, &d)) {
+        gw_reply_error(r, S3E_MALFORMED_XML, NULL, NULL);
+        return;
+    }
+    enum backend_status st = backend_bucket_head(r->backend, r->bucket);
+    if (st != BACKEND_OK) {
+        gw_xml_delete_free(&d);
+        gw_reply_backend_error(r, st);
+        return;
+    }
+    struct gw_buf b;
+    gw_buf_init(&b, XML_CAP);
+    int rc = gw_xml_begin(&b, "DeleteResult");
+    for (size_t i = 0; i < d.n && !rc; i++) {
+        st = backend_object_delete(r->backend, r->bucket, d.keys[i]);
+        if (st == BACKEND_OK || st == BACKEND_NO_KEY) {
+            if (!d.quiet) {
+                rc |= gw_buf_puts(&b, "<Deleted>");
+                rc |= gw_xml_elem(&b, "Key", d.keys[i]);
+                rc |= gw_buf_puts(&b, "</Deleted>");
+            }
+            continue;
+        }
+        const struct s3_error *se = s3_error_get(s3_error_from_backend(st));
+        rc |= gw_buf_puts(&b, "<Error>");
+        rc |= gw_xml_elem(&b, "Key", d.keys[i]);
+        rc |= gw_xml_elem(&b, "Code", se->code);
+        rc |= gw_xml_elem(&b, "Message", se->message);
+        rc |= gw_buf_puts(&b, "</Error>");
+    }
+    rc |= gw_buf_puts(&b, "</DeleteResult>");
+    gw_xml_delete_free(&d);
+    if (rc) {
+        gw_buf_free(&b);
+        gw_reply_error(r, S3E_INTERNAL, NULL, NULL);
+        return;
+    }
+    gw_reply_xml_buf(r, 200, &b);
+}

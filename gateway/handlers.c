@@ -1,0 +1,70 @@
+/* gateway/handlers.c - dispatch from an operation to its handler, at the two
+ * moments a handler acts: when the headers are in (begin) and when the whole
+ * body is in and verified (end). */
+#include "gw_int.h"
+
+void gw_handle_begin(struct gw_req *r)
+{
+    switch (r->op) {
+    case GW_OP_PUT_OBJECT:
+        gw_h_object_put_begin(r);
+        return;
+    case GW_OP_UPLOAD_PART:
+        gw_h_mpu_part_begin(r);
+        return;
+    case GW_OP_CREATE_BUCKET:
+        gw_h_bucket_begin(r);
+        return;
+    case GW_OP_DELETE_OBJECTS:
+        if (!gw_req_header(r, "content-md5") && !gw_req_header(r, "x-amz-sdk-checksum-algorithm")
+            && !gw_req_header(r, "x-amz-checksum-crc32") &&
+            !gw_req_header(r, "x-amz-checksum-crc32c") &&
+            !gw_req_header(r, "x-amz-checksum-crc64nvme") &&
+            !gw_req_header(r, "x-amz-checksum-sha1") &&
+            !gw_req_header(r, "x-amz-checksum-sha256") && !gw_req_header(r, "x-amz-trailer"))
+            gw_req_fail(r, S3E_INVALID_REQUEST,
+                        "Missing required header for this request: Content-MD5");
+        return;
+    case GW_OP_UNKNOWN: case GW_OP_HEALTH: case GW_OP_LIST_BUCKETS: case GW_OP_HEAD_BUCKET:
+    case GW_OP_DELETE_BUCKET: case GW_OP_GET_BUCKET_LOCATION: case GW_OP_GET_BUCKET_VERSIONING:
+    case GW_OP_LIST_OBJECTS: case GW_OP_LIST_OBJECTS_V2: case GW_OP_LIST_UPLOADS:
+    case GW_OP_GET_OBJECT: case GW_OP_HEAD_OBJECT: case GW_OP_COPY_OBJECT:
+    case GW_OP_DELETE_OBJECT: case GW_OP_CREATE_UPLOAD: case GW_OP_UPLOAD_PART_COPY:
+    case GW_OP_COMPLETE_UPLOAD: case GW_OP_ABORT_UPLOAD: case GW_OP_LIST_PARTS:
+    case GW_OP_NOT_IMPLEMENTED: case GW_OP_COUNT:
+        return;
+    }
+}
+
+void gw_handle_end(struct gw_req *r)
+{
+    switch (r->op) {
+    case GW_OP_LIST_BUCKETS: gw_h_service(r); return;
+    case GW_OP_CREATE_BUCKET:
+    case GW_OP_HEAD_BUCKET:
+    case GW_OP_DELETE_BUCKET:
+    case GW_OP_GET_BUCKET_LOCATION:
+    case GW_OP_GET_BUCKET_VERSIONING: gw_h_bucket_end(r); return;
+    case GW_OP_LIST_OBJECTS: gw_h_list_objects(r, false); return;
+    case GW_OP_LIST_OBJECTS_V2: gw_h_list_objects(r, true); return;
+    case GW_OP_LIST_UPLOADS: gw_h_list_uploads(r); return;
+    case GW_OP_DELETE_OBJECTS: gw_h_delete_objects(r); return;
+    case GW_OP_GET_OBJECT: gw_h_object_get(r, false); return;
+    case GW_OP_HEAD_OBJECT: gw_h_object_get(r, true); return;
+    case GW_OP_PUT_OBJECT: gw_h_object_put_end(r); return;
+    case GW_OP_COPY_OBJECT: gw_h_object_copy(r); return;
+    case GW_OP_DELETE_OBJECT: gw_h_object_delete(r); return;
+    case GW_OP_CREATE_UPLOAD: gw_h_mpu_create(r); return;
+    case GW_OP_UPLOAD_PART: gw_h_mpu_part_end(r); return;
+    case GW_OP_UPLOAD_PART_COPY: gw_h_mpu_part_copy(r); return;
+    case GW_OP_COMPLETE_UPLOAD: gw_h_mpu_complete(r); return;
+    case GW_OP_ABORT_UPLOAD: gw_h_mpu_abort(r); return;
+    case GW_OP_LIST_PARTS: gw_h_mpu_list_parts(r); return;
+    case GW_OP_HEALTH:
+    case GW_OP_UNKNOWN:
+    case GW_OP_NOT_IMPLEMENTED:
+    case GW_OP_COUNT:
+        gw_reply_error(r, S3E_INTERNAL, NULL, NULL);   /* answered in server.c */
+        return;
+    }
+}

@@ -1,0 +1,267 @@
+/* gateway/request.c - turns the raw request line into the request record:
+ * bucket and key (path-style or virtual-hosted), decoded query parameters,
+ * and the S3 operation. */
+#include <string.h>
+#include <strings.h>
+
+#include "gw_int.h"
+
+const char *gw_req_header(const struct gw_req *r, const char *name)
+{
+    for (size_t i = 0; i < r->n_hdrs; i++)
+        if (strcmp(r->hdrs[i].name, name) == 0)
+            return r->hdrs[i].value;
+    return NULL;
+}
+
+const char *gw_req_query(const struct gw_req *r, const char *name)
+{
+    for (size_t i = 0; i < r->n_query; i++)
+        if (strcmp(r->query[i].name, name) == 0)
+            return r->query[i].value;
+    return NULL;
+}
+
+bool gw_req_has_query(const struct gw_req *r, const char *name)
+{
+    return gw_req_query(r, name) != NULL;
+}
+
+static const char *const op_names[] = {
+    [GW_OP_UNKNOWN] = "Unknown",
+    [GW_OP_HEALTH] = "Health",
+    [GW_OP_LIST_BUCKETS] = "ListBuckets",
+    [GW_OP_CREATE_BUCKET] = "CreateBucket",
+    [GW_OP_HEAD_BUCKET] = "HeadBucket",
+    [GW_OP_DELETE_BUCKET] = "DeleteBucket",
+    [GW_OP_GET_BUCKET_LOCATION] = "GetBucketLocation",
+    [GW_OP_GET_BUCKET_VERSIONING] = "GetBucketVersioning",
+    [GW_OP_LIST_OBJECTS] = "ListObjects",
+    [GW_OP_LIST_OBJECTS_V2] = "ListObjectsV2",
+    [GW_OP_LIST_UPLOADS] = "ListMultipartUploads",
+    [GW_OP_DELETE_OBJECTS] = "DeleteObjects",
+    [GW_OP_GET_OBJECT] = "GetObject",
+    [GW_OP_HEAD_OBJECT] = "HeadObject",
+    [GW_OP_PUT_OBJECT] = "PutObject",
+    [GW_OP_COPY_OBJECT] = "CopyObject",
+    [GW_OP_DELETE_OBJECT] = "DeleteObject",
+    [GW_OP_CREATE_UPLOAD] = "CreateMultipartUpload",
+    [GW_OP_UPLOAD_PART] = "UploadPart",
+    [GW_OP_UPLOAD_PART_COPY] = "UploadPartCopy",
+    [GW_OP_COMPLETE_UPLOAD] = "CompleteMultipartUpload",
+    [GW_OP_ABORT_UPLOAD] = "AbortMultipartUpload",
+    [GW_OP_LIST_PARTS] = "ListParts",
+    [GW_OP_NOT_IMPLEMENTED] = "NotImplemented",
+};
+_Static_assert(sizeof op_names / sizeof op_names[0] == GW_OP_COUNT, "one name per op");
+
+const char *gw_op_name(enum gw_op op)
+{
+    return op_names[op];
+}
+
+/* Sub-resources S3 has and shardgate does not serve: asking for one gets
+ * 501 NotImplemented rather than being mistaken for a plain GET or PUT. */
+static const char *const unsupported_subresources[] = {
+    "acl", "policy", "policyStatus", "cors", "lifecycle", "tagging", "website", "logging",
+    "notification", "replication", "encryption", "object-lock", "retention", "legal-hold",
+    "torrent", "restore", "select", "accelerate", "requestPayment", "ownershipControls",
+    "publicAccessBlock", "inventory", "metrics", "analytics", "intelligent-tiering",
+    "attributes", "versions", "versionId", "renameObject",
+};
+
+static bool has_unsupported(const struct gw_req *r)
+{
+    for (size_t i = 0; i < sizeof unsupported_subresources / sizeof unsupported_subresources[0];
+         i++)
+        if (gw_req_has_query(r, unsupported_subresources[i]))
+            return true;
+    return false;
+}
+
+static enum gw_op route(const struct gw_req *r)
+{
+    const char *m = r->method;
+    bool get = strcmp(m, "GET") == 0, head = strcmp(m, "HEAD") == 0;
+    bool put = strcmp(m, "PUT") == 0, del = strcmp(m, "DELETE") == 0;
+    bool post = strcmp(m, "POST") == 0;
+
+    if (!r->bucket)
+        return get ? GW_OP_LIST_BUCKETS : GW_OP_UNKNOWN;
+    if (!r->key) {
+        if (get && gw_req_has_query(r, "location"))
+            return GW_OP_GET_BUCKET_LOCATION;
+        if (get && gw_req_has_query(r, "versioning"))
+            return GW_OP_GET_BUCKET_VERSIONING;
+        if (has_unsupported(r))
+            return GW_OP_NOT_IMPLEMENTED;
+        if (get && gw_req_has_query(r, "uploads"))
+            return GW_OP_LIST_UPLOADS;
+        if (get) {
+            const char *lt = gw_req_query(r, "list-type");
+            return lt && strcmp(lt, "2") == 0 ? GW_OP_LIST_OBJECTS_V2 : GW_OP_LIST_OBJECTS;
+        }
+        if (head)
+            return GW_OP_HEAD_BUCKET;
+        if (put)
+            return gw_req_has_query(r, "versioning") ? GW_OP_NOT_IMPLEMENTED
+                                                     : GW_OP_CREATE_BUCKET;
+        if (del)
+            return GW_OP_DELETE_BUCKET;
+        if (post && gw_req_has_query(r, "delete"))
+            return GW_OP_DELETE_OBJECTS;
+        return GW_OP_UNKNOWN;
+    }
+    if (has_unsupported(r))
+        return GW_OP_NOT_IMPLEMENTED;
+    bool upload = gw_req_has_query(r, "uploadId");
+    if (get)
+        return upload ? GW_OP_LIST_PARTS : GW_OP_GET_OBJECT;
+    if (head)
+        return GW_OP_HEAD_OBJECT;
+    if (put) {
+        bool copy = gw_req_header(r, "x-amz-copy-source") != NULL;
+        if (upload || gw_req_has_query(r, "partNumber"))
+            return copy ? GW_OP_UPLOAD_PART_COPY : GW_OP_UPLOAD_PART;
+        return copy ? GW_OP_COPY_OBJECT : GW_OP_PUT_OBJECT;
+    }
+    if (del)
+        return upload ? GW_OP_ABORT_UPLOAD : GW_OP_DELETE_OBJECT;
+    if (post) {
+        if (gw_req_has_query(r, "uploads"))
+            return GW_OP_CREATE_UPLOAD;
+        if (upload)
+            return GW_OP_COMPLETE_UPLOAD;
+    }
+    return GW_OP_UNKNOWN;
+}
+
+static enum gw_body body_kind(enum gw_op op)
+{
+    switch (op) {
+    case GW_OP_CREATE_BUCKET:
+    case GW_OP_DELETE_OBJECTS:
+    case GW_OP_COMPLETE_UPLOAD:
+        return GW_BODY_XML;
+    case GW_OP_PUT_OBJECT:
+    case GW_OP_UPLOAD_PART:
+        return GW_BODY_STREAM;
+    case GW_OP_UNKNOWN: case GW_OP_HEALTH: case GW_OP_LIST_BUCKETS: case GW_OP_HEAD_BUCKET:
+    case GW_OP_DELETE_BUCKET: case GW_OP_GET_BUCKET_LOCATION: case GW_OP_GET_BUCKET_VERSIONING:
+    case GW_OP_LIST_OBJECTS: case GW_OP_LIST_OBJECTS_V2: case GW_OP_LIST_UPLOADS:
+    case GW_OP_GET_OBJECT: case GW_OP_HEAD_OBJECT: case GW_OP_COPY_OBJECT:
+    case GW_OP_DELETE_OBJECT: case GW_OP_CREATE_UPLOAD: case GW_OP_UPLOAD_PART_COPY:
+    case GW_OP_ABORT_UPLOAD: case GW_OP_LIST_PARTS: case GW_OP_NOT_IMPLEMENTED:
+    case GW_OP_COUNT:
+        return GW_BODY_NONE;
+    }
+    return GW_BODY_NONE;
+}
+
+static int parse_query(struct gw_req *r, const char *q)
+{
+    size_t n = 1;
+    for (const char *p = q; *p; p++)
+        n += *p == '&';
+    r->query = gw_arena_alloc(&r->arena, n * sizeof *r->query);
+    if (!r->query)
+        return -1;
+    r->n_query = 0;
+    while (*q) {
+        const char *amp = strchr(q, '&');
+        size_t len = amp ? (size_t)(amp - q) : strlen(q);
+        if (len) {
+            const char *eq = memchr(q, '=', len);
+            size_t nlen = eq ? (size_t)(eq - q) : len;
+            struct gw_query *qp = &r->query[r->n_query];
+            qp->name = gw_pct_decode(&r->arena, q, nlen, true);
+            qp->value = eq ? gw_pct_decode(&r->arena, eq + 1, len - nlen - 1, true) : "";
+            if (!qp->name || !qp->value)
+                return -1;
+            r->n_query++;
+        }
+        q += len + (amp ? 1 : 0);
+    }
+    return 0;
+}
+
+/* The bucket named by a virtual-hosted Host header, or NULL. */
+static const char *vhost_bucket(struct gw_req *r)
+{
+    const char *domain = r->conf->vhost_domain;
+    const char *host = gw_req_header(r, "host");
+    if (!domain || !*domain || !host)
+        return NULL;
+    size_t hlen = strlen(host);
+    const char *colon = strrchr(host, ':');
+    if (colon && !strchr(host, ']'))
+        hlen = (size_t)(colon - host);
+    size_t dlen = strlen(domain);
+    if (hlen <= dlen + 1 || host[hlen - dlen - 1] != '.' ||
+        strncasecmp(host + hlen - dlen, domain, dlen) != 0)
+        return NULL;
+    return gw_arena_strndup(&r->arena, host, hlen - dlen - 1);
+}
+
+int gw_req_parse(struct gw_req *r, const char *raw_uri, enum s3_err *err, const char **msg)
+{
+    *msg = NULL;
+    const char *qm = strchr(raw_uri, '?');
+    size_t plen = qm ? (size_t)(qm - raw_uri) : strlen(raw_uri);
+    r->raw_path = gw_arena_strndup(&r->arena, raw_uri, plen);
+    r->raw_query = gw_arena_strdup(&r->arena, qm ? qm + 1 : "");
+    if (!r->raw_path || !r->raw_query) {
+        *err = S3E_SLOW_DOWN;
+        return -1;
+    }
+    if (r->raw_path[0] != '/') {
+        *err = S3E_INVALID_REQUEST;
+        *msg = "The request target must be an absolute path.";
+        return -1;
+    }
+    if (parse_query(r, r->raw_query) != 0) {
+        *err = S3E_INVALID_ARGUMENT;
+        *msg = "The query string has a malformed percent-encoding.";
+        return -1;
+    }
+    const char *path = gw_pct_decode(&r->arena, r->raw_path, plen, false);
+    if (!path) {
+        *err = S3E_INVALID_ARGUMENT;
+        *msg = "The path has a malformed percent-encoding or a NUL byte.";
+        return -1;
+    }
+
+    if (strcmp(path, "/_shardgate/health") == 0) {
+        r->op = GW_OP_HEALTH;
+        r->resource = path;
+        return 0;
+    }
+
+    const char *vb = vhost_bucket(r);
+    const char *key;
+    if (vb) {
+        r->bucket = vb;
+        key = path + 1;
+    } else {
+        const char *b = path + 1;
+        const char *slash = strchr(b, '/');
+        if (slash) {
+            r->bucket = gw_arena_strndup(&r->arena, b, (size_t)(slash - b));
+            key = slash + 1;
+        } else {
+            r->bucket = *b ? b : NULL;
+            key = "";
+        }
+        if (r->bucket && !*r->bucket)
+            r->bucket = NULL;   /* "//key": no bucket */
+    }
+    r->key = r->bucket && *key ? key : NULL;
+    r->resource = path;
+    if (r->key && strlen(r->key) > 1024) {
+        *err = S3E_KEY_TOO_LONG;
+        return -1;
+    }
+    r->op = route(r);
+    r->body_kind = body_kind(r->op);
+    return 0;
+}

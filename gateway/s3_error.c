@@ -1,0 +1,165 @@
+/* gateway/s3_error.c - the one place that knows S3 error codes: the table of
+ * code / HTTP status / message, and the mappings from every module's status
+ * enum. The switches have no default, so -Wswitch flags a new status. */
+#include "gw_int.h"
+
+static const struct s3_error table[] = {
+    [S3E_ACCESS_DENIED] = { "AccessDenied", 403, "Access Denied" },
+    [S3E_AUTH_HEADER_MALFORMED] = { "AuthorizationHeaderMalformed", 400,
+        "The authorization header is malformed." },
+    [S3E_AUTH_QUERY_ERROR] = { "AuthorizationQueryParametersError", 400,
+        "Query-string authentication parameters are malformed." },
+    [S3E_BAD_DIGEST] = { "BadDigest", 400,
+        "The Content-MD5 you specified did not match what we received." },
+    [S3E_BUCKET_EXISTS] = { "BucketAlreadyOwnedByYou", 409,
+        "Your previous request to create the named bucket succeeded and you already own it." },
+    [S3E_BUCKET_NOT_EMPTY] = { "BucketNotEmpty", 409,
+        "The bucket you tried to delete is not empty" },
+    [S3E_ENTITY_TOO_LARGE] = { "EntityTooLarge", 400,
+        "Your proposed upload exceeds the maximum allowed object size." },
+    [S3E_ENTITY_TOO_SMALL] = { "EntityTooSmall", 400,
+        "Your proposed upload is smaller than the minimum allowed object size." },
+    [S3E_INCOMPLETE_BODY] = { "IncompleteBody", 400,
+        "You did not provide the number of bytes specified by the Content-Length HTTP header." },
+    [S3E_INTERNAL] = { "InternalError", 500,
+        "We encountered an internal error. Please try again." },
+    [S3E_INVALID_ACCESS_KEY] = { "InvalidAccessKeyId", 403,
+        "The AWS Access Key Id you provided does not exist in our records." },
+    [S3E_INVALID_ARGUMENT] = { "InvalidArgument", 400, "Invalid Argument" },
+    [S3E_INVALID_BUCKET_NAME] = { "InvalidBucketName", 400,
+        "The specified bucket is not valid." },
+    [S3E_INVALID_DIGEST] = { "InvalidDigest", 400,
+        "The Content-MD5 you specified is not valid." },
+    [S3E_INVALID_PART] = { "InvalidPart", 400,
+        "One or more of the specified parts could not be found. The part might not have been "
+        "uploaded, or the specified entity tag might not have matched the part's entity tag." },
+    [S3E_INVALID_PART_ORDER] = { "InvalidPartOrder", 400,
+        "The list of parts was not in ascending order. Parts must be ordered by part number." },
+    [S3E_INVALID_RANGE] = { "InvalidRange", 416, "The requested range is not satisfiable" },
+    [S3E_INVALID_REQUEST] = { "InvalidRequest", 400, "Invalid Request" },
+    [S3E_KEY_CONFLICT] = { "KeyConflict", 409,
+        "The key conflicts with an existing object: on shardgate's directory store a key "
+        "cannot be both an object and the prefix of another key at a '/'." },
+    [S3E_KEY_TOO_LONG] = { "KeyTooLongError", 400, "Your key is too long" },
+    [S3E_MALFORMED_XML] = { "MalformedXML", 400,
+        "The XML you provided was not well-formed or did not validate against our "
+        "published schema" },
+    [S3E_METADATA_TOO_LARGE] = { "MetadataTooLarge", 400,
+        "Your metadata headers exceed the maximum allowed metadata size" },
+    [S3E_METHOD_NOT_ALLOWED] = { "MethodNotAllowed", 405,
+        "The specified method is not allowed against this resource." },
+    [S3E_MISSING_CONTENT_LENGTH] = { "MissingContentLength", 411,
+        "You must provide the Content-Length HTTP header." },
+    [S3E_NO_SUCH_BUCKET] = { "NoSuchBucket", 404, "The specified bucket does not exist" },
+    [S3E_NO_SUCH_KEY] = { "NoSuchKey", 404, "The specified key does not exist." },
+    [S3E_NO_SUCH_UPLOAD] = { "NoSuchUpload", 404,
+        "The specified upload does not exist. The upload ID may be invalid, or the upload "
+        "may have been aborted or completed." },
+    [S3E_NOT_IMPLEMENTED] = { "NotImplemented", 501,
+        "A header or query you provided implies functionality that is not implemented." },
+    [S3E_NOT_MODIFIED] = { "NotModified", 304, "Not Modified" },
+    [S3E_PRECONDITION_FAILED] = { "PreconditionFailed", 412,
+        "At least one of the pre-conditions you specified did not hold" },
+    [S3E_REQUEST_HEADER_TOO_LARGE] = { "RequestHeaderSectionTooLarge", 400,
+        "Your request header section exceeds the maximum allowed size." },
+    [S3E_REQUEST_TIME_SKEWED] = { "RequestTimeTooSkewed", 403,
+        "The difference between the request time and the current time is too large." },
+    [S3E_SERVICE_UNAVAILABLE] = { "ServiceUnavailable", 503,
+        "Please reduce your request rate." },
+    [S3E_SHA256_MISMATCH] = { "XAmzContentSHA256Mismatch", 400,
+        "The provided 'x-amz-content-sha256' header does not match what was computed." },
+    [S3E_SIGNATURE_MISMATCH] = { "SignatureDoesNotMatch", 403,
+        "The request signature we calculated does not match the signature you provided. "
+        "Check your key and signing method." },
+    [S3E_SLOW_DOWN] = { "SlowDown", 503, "Please reduce your request rate." },
+    [S3E_STORAGE_FULL] = { "InsufficientStorage", 507,
+        "The storage behind this gateway is full." },
+};
+_Static_assert(sizeof table / sizeof table[0] == S3E_COUNT, "one entry per enum s3_err");
+
+const struct s3_error *s3_error_get(enum s3_err e)
+{
+    return &table[e];
+}
+
+enum s3_err s3_error_from_backend(enum backend_status st)
+{
+    switch (st) {
+    case BACKEND_OK: return S3E_INTERNAL;  /* not an error: a caller bug */
+    case BACKEND_NO_BUCKET: return S3E_NO_SUCH_BUCKET;
+    case BACKEND_NO_KEY: return S3E_NO_SUCH_KEY;
+    case BACKEND_NO_UPLOAD: return S3E_NO_SUCH_UPLOAD;
+    case BACKEND_BUCKET_EXISTS: return S3E_BUCKET_EXISTS;
+    case BACKEND_BUCKET_NOT_EMPTY: return S3E_BUCKET_NOT_EMPTY;
+    case BACKEND_BAD_BUCKET_NAME: return S3E_INVALID_BUCKET_NAME;
+    case BACKEND_BAD_KEY: return S3E_INVALID_ARGUMENT;
+    case BACKEND_KEY_TOO_LONG: return S3E_KEY_TOO_LONG;
+    case BACKEND_KEY_CONFLICT: return S3E_KEY_CONFLICT;
+    case BACKEND_BAD_RANGE: return S3E_INVALID_RANGE;
+    case BACKEND_INVALID_PART: return S3E_INVALID_PART;
+    case BACKEND_INVALID_PART_ORDER: return S3E_INVALID_PART_ORDER;
+    case BACKEND_ENTITY_TOO_SMALL: return S3E_ENTITY_TOO_SMALL;
+    case BACKEND_TOO_LARGE: return S3E_ENTITY_TOO_LARGE;
+    case BACKEND_NO_SPACE: return S3E_STORAGE_FULL;
+    case BACKEND_DENIED: return S3E_ACCESS_DENIED;
+    case BACKEND_IO: return S3E_INTERNAL;
+    case BACKEND_NOMEM: return S3E_SLOW_DOWN;
+    }
+    return S3E_INTERNAL;
+}
+
+enum s3_err s3_error_from_auth(enum auth_status st)
+{
+    switch (st) {
+    case AUTH_OK: return S3E_INTERNAL;     /* not an error: a caller bug */
+    case AUTH_MALFORMED: return S3E_AUTH_HEADER_MALFORMED;
+    case AUTH_QUERY_MALFORMED: return S3E_AUTH_QUERY_ERROR;
+    case AUTH_REGION_MISMATCH: return S3E_AUTH_HEADER_MALFORMED;
+    case AUTH_UNSUPPORTED: return S3E_INVALID_REQUEST;
+    case AUTH_MISSING_DATE: return S3E_ACCESS_DENIED;
+    case AUTH_UNKNOWN_KEY: return S3E_INVALID_ACCESS_KEY;
+    case AUTH_SIGNATURE_MISMATCH: return S3E_SIGNATURE_MISMATCH;
+    case AUTH_EXPIRED: return S3E_ACCESS_DENIED;
+    case AUTH_TIME_SKEWED: return S3E_REQUEST_TIME_SKEWED;
+    case AUTH_BAD_CONTENT_SHA256: return S3E_INVALID_ARGUMENT;
+    case AUTH_SHA256_MISMATCH: return S3E_SHA256_MISMATCH;
+    case AUTH_INVALID_DIGEST: return S3E_INVALID_DIGEST;
+    case AUTH_BAD_DIGEST: return S3E_BAD_DIGEST;
+    case AUTH_BAD_CHECKSUM_HEADER: return S3E_INVALID_REQUEST;
+    case AUTH_CHECKSUM_MISMATCH: return S3E_BAD_DIGEST;
+    case AUTH_CHUNK_SIGNATURE_MISMATCH: return S3E_SIGNATURE_MISMATCH;
+    case AUTH_BAD_CHUNK: return S3E_INVALID_REQUEST;
+    case AUTH_INCOMPLETE_BODY: return S3E_INCOMPLETE_BODY;
+    case AUTH_TOO_LARGE: return S3E_INVALID_REQUEST;
+    case AUTH_ABORTED: return S3E_INTERNAL;
+    case AUTH_NOMEM: return S3E_SLOW_DOWN;
+    }
+    return S3E_INTERNAL;
+}
+
+const char *s3_error_auth_message(enum auth_status st)
+{
+    switch (st) {
+    case AUTH_EXPIRED: return "Request has expired";
+    case AUTH_MISSING_DATE:
+        return "AWS authentication requires a valid Date or x-amz-date header";
+    case AUTH_UNSUPPORTED:
+        return "The authorization mechanism you have provided is not supported. "
+               "Please use AWS4-HMAC-SHA256.";
+    case AUTH_REGION_MISMATCH:
+        return "The authorization header is malformed; the region is wrong.";
+    case AUTH_CHECKSUM_MISMATCH:
+        return "The checksum you specified did not match the calculated checksum.";
+    case AUTH_BAD_CHECKSUM_HEADER: return "Value for x-amz-checksum header is invalid.";
+    case AUTH_BAD_CONTENT_SHA256: return "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, "
+                                         "STREAMING-* or a valid sha256 value.";
+    case AUTH_BAD_CHUNK: return "The aws-chunked body is malformed.";
+    case AUTH_TOO_LARGE: return "An aws-chunked chunk header or trailer is too large.";
+    case AUTH_OK: case AUTH_MALFORMED: case AUTH_QUERY_MALFORMED: case AUTH_UNKNOWN_KEY:
+    case AUTH_SIGNATURE_MISMATCH: case AUTH_TIME_SKEWED: case AUTH_SHA256_MISMATCH:
+    case AUTH_INVALID_DIGEST: case AUTH_BAD_DIGEST: case AUTH_CHUNK_SIGNATURE_MISMATCH:
+    case AUTH_INCOMPLETE_BODY: case AUTH_ABORTED: case AUTH_NOMEM:
+        return NULL;
+    }
+    return NULL;
+}

@@ -1,0 +1,268 @@
+/* gateway/xml.c - S3 XML: a small escaping writer for responses (every
+ * response is a flat, known shape, so a writer over a capped buffer is both
+ * simpler and faster than building a DOM), and libxml2 parsers for the three
+ * request bodies we accept. Parsing never touches the network and never
+ * expands entities (no XXE). */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+
+#include "gw_int.h"
+
+#define S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
+
+int gw_xml_escape(struct gw_buf *b, const char *s)
+{
+    const char *run = s;
+    for (; *s; s++) {
+        const char *rep = NULL;
+        char num[8];
+        unsigned char c = (unsigned char)*s;
+        switch (c) {
+        case '&': rep = "&amp;"; break;
+        case '<': rep = "&lt;"; break;
+        case '>': rep = "&gt;"; break;
+        case '"': rep = "&quot;"; break;
+        case '\'': rep = "&apos;"; break;
+        default:
+            if (c < 0x20) {   /* control characters: as S3, a char reference */
+                snprintf(num, sizeof num, "&#%u;", c);
+                rep = num;
+            }
+        }
+        if (!rep)
+            continue;
+        if (gw_buf_append(b, run, (size_t)(s - run)) || gw_buf_puts(b, rep))
+            return -1;
+        run = s + 1;
+    }
+    return gw_buf_append(b, run, (size_t)(s - run));
+}
+
+int gw_xml_elem(struct gw_buf *b, const char *tag, const char *value)
+{
+    if (gw_buf_printf(b, "<%s>", tag) || gw_xml_escape(b, value ? value : ""))
+        return -1;
+    return gw_buf_printf(b, "</%s>", tag);
+}
+
+int gw_xml_begin(struct gw_buf *b, const char *root)
+{
+    return gw_buf_printf(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<%s xmlns=\"%s\">",
+                         root, S3_XMLNS);
+}
+
+int gw_url_encode(struct gw_buf *b, const char *s, bool keep_slash)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' ||
+            (keep_slash && c == '/')) {
+            if (gw_buf_append(b, s, 1))
+                return -1;
+        } else {
+            char e[3] = { '%', hex[c >> 4], hex[c & 15] };
+            if (gw_buf_append(b, e, 3))
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- parsing ---- */
+
+static xmlDocPtr parse_doc(const char *xml, size_t len)
+{
+    if (len == 0 || len > (size_t)INT32_MAX)
+        return NULL;
+    return xmlReadMemory(xml, (int)len, "body.xml", NULL,
+                         XML_PARSE_NONET | XML_PARSE_NOBLANKS | XML_PARSE_NOERROR |
+                             XML_PARSE_NOWARNING);
+}
+
+static bool is_elem(const xmlNode *n, const char *name)
+{
+    return n->type == XML_ELEMENT_NODE && strcmp((const char *)n->name, name) == 0;
+}
+
+/* The text of an element (malloc'd), or NULL when it holds other elements. */
+static char *elem_text(const xmlNode *n)
+{
+    for (const xmlNode *c = n->children; c; c = c->next)
+        if (c->type == XML_ELEMENT_NODE)
+            return NULL;
+    xmlChar *t = xmlNodeGetContent(n);
+    if (!t)
+        return strdup("");
+    char *s = strdup((const char *)t);
+    xmlFree(t);
+    return s;
+}
+
+/* Strips one pair of surrounding quotes from an ETag, in place. */
+static void unquote(char *s)
+{
+    size_t n = strlen(s);
+    if (n >= 2 && s[0] == '"' && s[n - 1] == '"') {
+        memmove(s, s + 1, n - 2);
+        s[n - 2] = '\0';
+    }
+}
+
+int gw_xml_parse_complete(const char *xml, size_t len, struct gw_xml_parts *out)
+{
+    out->parts = NULL;
+    out->n = 0;
+    xmlDocPtr doc = parse_doc(xml, len);
+    if (!doc)
+        return -1;
+    int rc = -1;
+    size_t cap = 0;
+    xmlNode *root = xmlDocGetRootElement(doc);
+    if (!root || !is_elem(root, "CompleteMultipartUpload"))
+        goto out;
+    for (xmlNode *p = root->children; p; p = p->next) {
+        if (p->type != XML_ELEMENT_NODE)
+            continue;
+        if (!is_elem(p, "Part"))
+            continue;   /* S3 ignores unknown elements such as checksums */
+        if (out->n == BACKEND_MAX_PARTS)
+            goto out;
+        if (out->n == cap) {
+            cap = cap ? cap * 2 : 16;
+            struct backend_part *np = realloc(out->parts, cap * sizeof *np);
+            if (!np)
+                goto out;
+            out->parts = np;
+        }
+        struct backend_part *bp = &out->parts[out->n];
+        memset(bp, 0, sizeof *bp);
+        bool have_no = false, have_etag = false;
+        for (xmlNode *f = p->children; f; f = f->next) {
+            if (f->type != XML_ELEMENT_NODE)
+                continue;
+            char *t = elem_text(f);
+            if (!t)
+                goto out;
+            if (is_elem(f, "PartNumber")) {
+                char *end;
+                unsigned long v = strtoul(t, &end, 10);
+                have_no = *t && !*end && v >= 1 && v <= BACKEND_MAX_PARTS;
+                bp->part_no = (unsigned)v;
+            } else if (is_elem(f, "ETag")) {
+                unquote(t);
+                have_etag = strlen(t) < sizeof bp->etag;
+                if (have_etag)
+                    strcpy(bp->etag, t);
+            }
+            free(t);
+        }
+        if (!have_no || !have_etag)
+            goto out;
+        out->n++;
+    }
+    rc = out->n ? 0 : -1;
+out:
+    xmlFreeDoc(doc);
+    if (rc) {
+        free(out->parts);
+        out->parts = NULL;
+        out->n = 0;
+    }
+    return rc;
+}
+
+void gw_xml_delete_free(struct gw_xml_delete *d)
+{
+    for (size_t i = 0; i < d->n; i++)
+        free(d->keys[i]);
+    free(d->keys);
+    d->keys = NULL;
+    d->n = 0;
+}
+
+int gw_xml_parse_delete(const char *xml, size_t len, size_t max_keys, struct gw_xml_delete *out)
+{
+    memset(out, 0, sizeof *out);
+    xmlDocPtr doc = parse_doc(xml, len);
+    if (!doc)
+        return -1;
+    int rc = -1;
+    xmlNode *root = xmlDocGetRootElement(doc);
+    if (!root || !is_elem(root, "Delete"))
+        goto out;
+    size_t cap = 0;
+    for (xmlNode *c = root->children; c; c = c->next) {
+        if (c->type != XML_ELEMENT_NODE)
+            continue;
+        if (is_elem(c, "Quiet")) {
+            char *t = elem_text(c);
+            if (!t)
+                goto out;
+            out->quiet = strcmp(t, "true") == 0;
+            free(t);
+        } else if (is_elem(c, "Object")) {
+            char *key = NULL;
+            for (xmlNode *f = c->children; f; f = f->next) {
+                if (is_elem(f, "Key")) {
+                    free(key);
+                    key = elem_text(f);
+                }
+            }
+            if (!key)
+                goto out;
+            if (out->n == max_keys) {
+                free(key);
+                goto out;
+            }
+            if (out->n == cap) {
+                cap = cap ? cap * 2 : 64;
+                char **nk = realloc(out->keys, cap * sizeof *nk);
+                if (!nk) {
+                    free(key);
+                    goto out;
+                }
+                out->keys = nk;
+            }
+            out->keys[out->n++] = key;
+        }
+    }
+    rc = out->n ? 0 : -1;
+out:
+    xmlFreeDoc(doc);
+    if (rc)
+        gw_xml_delete_free(out);
+    return rc;
+}
+
+int gw_xml_parse_create_bucket(const char *xml, size_t len, char **region)
+{
+    *region = NULL;
+    xmlDocPtr doc = parse_doc(xml, len);
+    if (!doc)
+        return -1;
+    int rc = -1;
+    xmlNode *root = xmlDocGetRootElement(doc);
+    if (!root || !is_elem(root, "CreateBucketConfiguration"))
+        goto out;
+    for (xmlNode *c = root->children; c; c = c->next) {
+        if (is_elem(c, "LocationConstraint")) {
+            free(*region);
+            *region = elem_text(c);
+            if (!*region)
+                goto out;
+        }
+    }
+    rc = 0;
+out:
+    xmlFreeDoc(doc);
+    if (rc) {
+        free(*region);
+        *region = NULL;
+    }
+    return rc;
+}

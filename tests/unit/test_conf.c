@@ -1,0 +1,865 @@
+/* tests/unit/test_conf.c - conf/: defaults, the JSON file (every refusal names
+ * its field), SHARDGATE_* variables, flags, the chmod-600 rule for files with
+ * secret keys, and the final validation. Mostly tables: one row per case. */
+#include <CUnit/CUnit.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "conf.h"
+
+int register_tests(void);
+
+/* Records a failed check with the case name, so one table test reports which
+ * row broke. */
+#define CHECK_CASE(cond, name, ...)                                                   \
+    do {                                                                             \
+        char chk_msg_[768];                                                          \
+        snprintf(chk_msg_, sizeof chk_msg_, __VA_ARGS__);                            \
+        char chk_full_[1024];                                                        \
+        snprintf(chk_full_, sizeof chk_full_, "[%s] %s", (name), chk_msg_);          \
+        CU_assertImplementation((cond) ? CU_TRUE : CU_FALSE, __LINE__, chk_full_,   \
+                                __FILE__, "", CU_FALSE);                             \
+    } while (0)
+
+static const char *tmp_dir(void)
+{
+    const char *d = getenv("TMPDIR");
+    return d != NULL && d[0] != '\0' ? d : "/tmp";
+}
+
+/* Writes `text` to a new temporary file with `mode`; the name goes to `path`.
+ * Returns 0, or -1 (with a CUnit failure) when the file cannot be made. */
+static int tmp_write(const char *text, mode_t mode, char *path, size_t pathlen)
+{
+    snprintf(path, pathlen, "%s/test_conf.XXXXXX", tmp_dir());
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        CU_FAIL("mkstemp");
+        return -1;
+    }
+    size_t len = strlen(text);
+    ssize_t w = write(fd, text, len);
+    int rc = (w == (ssize_t)len && fchmod(fd, mode) == 0) ? 0 : -1;
+    close(fd);
+    if (rc != 0) {
+        unlink(path);
+        CU_FAIL("writing the temporary config");
+    }
+    return rc;
+}
+
+/* Loads `text` as a config file with `mode` into `c`. */
+static int load_text(struct conf *c, const char *text, mode_t mode, char *err, size_t errlen)
+{
+    char path[512];
+    if (tmp_write(text, mode, path, sizeof path) != 0)
+        return -2;
+    int rc = conf_load_file(c, path, err, errlen);
+    unlink(path);
+    return rc;
+}
+
+static void defaults(struct conf *c)
+{
+    CU_ASSERT_FATAL(conf_init_defaults(c) == 0);
+}
+
+static void env_clear(void)
+{
+    static const char *const vars[] = { "SHARDGATE_ACCESS_KEY", "SHARDGATE_SECRET_KEY",
+                                        "SHARDGATE_LISTEN", "SHARDGATE_DATA_DIR",
+                                        "SHARDGATE_REGION", "SHARDGATE_LOG_LEVEL" };
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        unsetenv(vars[i]);
+}
+
+/* True when `c` still holds exactly the defaults (used to prove a failed
+ * merge changed nothing). */
+static int is_default(const struct conf *c)
+{
+    return strcmp(c->listen_addr, "127.0.0.1") == 0 && c->listen_port == 9000 && c->threads == 0
+           && strcmp(c->data_dir, "var/data") == 0 && strcmp(c->region, "us-east-1") == 0
+           && c->vhost_domain == NULL && c->n_users == 1
+           && strcmp(c->users[0].name, "root") == 0
+           && strcmp(c->users[0].access_key, CONF_DEFAULT_ACCESS_KEY) == 0
+           && strcmp(c->users[0].secret_key, CONF_DEFAULT_SECRET_KEY) == 0
+           && c->default_credentials && c->max_xml_body == 2u * 1024 * 1024
+           && c->max_header_bytes == 16u * 1024 && c->log_level == LOG_LVL_INFO
+           && c->shutdown_grace_s == 30;
+}
+
+/* ---- defaults ---- */
+
+static void defaults_match_documented_values(void)
+{
+    struct conf c;
+    defaults(&c);
+    CU_ASSERT_STRING_EQUAL(c.listen_addr, "127.0.0.1");
+    CU_ASSERT_EQUAL(c.listen_port, 9000);
+    CU_ASSERT_EQUAL(c.threads, 0);
+    CU_ASSERT_STRING_EQUAL(c.data_dir, "var/data");
+    CU_ASSERT_STRING_EQUAL(c.region, "us-east-1");
+    CU_ASSERT_PTR_NULL(c.vhost_domain);
+    CU_ASSERT_EQUAL_FATAL(c.n_users, 1);
+    CU_ASSERT_STRING_EQUAL(c.users[0].name, "root");
+    CU_ASSERT_STRING_EQUAL(c.users[0].access_key, CONF_DEFAULT_ACCESS_KEY);
+    CU_ASSERT_STRING_EQUAL(c.users[0].secret_key, CONF_DEFAULT_SECRET_KEY);
+    CU_ASSERT_TRUE(c.default_credentials);
+    CU_ASSERT_EQUAL(c.max_xml_body, 2u * 1024 * 1024);
+    CU_ASSERT_EQUAL(c.max_header_bytes, 16u * 1024);
+    CU_ASSERT_EQUAL(c.log_level, LOG_LVL_INFO);
+    CU_ASSERT_EQUAL(c.shutdown_grace_s, 30);
+    conf_free(&c);
+}
+
+static void defaults_pass_validation(void)
+{
+    struct conf c;
+    char err[256];
+    defaults(&c);
+    CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(err, "");
+    conf_free(&c);
+}
+
+static void conf_free_leaves_struct_empty_and_is_idempotent(void)
+{
+    struct conf c;
+    defaults(&c);
+    conf_free(&c);
+    CU_ASSERT_PTR_NULL(c.listen_addr);
+    CU_ASSERT_PTR_NULL(c.users);
+    CU_ASSERT_EQUAL(c.n_users, 0);
+    conf_free(&c);   /* must not double free */
+    struct conf zero = { 0 };
+    conf_free(&zero);
+}
+
+/* ---- the JSON file: refusals ---- */
+
+struct bad_case {
+    const char *name;
+    const char *json;
+    const char *want;   /* fragment of the message */
+};
+
+#define U1 "{\"name\":\"a\",\"access_key\":\"AK1\",\"secret_key\":\"s1\"}"
+
+static const struct bad_case bad_files[] = {
+    { "unknown_top_key_lists_allowed", "{\"lsten\":\"1.2.3.4:9000\"}",
+      "unknown key \"lsten\" (allowed: listen, data_dir, region, vhost_domain, threads, "
+      "log_level, shutdown_grace_s, max_xml_body, max_header_bytes, users)" },
+    { "top_level_array", "[1,2]", "top level: must be a JSON object" },
+    { "duplicate_top_key", "{\"threads\":1,\"threads\":2}", "duplicate" },
+    { "listen_not_string", "{\"listen\":9000}", "listen: must be a string" },
+    { "listen_no_port", "{\"listen\":\"127.0.0.1\"}", "listen: \"127.0.0.1\" must be ADDR:PORT" },
+    { "listen_empty", "{\"listen\":\"\"}", "listen: must be ADDR:PORT" },
+    { "listen_hostname", "{\"listen\":\"localhost:9000\"}", "listen: \"localhost:9000\"" },
+    { "listen_port_zero", "{\"listen\":\"127.0.0.1:0\"}", "port 1 to 65535" },
+    { "listen_port_too_big", "{\"listen\":\"127.0.0.1:65536\"}", "listen: \"127.0.0.1:65536\"" },
+    { "listen_port_signed", "{\"listen\":\"127.0.0.1:+80\"}", "listen:" },
+    { "listen_port_trailing_junk", "{\"listen\":\"127.0.0.1:80x\"}", "listen:" },
+    { "listen_ipv4_short", "{\"listen\":\"127.1:80\"}", "listen:" },
+    { "listen_ipv6_unbracketed", "{\"listen\":\"::1:9000\"}", "listen: \"::1:9000\"" },
+    { "listen_ipv6_no_port", "{\"listen\":\"[::1]\"}", "listen: \"[::1]\"" },
+    { "listen_ipv6_bad_addr", "{\"listen\":\"[::g]:80\"}", "listen:" },
+    { "listen_ipv4_in_brackets", "{\"listen\":\"[1.2.3.4]:80\"}", "listen:" },
+    { "data_dir_empty", "{\"data_dir\":\"\"}", "data_dir: must be a non-empty path" },
+    { "data_dir_null", "{\"data_dir\":null}", "data_dir: must be a string" },
+    { "string_with_nul_refused_by_parser", "{\"data_dir\":\"a\\u0000b\"}", "invalid JSON at line 1" },
+    { "region_empty", "{\"region\":\"\"}", "region: must be 1 to 64" },
+    { "region_with_slash", "{\"region\":\"us/east\"}", "region: must be 1 to 64" },
+    { "vhost_domain_number", "{\"vhost_domain\":1}", "vhost_domain: must be a non-empty string or null" },
+    { "vhost_domain_empty", "{\"vhost_domain\":\"\"}", "vhost_domain: must be a non-empty string or null" },
+    { "threads_negative", "{\"threads\":-1}", "threads: must be an integer from 0 to 256" },
+    { "threads_too_many", "{\"threads\":257}", "threads: must be an integer from 0 to 256" },
+    { "threads_real", "{\"threads\":4.0}", "threads: must be an integer from 0 to 256" },
+    { "threads_string", "{\"threads\":\"4\"}", "threads: must be an integer from 0 to 256" },
+    { "threads_bool", "{\"threads\":true}", "threads: must be an integer from 0 to 256" },
+    { "log_level_unknown", "{\"log_level\":\"verbose\"}",
+      "log_level: must be one of \"error\", \"warn\", \"info\", \"debug\"" },
+    { "log_level_uppercase", "{\"log_level\":\"INFO\"}", "log_level: must be one of" },
+    { "grace_too_long", "{\"shutdown_grace_s\":3601}", "shutdown_grace_s: must be an integer from 0 to 3600" },
+    { "xml_body_too_small", "{\"max_xml_body\":1023}", "max_xml_body: must be an integer from 1024 to 67108864" },
+    { "xml_body_too_big", "{\"max_xml_body\":67108865}", "max_xml_body: must be an integer from 1024 to 67108864" },
+    { "header_bytes_too_small", "{\"max_header_bytes\":1000}", "max_header_bytes: must be an integer from 1024 to 1048576" },
+    { "header_bytes_too_big", "{\"max_header_bytes\":1048577}", "max_header_bytes: must be an integer from 1024 to 1048576" },
+    { "users_not_array", "{\"users\":{}}", "users: must be an array of 1 to 1000 user objects" },
+    { "users_empty", "{\"users\":[]}", "users: must be an array of 1 to 1000 user objects" },
+    { "user_not_object", "{\"users\":[" U1 ",\"bob\"]}", "users[1]: must be an object" },
+    { "user_unknown_key", "{\"users\":[{\"name\":\"a\",\"access_key\":\"A\",\"secret\":\"s\"}]}",
+      "users[0]: unknown key \"secret\" (allowed: name, access_key, secret_key)" },
+    { "user_missing_secret", "{\"users\":[" U1 ",{\"name\":\"b\",\"access_key\":\"AK2\"}]}",
+      "users[1].secret_key: required string" },
+    { "user_missing_name", "{\"users\":[{\"access_key\":\"A\",\"secret_key\":\"s\"}]}",
+      "users[0].name: required string" },
+    { "user_access_key_number", "{\"users\":[{\"name\":\"a\",\"access_key\":5,\"secret_key\":\"s\"}]}",
+      "users[0].access_key: required string" },
+    { "user_empty_secret", "{\"users\":[{\"name\":\"a\",\"access_key\":\"A\",\"secret_key\":\"\"}]}",
+      "users[0].secret_key: must not be empty" },
+    { "user_empty_access_key", "{\"users\":[{\"name\":\"a\",\"access_key\":\"\",\"secret_key\":\"s\"}]}",
+      "users[0].access_key: must not be empty" },
+    { "user_access_key_with_slash", "{\"users\":[{\"name\":\"a\",\"access_key\":\"A/B\",\"secret_key\":\"s\"}]}",
+      "users[0].access_key: must be non-empty, without '/'" },
+    { "user_access_key_with_space", "{\"users\":[{\"name\":\"a\",\"access_key\":\"A B\",\"secret_key\":\"s\"}]}",
+      "users[0].access_key: must be non-empty" },
+    { "user_duplicate_access_key",
+      "{\"users\":[" U1 ",{\"name\":\"b\",\"access_key\":\"X\",\"secret_key\":\"s\"},"
+      "{\"name\":\"c\",\"access_key\":\"AK1\",\"secret_key\":\"t\"}]}",
+      "users[2].access_key: same as users[0].access_key (access keys must be unique)" },
+    { "bad_value_after_good_ones", "{\"listen\":\"0.0.0.0:80\",\"threads\":8,\"region\":\"\"}",
+      "region:" },
+};
+
+static void bad_file_fails_naming_field_and_changes_nothing(void)
+{
+    for (size_t i = 0; i < sizeof bad_files / sizeof bad_files[0]; i++) {
+        const struct bad_case *bc = &bad_files[i];
+        struct conf c;
+        char err[1024] = "untouched";
+        defaults(&c);
+        int rc = load_text(&c, bc->json, 0600, err, sizeof err);
+        CHECK_CASE(rc == -1, bc->name, "rc %d, want -1", rc);
+        CHECK_CASE(strstr(err, bc->want) != NULL, bc->name, "message \"%s\" lacks \"%s\"", err,
+                   bc->want);
+        CHECK_CASE(is_default(&c), bc->name, "conf changed by a failed load");
+        conf_free(&c);
+    }
+}
+
+/* A user table with 1001 entries is one too many. */
+static void users_over_limit_are_refused(void)
+{
+    size_t n = 1001, cap = n * 80 + 32;
+    char *json = malloc(cap);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(json);
+    size_t off = (size_t)snprintf(json, cap, "{\"users\":[");
+    for (size_t i = 0; i < n; i++)
+        off += (size_t)snprintf(json + off, cap - off,
+                                "%s{\"name\":\"u%zu\",\"access_key\":\"K%zu\",\"secret_key\":\"s\"}",
+                                i ? "," : "", i, i);
+    snprintf(json + off, cap - off, "]}");
+    struct conf c;
+    char err[512];
+    defaults(&c);
+    CU_ASSERT_EQUAL(load_text(&c, json, 0600, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "users: must be an array of 1 to 1000"));
+    /* and exactly 1000 is fine */
+    char *last = strrchr(json, '{');
+    last[-1] = ']';
+    last[0] = '}';
+    last[1] = '\0';
+    CU_ASSERT_EQUAL(load_text(&c, json, 0600, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(c.n_users, 1000);
+    conf_free(&c);
+    free(json);
+}
+
+static void parse_error_reports_line_and_column(void)
+{
+    struct conf c;
+    char err[512];
+    defaults(&c);
+    int rc = load_text(&c, "{\n  \"listen\": \"127.0.0.1:9000\",\n  oops\n}\n", 0600, err,
+                       sizeof err);
+    CU_ASSERT_EQUAL(rc, -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "invalid JSON at line 3, column"));
+    CU_ASSERT_TRUE(is_default(&c));
+    CU_ASSERT_EQUAL(load_text(&c, "", 0600, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "invalid JSON at line"));
+    conf_free(&c);
+}
+
+static void error_message_starts_with_file_path(void)
+{
+    char path[512], err[1024];
+    struct conf c;
+    defaults(&c);
+    if (tmp_write("{\"threads\":999}", 0600, path, sizeof path) != 0)
+        return;
+    CU_ASSERT_EQUAL(conf_load_file(&c, path, err, sizeof err), -1);
+    CU_ASSERT_EQUAL(strncmp(err, path, strlen(path)), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, ": threads: must be an integer from 0 to 256"));
+    unlink(path);
+    conf_free(&c);
+}
+
+static void missing_file_error_names_path_and_reason(void)
+{
+    struct conf c;
+    char err[512];
+    defaults(&c);
+    CU_ASSERT_EQUAL(conf_load_file(&c, "/nonexistent/shardgate.json", err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "/nonexistent/shardgate.json: cannot open"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, strerror(ENOENT)));
+    conf_free(&c);
+}
+
+static void directory_is_refused_as_config(void)
+{
+    struct conf c;
+    char err[512];
+    defaults(&c);
+    CU_ASSERT_EQUAL(conf_load_file(&c, tmp_dir(), err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "not a regular file"));
+    conf_free(&c);
+}
+
+/* ---- the JSON file: accepted ---- */
+
+struct good_case {
+    const char *name;
+    const char *json;
+    const char *addr;   /* expected listen_addr, or NULL for the default */
+    uint16_t port;      /* expected port, 0 = default */
+};
+
+static const struct good_case good_files[] = {
+    { "empty_object_keeps_defaults", "{}", NULL, 0 },
+    { "ipv4_any", "{\"listen\":\"0.0.0.0:8080\"}", "0.0.0.0", 8080 },
+    { "ipv6_loopback_brackets_dropped", "{\"listen\":\"[::1]:9001\"}", "::1", 9001 },
+    { "ipv6_any_top_port", "{\"listen\":\"[::]:65535\"}", "::", 65535 },
+    { "port_one", "{\"listen\":\"10.0.0.1:1\"}", "10.0.0.1", 1 },
+    { "limits_at_lower_bounds",
+      "{\"threads\":0,\"shutdown_grace_s\":0,\"max_xml_body\":1024,\"max_header_bytes\":1024}",
+      NULL, 0 },
+    { "limits_at_upper_bounds",
+      "{\"threads\":256,\"shutdown_grace_s\":3600,\"max_xml_body\":67108864,"
+      "\"max_header_bytes\":1048576}",
+      NULL, 0 },
+    { "vhost_null", "{\"vhost_domain\":null}", NULL, 0 },
+    { "log_level_debug", "{\"log_level\":\"debug\"}", NULL, 0 },
+};
+
+static void good_files_load_and_validate(void)
+{
+    for (size_t i = 0; i < sizeof good_files / sizeof good_files[0]; i++) {
+        const struct good_case *gc = &good_files[i];
+        struct conf c;
+        char err[512] = "";
+        defaults(&c);
+        int rc = load_text(&c, gc->json, 0600, err, sizeof err);
+        CHECK_CASE(rc == 0, gc->name, "rc %d: %s", rc, err);
+        CHECK_CASE(strcmp(c.listen_addr, gc->addr ? gc->addr : "127.0.0.1") == 0, gc->name,
+                   "listen_addr %s", c.listen_addr);
+        CHECK_CASE(c.listen_port == (gc->port ? gc->port : 9000), gc->name, "port %u",
+                   (unsigned)c.listen_port);
+        CHECK_CASE(c.default_credentials && c.n_users == 1, gc->name,
+                   "a file without users must keep the default user");
+        rc = conf_validate(&c, err, sizeof err);
+        CHECK_CASE(rc == 0, gc->name, "validate: %s", err);
+        conf_free(&c);
+    }
+}
+
+static void file_values_reach_every_field(void)
+{
+    struct conf c;
+    char err[512];
+    defaults(&c);
+    const char *json = "{\"listen\":\"[::1]:7000\",\"data_dir\":\"/srv/sg\",\"region\":\"eu-west-3\","
+                       "\"vhost_domain\":\"s3.example.com\",\"threads\":12,\"log_level\":\"warn\","
+                       "\"shutdown_grace_s\":5,\"max_xml_body\":4096,\"max_header_bytes\":8192}";
+    CU_ASSERT_EQUAL_FATAL(load_text(&c, json, 0600, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(c.listen_addr, "::1");
+    CU_ASSERT_EQUAL(c.listen_port, 7000);
+    CU_ASSERT_STRING_EQUAL(c.data_dir, "/srv/sg");
+    CU_ASSERT_STRING_EQUAL(c.region, "eu-west-3");
+    CU_ASSERT_STRING_EQUAL(c.vhost_domain, "s3.example.com");
+    CU_ASSERT_EQUAL(c.threads, 12);
+    CU_ASSERT_EQUAL(c.log_level, LOG_LVL_WARN);
+    CU_ASSERT_EQUAL(c.shutdown_grace_s, 5);
+    CU_ASSERT_EQUAL(c.max_xml_body, 4096);
+    CU_ASSERT_EQUAL(c.max_header_bytes, 8192);
+    /* a second file merges over the first; null turns vhost addressing off */
+    CU_ASSERT_EQUAL_FATAL(load_text(&c, "{\"vhost_domain\":null,\"threads\":1}", 0600, err,
+                                    sizeof err), 0);
+    CU_ASSERT_PTR_NULL(c.vhost_domain);
+    CU_ASSERT_EQUAL(c.threads, 1);
+    CU_ASSERT_STRING_EQUAL(c.data_dir, "/srv/sg");
+    conf_free(&c);
+}
+
+static void users_in_file_replace_default_user(void)
+{
+    struct conf c;
+    char err[512];
+    defaults(&c);
+    const char *json = "{\"users\":[" U1 ",{\"name\":\"b\",\"access_key\":\"AK2\","
+                       "\"secret_key\":\"s2\"}]}";
+    CU_ASSERT_EQUAL_FATAL(load_text(&c, json, 0600, err, sizeof err), 0);
+    CU_ASSERT_FALSE(c.default_credentials);
+    CU_ASSERT_EQUAL_FATAL(c.n_users, 2);
+    CU_ASSERT_STRING_EQUAL(c.users[0].name, "a");
+    CU_ASSERT_STRING_EQUAL(c.users[0].access_key, "AK1");
+    CU_ASSERT_STRING_EQUAL(c.users[0].secret_key, "s1");
+    CU_ASSERT_STRING_EQUAL(c.users[1].access_key, "AK2");
+    CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), 0);
+    conf_free(&c);
+}
+
+/* The source tree: SHARDGATE_SRC when set (as ctest's integration tests do),
+ * otherwise derived from this file's absolute path as CMake compiles it. */
+static void src_root(char *out, size_t outlen)
+{
+    const char *env = getenv("SHARDGATE_SRC");
+    if (env != NULL && env[0] != '\0') {
+        snprintf(out, outlen, "%s", env);
+        return;
+    }
+    snprintf(out, outlen, "%s", __FILE__);
+    char *p = strstr(out, "tests/unit/test_conf.c");
+    if (p != NULL)
+        *p = '\0';
+    else
+        snprintf(out, outlen, ".");
+}
+
+static char *read_all(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return NULL;
+    char *buf = calloc(1, 65536);
+    if (buf != NULL) {
+        size_t n = fread(buf, 1, 65535, f);
+        buf[n] = '\0';
+    }
+    fclose(f);
+    return buf;
+}
+
+static void example_config_loads_and_names_every_key(void)
+{
+    static const char *const keys[] = { "\"listen\"", "\"data_dir\"", "\"region\"",
+                                        "\"vhost_domain\"", "\"threads\"", "\"log_level\"",
+                                        "\"shutdown_grace_s\"", "\"max_xml_body\"",
+                                        "\"max_header_bytes\"", "\"users\"", "\"name\"",
+                                        "\"access_key\"", "\"secret_key\"" };
+    char root[512], path[1024], err[1024];
+    src_root(root, sizeof root);
+    snprintf(path, sizeof path, "%s/conf/shardgate.example.json", root);
+    char *text = read_all(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        CHECK_CASE(strstr(text, keys[i]) != NULL, keys[i], "missing from the example");
+    struct conf c;
+    defaults(&c);
+    /* a copy with mode 0600: the checked-in file's mode depends on the checkout */
+    int rc = load_text(&c, text, 0600, err, sizeof err);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc != 0)
+        fprintf(stderr, "example: %s\n", err);
+    CU_ASSERT_FALSE(c.default_credentials);
+    CU_ASSERT_TRUE(c.n_users >= 1);
+    CU_ASSERT_PTR_NOT_NULL(c.vhost_domain);
+    CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), 0);
+    conf_free(&c);
+    free(text);
+}
+
+/* ---- the chmod-600 rule ---- */
+
+static void secret_file_open_to_group_or_others_is_refused(void)
+{
+    static const mode_t modes[] = { 0644, 0640, 0604, 0620, 0602, 0660, 0666 };
+    const char *json = "{\"users\":[" U1 "]}";
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        char name[16], err[1024] = "";
+        struct conf c;
+        snprintf(name, sizeof name, "mode %04o", (unsigned)modes[i]);
+        defaults(&c);
+        int rc = load_text(&c, json, modes[i], err, sizeof err);
+        CHECK_CASE(rc == -1, name, "rc %d", rc);
+        CHECK_CASE(strstr(err, "chmod 600") != NULL, name, "message \"%s\"", err);
+        CHECK_CASE(is_default(&c), name, "conf changed");
+        conf_free(&c);
+    }
+}
+
+static void secret_file_owner_only_is_accepted(void)
+{
+    static const mode_t modes[] = { 0600, 0400 };
+    const char *json = "{\"users\":[" U1 "]}";
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        struct conf c;
+        char err[512];
+        defaults(&c);
+        CU_ASSERT_EQUAL(load_text(&c, json, modes[i], err, sizeof err), 0);
+        conf_free(&c);
+    }
+}
+
+static void file_without_users_may_be_world_readable(void)
+{
+    struct conf c;
+    char err[512];
+    defaults(&c);
+    CU_ASSERT_EQUAL(load_text(&c, "{\"threads\":4}", 0644, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(c.threads, 4);
+    conf_free(&c);
+}
+
+/* ---- environment ---- */
+
+struct env_case {
+    const char *name;
+    const char *vars[6][2];   /* name, value; unused rows are NULL */
+    const char *want;         /* NULL: must succeed; otherwise a message fragment */
+};
+
+static const struct env_case env_cases[] = {
+    { "no_vars_is_a_no_op", { { NULL, NULL } }, NULL },
+    { "keys_together_set_root",
+      { { "SHARDGATE_ACCESS_KEY", "ENVAK" }, { "SHARDGATE_SECRET_KEY", "ENVSK" } }, NULL },
+    { "access_key_alone_is_refused", { { "SHARDGATE_ACCESS_KEY", "ENVAK" } },
+      "must be set together (only SHARDGATE_ACCESS_KEY is set)" },
+    { "secret_key_alone_is_refused", { { "SHARDGATE_SECRET_KEY", "ENVSK" } },
+      "must be set together (only SHARDGATE_SECRET_KEY is set)" },
+    { "empty_secret_key_is_refused",
+      { { "SHARDGATE_ACCESS_KEY", "ENVAK" }, { "SHARDGATE_SECRET_KEY", "" } },
+      "SHARDGATE_SECRET_KEY: must not be empty" },
+    { "access_key_with_slash_is_refused",
+      { { "SHARDGATE_ACCESS_KEY", "A/B" }, { "SHARDGATE_SECRET_KEY", "s" } },
+      "SHARDGATE_ACCESS_KEY: must be non-empty" },
+    { "listen_ok", { { "SHARDGATE_LISTEN", "[::1]:8443" } }, NULL },
+    { "listen_bad", { { "SHARDGATE_LISTEN", "nowhere" } }, "SHARDGATE_LISTEN: \"nowhere\"" },
+    { "data_dir_empty", { { "SHARDGATE_DATA_DIR", "" } }, "SHARDGATE_DATA_DIR: must be a non-empty path" },
+    { "region_bad", { { "SHARDGATE_REGION", "us east" } }, "SHARDGATE_REGION: must be 1 to 64" },
+    { "log_level_bad", { { "SHARDGATE_LOG_LEVEL", "loud" } }, "SHARDGATE_LOG_LEVEL: must be one of" },
+    { "all_ok",
+      { { "SHARDGATE_ACCESS_KEY", "ENVAK" }, { "SHARDGATE_SECRET_KEY", "ENVSK" },
+        { "SHARDGATE_LISTEN", "[::1]:8443" }, { "SHARDGATE_DATA_DIR", "/d" },
+        { "SHARDGATE_REGION", "ap-south-1" }, { "SHARDGATE_LOG_LEVEL", "debug" } },
+      NULL },
+    { "one_bad_var_among_good_ones",
+      { { "SHARDGATE_LISTEN", "[::1]:8443" }, { "SHARDGATE_DATA_DIR", "/d" },
+        { "SHARDGATE_LOG_LEVEL", "trace" } },
+      "SHARDGATE_LOG_LEVEL" },
+};
+
+/* Looks `var` up in the case; NULL when the case does not set it. */
+static const char *env_case_get(const struct env_case *ec, const char *var)
+{
+    for (size_t j = 0; j < 6 && ec->vars[j][0] != NULL; j++)
+        if (strcmp(ec->vars[j][0], var) == 0)
+            return ec->vars[j][1];
+    return NULL;
+}
+
+static void env_cases_apply_or_fail_naming_variable(void)
+{
+    for (size_t i = 0; i < sizeof env_cases / sizeof env_cases[0]; i++) {
+        const struct env_case *ec = &env_cases[i];
+        struct conf c;
+        char err[1024] = "untouched";
+        env_clear();
+        for (size_t j = 0; j < 6 && ec->vars[j][0] != NULL; j++)
+            setenv(ec->vars[j][0], ec->vars[j][1], 1);
+        defaults(&c);
+        int rc = conf_apply_env(&c, err, sizeof err);
+        if (ec->want != NULL) {
+            CHECK_CASE(rc == -1, ec->name, "rc %d", rc);
+            CHECK_CASE(strstr(err, ec->want) != NULL, ec->name, "message \"%s\" lacks \"%s\"",
+                       err, ec->want);
+            CHECK_CASE(is_default(&c), ec->name, "a failed env merge changed the conf");
+        } else {
+            CHECK_CASE(rc == 0, ec->name, "rc %d: %s", rc, err);
+            const char *ak = env_case_get(ec, "SHARDGATE_ACCESS_KEY");
+            if (ak != NULL) {
+                CHECK_CASE(strcmp(c.users[0].access_key, ak) == 0, ec->name, "access key");
+                CHECK_CASE(strcmp(c.users[0].secret_key,
+                                  env_case_get(ec, "SHARDGATE_SECRET_KEY")) == 0,
+                           ec->name, "secret key");
+                CHECK_CASE(!c.default_credentials, ec->name, "default_credentials still set");
+                CHECK_CASE(strcmp(c.users[0].name, "root") == 0, ec->name, "name kept");
+            } else {
+                CHECK_CASE(c.default_credentials, ec->name, "default_credentials cleared");
+            }
+            const char *v = env_case_get(ec, "SHARDGATE_LISTEN");
+            if (v != NULL)
+                CHECK_CASE(strcmp(c.listen_addr, "::1") == 0 && c.listen_port == 8443,
+                           ec->name, "listen %s:%u", c.listen_addr, (unsigned)c.listen_port);
+            v = env_case_get(ec, "SHARDGATE_DATA_DIR");
+            if (v != NULL)
+                CHECK_CASE(strcmp(c.data_dir, v) == 0, ec->name, "data_dir");
+            v = env_case_get(ec, "SHARDGATE_REGION");
+            if (v != NULL)
+                CHECK_CASE(strcmp(c.region, v) == 0, ec->name, "region");
+            v = env_case_get(ec, "SHARDGATE_LOG_LEVEL");
+            if (v != NULL)
+                CHECK_CASE(c.log_level == LOG_LVL_DEBUG, ec->name, "log level");
+            CHECK_CASE(conf_validate(&c, err, sizeof err) == 0, ec->name, "validate: %s", err);
+        }
+        conf_free(&c);
+    }
+    env_clear();
+}
+
+/* The environment overrides users[0] from the file and keeps the others. */
+static void env_keys_override_first_file_user_only(void)
+{
+    struct conf c;
+    char err[512];
+    defaults(&c);
+    const char *json = "{\"users\":[" U1 ",{\"name\":\"b\",\"access_key\":\"AK2\","
+                       "\"secret_key\":\"s2\"}]}";
+    CU_ASSERT_EQUAL_FATAL(load_text(&c, json, 0600, err, sizeof err), 0);
+    env_clear();
+    setenv("SHARDGATE_ACCESS_KEY", "NEWAK", 1);
+    setenv("SHARDGATE_SECRET_KEY", "NEWSK", 1);
+    CU_ASSERT_EQUAL(conf_apply_env(&c, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(c.users[0].name, "a");
+    CU_ASSERT_STRING_EQUAL(c.users[0].access_key, "NEWAK");
+    CU_ASSERT_STRING_EQUAL(c.users[0].secret_key, "NEWSK");
+    CU_ASSERT_STRING_EQUAL(c.users[1].access_key, "AK2");
+    /* an env key equal to another user's key is caught by the final check */
+    setenv("SHARDGATE_ACCESS_KEY", "AK2", 1);
+    CU_ASSERT_EQUAL(conf_apply_env(&c, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "users[1].access_key: same as users[0].access_key"));
+    env_clear();
+    conf_free(&c);
+}
+
+/* ---- flags ---- */
+
+struct flag_case {
+    const char *name;
+    const char *flag;
+    const char *value;
+    const char *want;   /* NULL: must succeed */
+};
+
+static const struct flag_case flag_cases[] = {
+    { "listen_ipv4", "listen", "192.168.1.10:80", NULL },
+    { "listen_bad", "listen", "192.168.1.10", "--listen: \"192.168.1.10\" must be ADDR:PORT" },
+    { "data", "data", "/mnt/cold", NULL },
+    { "data_empty", "data", "", "--data: must be a non-empty path" },
+    { "region", "region", "eu-central-1", NULL },
+    { "region_bad", "region", "eu/central", "--region: must be 1 to 64" },
+    { "vhost_domain", "vhost-domain", "s3.test", NULL },
+    { "vhost_domain_empty_turns_it_off", "vhost-domain", "", NULL },
+    { "threads_max", "threads", "256", NULL },
+    { "threads_zero", "threads", "0", NULL },
+    { "threads_too_many", "threads", "257", "--threads: must be an integer from 0 to 256" },
+    { "threads_negative", "threads", "-1", "--threads: must be an integer from 0 to 256" },
+    { "threads_space", "threads", " 4", "--threads: must be an integer from 0 to 256" },
+    { "threads_suffix", "threads", "4k", "--threads: must be an integer from 0 to 256" },
+    { "threads_empty", "threads", "", "--threads: must be an integer from 0 to 256" },
+    { "threads_huge", "threads", "99999999999999999999", "--threads: must be an integer" },
+    { "log_level", "log-level", "error", NULL },
+    { "log_level_bad", "log-level", "quiet", "--log-level: must be one of" },
+    { "missing_value", "listen", NULL, "--listen: requires a value" },
+    { "unknown_flag", "port", "80",
+      "unknown flag \"--port\" (allowed: --listen, --data, --region, --vhost-domain, "
+      "--threads, --log-level)" },
+    { "underscore_spelling_is_unknown", "log_level", "info", "unknown flag \"--log_level\"" },
+};
+
+static void flag_cases_apply_or_fail_naming_flag(void)
+{
+    for (size_t i = 0; i < sizeof flag_cases / sizeof flag_cases[0]; i++) {
+        const struct flag_case *fc = &flag_cases[i];
+        struct conf c;
+        char err[1024] = "untouched";
+        defaults(&c);
+        if (strcmp(fc->flag, "vhost-domain") == 0 && fc->value && fc->value[0] == '\0')
+            CU_ASSERT_EQUAL(conf_set_flag(&c, "vhost-domain", "x.test", err, sizeof err), 0);
+        int rc = conf_set_flag(&c, fc->flag, fc->value, err, sizeof err);
+        if (fc->want != NULL) {
+            CHECK_CASE(rc == -1, fc->name, "rc %d", rc);
+            CHECK_CASE(strstr(err, fc->want) != NULL, fc->name, "message \"%s\" lacks \"%s\"",
+                       err, fc->want);
+            CHECK_CASE(is_default(&c), fc->name, "a refused flag changed the conf");
+        } else {
+            CHECK_CASE(rc == 0, fc->name, "rc %d: %s", rc, err);
+            CHECK_CASE(conf_validate(&c, err, sizeof err) == 0, fc->name, "validate: %s", err);
+        }
+        conf_free(&c);
+    }
+}
+
+static void flags_set_the_matching_fields(void)
+{
+    struct conf c;
+    char err[512];
+    defaults(&c);
+    CU_ASSERT_EQUAL(conf_set_flag(&c, "listen", "[fe80::1]:81", err, sizeof err), 0);
+    CU_ASSERT_EQUAL(conf_set_flag(&c, "data", "/mnt/cold", err, sizeof err), 0);
+    CU_ASSERT_EQUAL(conf_set_flag(&c, "region", "eu-central-1", err, sizeof err), 0);
+    CU_ASSERT_EQUAL(conf_set_flag(&c, "vhost-domain", "s3.test", err, sizeof err), 0);
+    CU_ASSERT_EQUAL(conf_set_flag(&c, "threads", "16", err, sizeof err), 0);
+    CU_ASSERT_EQUAL(conf_set_flag(&c, "log-level", "warn", err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(c.listen_addr, "fe80::1");
+    CU_ASSERT_EQUAL(c.listen_port, 81);
+    CU_ASSERT_STRING_EQUAL(c.data_dir, "/mnt/cold");
+    CU_ASSERT_STRING_EQUAL(c.region, "eu-central-1");
+    CU_ASSERT_STRING_EQUAL(c.vhost_domain, "s3.test");
+    CU_ASSERT_EQUAL(c.threads, 16);
+    CU_ASSERT_EQUAL(c.log_level, LOG_LVL_WARN);
+    CU_ASSERT_EQUAL(conf_set_flag(&c, "vhost-domain", "", err, sizeof err), 0);
+    CU_ASSERT_PTR_NULL(c.vhost_domain);
+    conf_free(&c);
+}
+
+/* ---- conf_validate ---- */
+
+struct validate_case {
+    const char *name;
+    void (*mutate)(struct conf *c);
+    const char *want;
+};
+
+static void mut_port_zero(struct conf *c) { c->listen_port = 0; }
+static void mut_data_dir_empty(struct conf *c) { c->data_dir[0] = '\0'; }
+static void mut_region_empty(struct conf *c) { c->region[0] = '\0'; }
+static void mut_no_users(struct conf *c) { c->n_users = 0; }
+static void mut_empty_secret(struct conf *c) { c->users[0].secret_key[0] = '\0'; }
+static void mut_threads_high(struct conf *c) { c->threads = 1000; }
+static void mut_duplicate_keys(struct conf *c)
+{
+    struct conf_user *u = realloc(c->users, 2 * sizeof *u);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+    c->users = u;
+    u[1].name = strdup("two");
+    u[1].access_key = strdup(CONF_DEFAULT_ACCESS_KEY);
+    u[1].secret_key = strdup("other");
+    c->n_users = 2;
+}
+
+static const struct validate_case validate_cases[] = {
+    { "port_zero", mut_port_zero, "listen: port must be from 1 to 65535" },
+    { "data_dir_empty", mut_data_dir_empty, "data_dir: must not be empty" },
+    { "region_empty", mut_region_empty, "region: must not be empty" },
+    { "no_users", mut_no_users, "users: at least one user is required" },
+    { "empty_secret", mut_empty_secret, "users[0].secret_key: must not be empty" },
+    { "threads_out_of_range", mut_threads_high, "threads: must be an integer from 0 to 256" },
+    { "duplicate_access_keys", mut_duplicate_keys,
+      "users[1].access_key: same as users[0].access_key" },
+};
+
+static void validate_cases_fail_naming_field(void)
+{
+    for (size_t i = 0; i < sizeof validate_cases / sizeof validate_cases[0]; i++) {
+        const struct validate_case *vc = &validate_cases[i];
+        struct conf c;
+        char err[512] = "";
+        defaults(&c);
+        size_t n = c.n_users;
+        vc->mutate(&c);
+        int rc = conf_validate(&c, err, sizeof err);
+        CHECK_CASE(rc == -1, vc->name, "rc %d", rc);
+        CHECK_CASE(strstr(err, vc->want) != NULL, vc->name, "message \"%s\" lacks \"%s\"", err,
+                   vc->want);
+        if (c.n_users == 0)
+            c.n_users = n;   /* so conf_free releases the user it still owns */
+        conf_free(&c);
+    }
+}
+
+/* ---- the error buffer ---- */
+
+static void error_buffer_truncates_and_stays_terminated(void)
+{
+    struct conf c;
+    char err[8];
+    memset(err, 'x', sizeof err);
+    defaults(&c);
+    CU_ASSERT_EQUAL(conf_set_flag(&c, "threads", "999", err, sizeof err), -1);
+    CU_ASSERT_EQUAL(err[sizeof err - 1], '\0');
+    CU_ASSERT_EQUAL(strncmp(err, "--threa", 7), 0);
+    /* a NULL buffer of length 0 is allowed */
+    CU_ASSERT_EQUAL(conf_set_flag(&c, "threads", "999", NULL, 0), -1);
+    /* success clears an old message */
+    char big[64] = "stale";
+    CU_ASSERT_EQUAL(conf_set_flag(&c, "threads", "2", big, sizeof big), 0);
+    CU_ASSERT_STRING_EQUAL(big, "");
+    conf_free(&c);
+}
+
+/* Secrets never appear in messages, even when the secret is what is wrong. */
+static void messages_never_echo_secret_keys(void)
+{
+    struct conf c;
+    char err[1024];
+    defaults(&c);
+    const char *json = "{\"users\":[{\"name\":\"a\",\"access_key\":\"AK\","
+                       "\"secret_key\":\"TOPSECRET\",\"extra\":1}]}";
+    CU_ASSERT_EQUAL(load_text(&c, json, 0600, err, sizeof err), -1);
+    CU_ASSERT_PTR_NULL(strstr(err, "TOPSECRET"));
+    CU_ASSERT_EQUAL(load_text(&c, json, 0644, err, sizeof err), -1);
+    CU_ASSERT_PTR_NULL(strstr(err, "TOPSECRET"));
+    conf_free(&c);
+}
+
+struct test_entry {
+    const char *name;
+    CU_TestFunc fn;
+};
+
+#define T(f) { #f, f }
+
+static const struct test_entry defaults_tests[] = {
+    T(defaults_match_documented_values),
+    T(defaults_pass_validation),
+    T(conf_free_leaves_struct_empty_and_is_idempotent),
+};
+
+static const struct test_entry file_tests[] = {
+    T(bad_file_fails_naming_field_and_changes_nothing),
+    T(users_over_limit_are_refused),
+    T(parse_error_reports_line_and_column),
+    T(error_message_starts_with_file_path),
+    T(missing_file_error_names_path_and_reason),
+    T(directory_is_refused_as_config),
+    T(good_files_load_and_validate),
+    T(file_values_reach_every_field),
+    T(users_in_file_replace_default_user),
+    T(example_config_loads_and_names_every_key),
+    T(secret_file_open_to_group_or_others_is_refused),
+    T(secret_file_owner_only_is_accepted),
+    T(file_without_users_may_be_world_readable),
+    T(messages_never_echo_secret_keys),
+};
+
+static const struct test_entry env_tests[] = {
+    T(env_cases_apply_or_fail_naming_variable),
+    T(env_keys_override_first_file_user_only),
+};
+
+static const struct test_entry flag_tests[] = {
+    T(flag_cases_apply_or_fail_naming_flag),
+    T(flags_set_the_matching_fields),
+    T(error_buffer_truncates_and_stays_terminated),
+};
+
+static const struct test_entry validate_tests[] = {
+    T(validate_cases_fail_naming_field),
+};
+
+static int add_suite(const char *name, const struct test_entry *t, size_t n)
+{
+    CU_pSuite s = CU_add_suite(name, NULL, NULL);
+    if (s == NULL)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (CU_add_test(s, t[i].name, t[i].fn) == NULL)
+            return -1;
+    return 0;
+}
+
+#define ADD_SUITE(name, arr) add_suite(name, arr, sizeof arr / sizeof arr[0])
+
+int register_tests(void)
+{
+    if (ADD_SUITE("conf_defaults", defaults_tests) != 0 || ADD_SUITE("conf_file", file_tests) != 0
+        || ADD_SUITE("conf_env", env_tests) != 0 || ADD_SUITE("conf_flags", flag_tests) != 0
+        || ADD_SUITE("conf_validate", validate_tests) != 0)
+        return -1;
+    return 0;
+}
