@@ -827,9 +827,10 @@ enum auth_status auth_verify(struct auth *a, const struct auth_req *r, struct au
             st = header_date(r, &pt);
         if (st != AUTH_OK)
             goto out;
-        pt.payload_hash = auth_req_header(r, "x-amz-content-sha256", NULL);
-        if (!pt.payload_hash) {
-            st = AUTH_BAD_CONTENT_SHA256;        /* S3 requires it with SigV4 */
+        size_t n_ph = 0;
+        pt.payload_hash = auth_req_header(r, "x-amz-content-sha256", &n_ph);
+        if (!pt.payload_hash || n_ph > 1) {
+            st = AUTH_BAD_CONTENT_SHA256;        /* S3 requires exactly one with SigV4 */
             goto out;
         }
     } else {

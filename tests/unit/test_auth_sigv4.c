@@ -663,6 +663,7 @@ static void mut_bad_content_sha_hex(struct treq *t)
 {
     tr_set(t, "x-amz-content-sha256", "g3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 }
+static void mut_two_content_sha(struct treq *t) { tr_add(t, "x-amz-content-sha256", "UNSIGNED-PAYLOAD"); }
 static void mut_no_date(struct treq *t) { tr_del(t, "x-amz-date"); }
 static void mut_bad_date(struct treq *t) { tr_set(t, "x-amz-date", "2013-05-24T00:00:00Z"); }
 static void mut_bad_date2(struct treq *t) { tr_set(t, "x-amz-date", "20130532T000000Z"); }
@@ -736,6 +737,7 @@ static void header_auth_failure_classes(void)
         { "no_content_sha256", mut_no_content_sha, T0, AUTH_BAD_CONTENT_SHA256 },
         { "short_content_sha256", mut_bad_content_sha, T0, AUTH_BAD_CONTENT_SHA256 },
         { "non_hex_content_sha256", mut_bad_content_sha_hex, T0, AUTH_BAD_CONTENT_SHA256 },
+        { "two_content_sha256", mut_two_content_sha, T0, AUTH_BAD_CONTENT_SHA256 },
         { "no_date", mut_no_date, T0, AUTH_MISSING_DATE },
         { "extended_iso_date", mut_bad_date, T0, AUTH_MISSING_DATE },
         { "impossible_date", mut_bad_date2, T0, AUTH_MISSING_DATE },
