@@ -66,6 +66,12 @@ static int walk_open(int dirfd, const char *path, int flags, mode_t mode)
         if (!slash) {
             int fd = openat(cur, p, flags | O_NOFOLLOW | O_CLOEXEC, mode);
             int e = errno;
+            struct stat lst;
+            /* O_DIRECTORY|O_NOFOLLOW on a symlink says ENOTDIR: say ELOOP
+             * like openat2 does, so callers see a symlink. */
+            if (fd < 0 && e == ENOTDIR && fstatat(cur, p, &lst, AT_SYMLINK_NOFOLLOW) == 0 &&
+                S_ISLNK(lst.st_mode))
+                e = ELOOP;
             if (cur != dirfd)
                 close(cur);
             errno = e;
@@ -288,6 +294,8 @@ enum backend_status backend_bucket_list(struct backend *b, backend_bucket_cb cb,
         return BACKEND_NOMEM;
     int dfd = dup(b->rootfd);
     DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (d)
+        rewinddir(d);   /* a dup shares the offset of a read fd */
     if (!d) {
         int e = errno;
         if (dfd >= 0)
@@ -363,6 +371,8 @@ static enum backend_status rm_tree(int dirfd)
 {
     int dfd = dup(dirfd);
     DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (d)
+        rewinddir(d);   /* a dup shares the offset of a read fd */
     if (!d) {
         if (dfd >= 0)
             close(dfd);
@@ -1039,6 +1049,8 @@ int posix_dir_has_object(int dirfd)
 {
     int dfd = dup(dirfd);
     DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (d)
+        rewinddir(d);   /* a dup shares the offset of a read fd */
     if (!d) {
         if (dfd >= 0)
             close(dfd);

@@ -529,6 +529,8 @@ enum backend_status backend_mpu_list_parts(struct backend *b, const char *bucket
     unsigned char seen[BACKEND_MAX_PARTS / 8 + 1] = { 0 };
     int dfd = dup(ufd);
     DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (d)
+        rewinddir(d);   /* a dup shares the offset of a read fd */
     out->parts = calloc(max_parts ? max_parts : 1, sizeof *out->parts);
     if (!d || !out->parts) {
         if (!d && dfd >= 0)
@@ -635,7 +637,7 @@ int posix_mpu_bucket_busy(struct backend *b, const char *bucket)
         if (!upload_id_valid(de->d_name))
             continue;
         struct stat st;
-        char path[64];
+        char path[300];
         snprintf(path, sizeof path, "%s/" INFO_NAME, de->d_name);
         if (fstatat(dirfd(d), path, &st, AT_SYMLINK_NOFOLLOW) == 0)
             busy = 1;
