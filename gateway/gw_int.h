@@ -207,6 +207,10 @@ void gw_reply(struct gw_req *r, unsigned status, struct MHD_Response *resp);
 /* An S3 XML <Error>; msg NULL uses the table's message. extra_xml (may be
  * NULL) is inserted inside <Error> (already escaped). */
 void gw_reply_error(struct gw_req *r, enum s3_err e, const char *msg, const char *extra_xml);
+/* The same error as a response not yet queued, for handlers that add
+ * headers (416's Content-Range); NULL when out of memory. */
+struct MHD_Response *gw_error_response(struct gw_req *r, enum s3_err e, const char *msg,
+                                       const char *extra_xml);
 /* A body (takes `body`, allocated with malloc; may be NULL for empty). */
 void gw_reply_body(struct gw_req *r, unsigned status, const char *content_type, char *body,
                    size_t len);

@@ -233,8 +233,15 @@ void gw_h_object_get(struct gw_req *r, bool head)
         int rc = gw_xml_elem(&x, "RangeRequested", range_hdr);
         rc |= gw_buf_printf(&x, "<ActualObjectSize>%llu</ActualObjectSize>",
                             (unsigned long long)m.size);
-        gw_reply_error(r, S3E_INVALID_RANGE, NULL, rc ? NULL : x.data);
+        struct MHD_Response *resp = gw_error_response(r, S3E_INVALID_RANGE, NULL,
+                                                      rc ? NULL : x.data);
         gw_buf_free(&x);
+        if (resp) {
+            char cr[48];
+            snprintf(cr, sizeof cr, "bytes */%llu", (unsigned long long)m.size);
+            MHD_add_response_header(resp, "Content-Range", cr);
+        }
+        gw_reply(r, 416, resp);
         goto out;
     }
     uint64_t off = rg.present ? rg.first : 0;

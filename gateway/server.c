@@ -74,13 +74,12 @@ void gw_reply_xml_buf(struct gw_req *r, unsigned status, struct gw_buf *xml)
     gw_reply_body(r, status, "application/xml", body, len);
 }
 
-void gw_reply_error(struct gw_req *r, enum s3_err e, const char *msg, const char *extra_xml)
+struct MHD_Response *gw_error_response(struct gw_req *r, enum s3_err e, const char *msg,
+                                       const char *extra_xml)
 {
     const struct s3_error *se = s3_error_get(e);
-    if (e == S3E_NOT_MODIFIED) {  /* 304 carries no body */
-        gw_reply_body(r, 304, NULL, NULL, 0);
-        return;
-    }
+    if (e == S3E_NOT_MODIFIED)   /* 304 carries no body */
+        return MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     struct gw_buf b;
     gw_buf_init(&b, 64 * 1024);
     int rc = gw_buf_puts(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error>");
@@ -98,14 +97,28 @@ void gw_reply_error(struct gw_req *r, enum s3_err e, const char *msg, const char
     rc |= gw_buf_puts(&b, "</Error>");
     if (rc) {
         gw_buf_free(&b);
-        gw_reply_body(r, se->http_status, NULL, NULL, 0);
-        return;
+        return MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     }
     if (se->http_status >= 500)
         log_msg(LOG_LVL_WARN, "gw", "req=%s %s bucket=%s key=%s: %s %s", r->id,
                 gw_op_name(r->op), r->bucket ? r->bucket : "-", r->key ? r->key : "-",
                 se->code, msg ? msg : "");
-    gw_reply_xml_buf(r, se->http_status, &b);
+    size_t len;
+    char *body = gw_buf_take(&b, &len);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body,
+                                                                MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(body);
+        return NULL;
+    }
+    MHD_add_response_header(resp, "Content-Type", "application/xml");
+    r->resp_bytes = len;
+    return resp;
+}
+
+void gw_reply_error(struct gw_req *r, enum s3_err e, const char *msg, const char *extra_xml)
+{
+    gw_reply(r, s3_error_get(e)->http_status, gw_error_response(r, e, msg, extra_xml));
 }
 
 void gw_reply_backend_error(struct gw_req *r, enum backend_status st)
