@@ -734,10 +734,12 @@ def t_vhost(b):
     r = H.raw("GET", "/", query="list-type=2&prefix=vh%2F", host_header=hh)
     check("vhost ListObjectsV2 lists the key", r.status == 200 and b"<Key>vh/one</Key>" in r.body,
           r)
+    r = H.raw("GET", "/%s/vh/one" % b, host_header="127.0.0.1:%d" % port)
+    eq("path-style GET of the same object next to vhost", (r.status, r.body), (200, data))
     r = H.raw("DELETE", "/vh/one", host_header=hh)
     eq("vhost DELETE", r.status, 204)
-    r = H.raw("GET", "/vh/one", query="", host_header="127.0.0.1:%d" % port)
-    check("path-style still works next to vhost (GET /vh/one is bucket 'vh')", r.status == 404, r)
+    r = H.raw("GET", "/vh/one", host_header=hh)
+    eq("vhost GET after DELETE -> 404", r.status, 404)
 
 
 # ---------------------------------------------------------------- main

@@ -25,12 +25,12 @@ class Cli:
         self.v2 = v2
         self.env = H.aws_env(v2=v2)
 
-    def run(self, *args, timeout=300):
+    def run(self, *args, timeout=300, env=None):
         argv = [self.path, "--endpoint-url", H.S.endpoint] + list(args)
         if self.v2:
             argv += ["--no-cli-pager"] if args and args[0] == "s3api" else []
         t0 = time.time()
-        rc, out, err = H.run_cmd(argv, env=self.env, timeout=timeout)
+        rc, out, err = H.run_cmd(argv, env=env or self.env, timeout=timeout)
         dt = time.time() - t0
         if rc != 0:
             print("# aws %s -> rc %d in %.1fs\n# stderr: %s" % (" ".join(args), rc, dt, err.strip()[-800:]),
@@ -130,7 +130,15 @@ def main(name, aws_path, v2):
           rc != 0 and ("404" in err or "Not Found" in err), err)
 
     # presign + curl
-    rc, out, err = cli.run("s3", "presign", s3b + "/dir/small.bin", "--expires-in", "300")
+    # awscli v1 presigns with SigV2 unless told otherwise; shardgate speaks SigV4
+    # only, so give v1 the one-line config users need (v2 defaults to SigV4).
+    penv = cli.env
+    if not v2:
+        cfg = os.path.join(work, "config-s3v4")
+        with open(cfg, "w") as f:
+            f.write("[default]\ns3 =\n    signature_version = s3v4\n")
+        penv = dict(cli.env, AWS_CONFIG_FILE=cfg)
+    rc, out, err = cli.run("s3", "presign", s3b + "/dir/small.bin", "--expires-in", "300", env=penv)
     url = out.strip()
     check("s3 presign gives a URL", rc == 0 and url.startswith(H.S.endpoint) and
           "X-Amz-Signature=" in url, out + err)

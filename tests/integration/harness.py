@@ -67,7 +67,7 @@ def check(name, cond, detail="", moto_deviates=False):
     mode against an external endpoint a failure is then reported as a skip."""
     ok = bool(cond)
     if not ok and moto_deviates and EXT_ENDPOINT:
-        skip(name, "known moto deviation from S3: %s" % detail)
+        skip(name, "known moto deviation from S3: %s" % (detail,))
         return False
     with S.lock:
         if ok:
@@ -76,7 +76,10 @@ def check(name, cond, detail="", moto_deviates=False):
         else:
             S.failed += 1
             S.failures.append(name)
-            print("FAIL %s%s" % (name, (": " + str(detail)) if detail != "" else ""), flush=True)
+            d = str(detail)
+            if len(d) > 1500:
+                d = d[:1500] + "..."
+            print("FAIL %s%s" % (name, (": " + d) if d else ""), flush=True)
     return ok
 
 
@@ -479,14 +482,15 @@ def sign_headers(method, url, headers=None, body=b"", access=None, secret=None,
 
 
 def raw(method, path, query="", headers=None, body=b"", sign=True, access=None, secret=None,
-        host_header=None, timeout=60, payload_hash=None):
+        host_header=None, timeout=60, payload_hash=None, sign_path=None):
     """One HTTP request with the raw path exactly as given (no normalisation),
-    optionally signed. Returns Resp."""
+    optionally signed (over sign_path instead of path when given). Returns Resp."""
     host_header = host_header or ("%s:%d" % (S.host, S.port))
     target = path + (("?" + query) if query else "")
     hdrs = dict(headers or {})
     if sign:
-        hdrs = sign_headers(method, "http://%s%s" % (host_header, target), hdrs, body,
+        st = (sign_path or path) + (("?" + query) if query else "")
+        hdrs = sign_headers(method, "http://%s%s" % (host_header, st), hdrs, body,
                             access, secret, payload_hash)
     c = http.client.HTTPConnection(S.host, S.port, timeout=timeout)
     try:

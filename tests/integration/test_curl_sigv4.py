@@ -19,8 +19,11 @@ check, eq = H.check, H.eq
 CURL = shutil.which("curl")
 
 
-def curl(*args, sign=True, secret=None, timeout=120):
-    """Runs curl; returns (status, headers dict, body bytes, stderr)."""
+def curl(*args, sign=True, secret=None, timeout=120, payload="UNSIGNED-PAYLOAD"):
+    """Runs curl; returns (status, headers dict, body bytes, stderr).
+    curl 7.x signs no payload hash of its own; S3 requires the
+    x-amz-content-sha256 header with header auth, so it is passed (and signed:
+    curl signs every x-amz-* header it is given) unless payload is None."""
     d = H.tmpdir("curl")
     hdr, out = os.path.join(d, "h.txt"), os.path.join(d, "b.bin")
     for p in (hdr, out):
@@ -30,6 +33,8 @@ def curl(*args, sign=True, secret=None, timeout=120):
     if sign:
         argv += ["--aws-sigv4", "aws:amz:%s:s3" % H.REGION,
                  "--user", "%s:%s" % (H.ACCESS_KEY, secret or H.SECRET_KEY)]
+        if payload:
+            argv += ["-H", "x-amz-content-sha256: %s" % payload]
     rc, so, se = H.run_cmd(argv + list(args), timeout=timeout)
     headers = {}
     if os.path.exists(hdr):
@@ -68,8 +73,8 @@ def main():
 
     st, h, body, _ = curl("-X", "PUT", "%s/%s" % (ep, b))
     eq("curl PUT bucket", st, 200)
-    st, h, body, _ = curl("-T", src, "%s/%s/dir/obj.bin" % (ep, b))
-    eq("curl -T PUT object", st, 200)
+    st, h, body, _ = curl("-T", src, "%s/%s/dir/obj.bin" % (ep, b), payload=want)
+    eq("curl -T PUT object (x-amz-content-sha256 = file's sha256)", st, 200)
     eq("curl PUT ETag is the MD5", h.get("etag"), '"%s"' % H.md5(data))
     check("curl PUT response has x-amz-request-id", h.get("x-amz-request-id"), h, moto_deviates=True)
     st, h, body, _ = curl("%s/%s/dir/obj.bin" % (ep, b))
@@ -91,6 +96,21 @@ def main():
     st, h, body, _ = curl("%s/" % ep)
     check("curl ListBuckets lists the bucket", st == 200 and ("<Name>%s</Name>" % b).encode() in body,
           (st, body[:300]))
+    st, h, body, _ = curl("-T", src, "%s/%s/dir/unsigned.bin" % (ep, b))
+    eq("curl -T PUT object with UNSIGNED-PAYLOAD", st, 200)
+    st, h, body, _ = curl("%s/%s/dir/unsigned.bin" % (ep, b))
+    eq("curl GET of the UNSIGNED-PAYLOAD upload", (st, H.sha256(body)), (200, want))
+    curl("-X", "DELETE", "%s/%s/dir/unsigned.bin" % (ep, b))
+    if H.shardgate_only("curl PUT with a wrong x-amz-content-sha256 -> 400"):
+        st, h, body, _ = curl("-T", src, "%s/%s/dir/badsha.bin" % (ep, b), payload="0" * 64)
+        eq("curl PUT with a wrong x-amz-content-sha256 -> 400 XAmzContentSHA256Mismatch",
+           (st, err_code(body)[0]), (400, "XAmzContentSHA256Mismatch"))
+        st, h, body, _ = curl("-I", "%s/%s/dir/badsha.bin" % (ep, b))
+        eq("nothing stored after the sha256 mismatch", st, 404)
+    if H.shardgate_only("curl without x-amz-content-sha256 -> 400 (S3 requires it)"):
+        st, h, body, _ = curl("%s/%s/dir/obj.bin" % (ep, b), payload=None)
+        check("curl without x-amz-content-sha256 -> 400 (S3: InvalidRequest, missing header)",
+              st == 400 and err_code(body)[0] in ("InvalidRequest", "InvalidArgument"), (st, body[:300]))
     if H.shardgate_only("curl with a wrong secret -> 403 SignatureDoesNotMatch"):
         st, h, body, _ = curl("%s/%s/dir/obj.bin" % (ep, b), secret="wrong-secret")
         eq("curl with a wrong secret -> 403 SignatureDoesNotMatch", (st, err_code(body)[0]),
