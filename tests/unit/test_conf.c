@@ -17,9 +17,9 @@ int register_tests(void);
  * row broke. */
 #define CHECK_CASE(cond, name, ...)                                                   \
     do {                                                                             \
-        char chk_msg_[768];                                                          \
+        char chk_msg_[2048];                                                         \
         snprintf(chk_msg_, sizeof chk_msg_, __VA_ARGS__);                            \
-        char chk_full_[1024];                                                        \
+        char chk_full_[4096];                                                        \
         snprintf(chk_full_, sizeof chk_full_, "[%s] %s", (name), chk_msg_);          \
         CU_assertImplementation((cond) ? CU_TRUE : CU_FALSE, __LINE__, chk_full_,   \
                                 __FILE__, "", CU_FALSE);                             \
