@@ -196,6 +196,76 @@ static void object_headers(struct gw_req *r, struct MHD_Response *resp, const st
     MHD_add_response_header(resp, "Accept-Ranges", "bytes");
 }
 
+/* A GET body read through backend_obj_read(), for stores without a file
+ * descriptor to sendfile from. */
+struct obj_stream {
+    struct backend_obj *o;
+    uint64_t off, end;   /* the object bytes [off, end) this response sends */
+};
+
+static ssize_t obj_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct obj_stream *s = cls;
+    uint64_t off = s->off + pos;
+    if (off >= s->end)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    size_t want = s->end - off < max ? (size_t)(s->end - off) : max;
+    size_t got = 0;
+    enum backend_status st = backend_obj_read(s->o, off, buf, want, &got);
+    if (st != BACKEND_OK || got == 0) {
+        /* The client sees a truncated body, never wrong bytes. */
+        log_msg(LOG_LVL_WARN, "gw", "object read at %llu failed: %s",
+                (unsigned long long)off, backend_status_name(st));
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    return (ssize_t)got;
+}
+
+static void obj_stream_free(void *cls)
+{
+    struct obj_stream *s = cls;
+    backend_obj_close(s->o);
+    free(s);
+}
+
+/* The response body for [off, off+len) of o: sendfile from the store's
+ * descriptor when it has one, else a reader. Takes *o (sets it to NULL) in
+ * the reader case. NULL when out of memory or descriptors. */
+static struct MHD_Response *object_body(struct gw_req *r, struct backend_obj **o, uint64_t off,
+                                        uint64_t len)
+{
+    int fd = backend_obj_fd(*o);
+    if (fd >= 0) {
+        /* MHD takes the descriptor and sends it with sendfile (page cache,
+         * zero copy); for HEAD it sends the headers only. */
+        int dfd = dup(fd);
+        if (dfd < 0) {
+            log_msg(LOG_LVL_ERROR, "gw", "req=%s cannot dup the object's descriptor: %s",
+                    r->id, strerror(errno));
+            return NULL;
+        }
+        struct MHD_Response *resp = MHD_create_response_from_fd_at_offset64(len, dfd, off);
+        if (!resp)
+            close(dfd);
+        return resp;
+    }
+    struct obj_stream *s = malloc(sizeof *s);
+    if (!s)
+        return NULL;
+    s->o = *o;
+    s->off = off;
+    s->end = off + len;
+    struct MHD_Response *resp = MHD_create_response_from_callback(len, 256 * 1024,
+                                                                  obj_stream_read, s,
+                                                                  obj_stream_free);
+    if (!resp) {
+        free(s);
+        return NULL;
+    }
+    *o = NULL;
+    return resp;
+}
+
 void gw_h_object_get(struct gw_req *r, bool head)
 {
     struct obj_meta m;
@@ -247,24 +317,11 @@ void gw_h_object_get(struct gw_req *r, bool head)
     uint64_t off = rg.present ? rg.first : 0;
     uint64_t len = rg.present ? rg.last - rg.first + 1 : m.size;
 
-    struct MHD_Response *resp;
-    int fd = backend_obj_fd(o);
-    int dfd = fd >= 0 ? dup(fd) : -1;
-    if (dfd < 0) {
-        log_msg(LOG_LVL_ERROR, "gw", "req=%s cannot dup the object's descriptor: %s", r->id,
-                strerror(errno));
-        gw_reply_error(r, S3E_INTERNAL, NULL, NULL);
-        goto out;
-    }
-    /* MHD takes the descriptor and sends it with sendfile (page cache, zero
-     * copy); for HEAD it sends the headers only. */
-    resp = MHD_create_response_from_fd_at_offset64(len, dfd, off);
+    struct MHD_Response *resp = object_body(r, &o, off, len);
     if (!resp) {
-        close(dfd);
-        gw_reply_error(r, S3E_INTERNAL, NULL, NULL);
+        gw_reply_error(r, S3E_SLOW_DOWN, NULL, NULL);
         goto out;
     }
-    (void)head;
     object_headers(r, resp, &m,
                    !rg.present && gw_req_header(r, "x-amz-checksum-mode") &&
                        strcasecmp(gw_req_header(r, "x-amz-checksum-mode"), "ENABLED") == 0);
@@ -277,7 +334,8 @@ void gw_h_object_get(struct gw_req *r, bool head)
     r->resp_bytes = head ? 0 : len;
     gw_reply(r, rg.present ? 206 : 200, resp);
 out:
-    backend_obj_close(o);
+    if (o)
+        backend_obj_close(o);
     obj_meta_clear(&m);
 }
 
