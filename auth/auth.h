@@ -6,6 +6,7 @@
 #ifndef SHARDGATE_AUTH_H
 #define SHARDGATE_AUTH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -39,6 +40,10 @@ enum auth_status {
     AUTH_TOO_LARGE,            /* InvalidRequest: chunk header/trailer over its cap (400) */
     AUTH_ABORTED,              /* the output callback asked to stop */
     AUTH_NOMEM,                /* InternalError (500) */
+    /* added with per-bucket permissions; keep new values at the end */
+    AUTH_UNSIGNED_HEADER,      /* AccessDenied "There were headers present in the
+                                * request which were not signed" (403) */
+    AUTH_QUERY_TOO_LONG,       /* InvalidRequest: query string over AUTH_QUERY_MAX (400) */
 };
 
 const char *auth_status_name(enum auth_status st);
@@ -90,6 +95,54 @@ enum auth_status auth_verify(struct auth *a, const struct auth_req *r, struct au
 const struct conf_user *auth_ctx_user(const struct auth_ctx *ctx);
 enum auth_payload auth_ctx_payload(const struct auth_ctx *ctx);
 void auth_ctx_free(struct auth_ctx *ctx);
+
+/* ---- permissions ---- */
+
+/* What a request needs; each level implies the ones below it (they match
+ * conf's "read" < "write" < "admin"). */
+enum auth_perm {
+    AUTH_PERM_READ,
+    AUTH_PERM_WRITE,
+    AUTH_PERM_ADMIN,
+};
+
+/* The one place a permission is decided. `ctx` is the verified request
+ * (NULL counts as anonymous); `bucket` is the bucket the operation acts on,
+ * or NULL for a service-level request.
+ *  - anonymous: only AUTH_PERM_READ, only on a bucket configured public_read;
+ *    never at service level;
+ *  - a user on a bucket: the level of the user's exact entry for that bucket,
+ *    else of its "*" entry, else none; allowed when that level >= need;
+ *  - a user at service level: READ (e.g. ListBuckets, then filter each bucket
+ *    with READ) for any authenticated user; WRITE/ADMIN need that level on "*"
+ *    (admin endpoints such as prefetch and operations call
+ *    auth_allowed(a, ctx, NULL, AUTH_PERM_ADMIN)).
+ * Logs a denial at debug level (user name, bucket, need). Thread-safe. */
+bool auth_allowed(const struct auth *a, const struct auth_ctx *ctx, const char *bucket,
+                  enum auth_perm need);
+
+/* ---- multipart checksums ---- */
+
+/* The checksum S3 reports for a completed multipart upload of type
+ * COMPOSITE: base64(checksum(digest_1 || ... || digest_n)) + "-<n>", where
+ * digest_i is part i's raw digest (the base64 value its UploadPart returned,
+ * given here in part order as `part_b64`). `algo` is "crc32", "crc32c",
+ * "sha1" or "sha256" (any case, also "x-amz-checksum-crc32"); CRC64NVME has
+ * no composite form in S3. Writes a NUL-terminated string to out.
+ * Returns 0, or -1 for an unknown algorithm, a part value that is not the
+ * algorithm's digest in base64, n == 0 or n > 10000, or outlen too small
+ * (64 bytes always suffice). Pure function; any thread. */
+int auth_checksum_composite(const char *algo, const char *const *part_b64, size_t n,
+                            char *out, size_t outlen);
+
+/* The checksum of a multipart upload of type FULL_OBJECT for the CRC
+ * algorithms ("crc32", "crc32c", "crc64nvme"): the CRC of the whole object,
+ * combined from each part's CRC (part_b64) and length (part_len) without
+ * reading the data. Same result as hashing the concatenated parts. Writes
+ * the base64 value (no "-n" suffix) to out. Returns 0 or -1 as above
+ * (SHA algorithms have no full-object form). */
+int auth_checksum_full_object(const char *algo, const char *const *part_b64,
+                              const uint64_t *part_len, size_t n, char *out, size_t outlen);
 
 /* ---- verifying a body while it streams ---- */
 

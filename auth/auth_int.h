@@ -19,6 +19,10 @@
 #define AUTH_PRESIGN_MAX_S 604800     /* 7 days, S3's X-Amz-Expires limit */
 #define AUTH_SCOPE_MAX 160            /* "YYYYMMDD/<region>/s3/aws4_request" */
 #define AUTH_REGION_MAX 64
+/* Longest raw query string verified. Real S3 requests stay far below this
+ * (a presigned URL with a long session token is ~2 KiB); the cap bounds the
+ * per-request parse work and allocation before the signature is known good. */
+#define AUTH_QUERY_MAX 16384
 
 /* aws-chunked caps: a chunk-size line (size + extensions) and the whole
  * trailer section are buffered, so they are bounded; chunk data streams
@@ -26,6 +30,12 @@
 #define AUTH_CHUNK_LINE_MAX 4096
 #define AUTH_CHUNK_DATA_MAX (64u << 20)
 #define AUTH_TRAILER_MAX 16384
+
+/* The credential store (opaque outside auth/). */
+struct auth {
+    const struct conf *c;
+    time_t (*now)(void);
+};
 
 /* ---- growable string with a hard cap ---- */
 

@@ -28,6 +28,10 @@
 #define USERS_MAX 1000u               /* users are scanned linearly for unique keys */
 #define LISTEN_MAX 64u                /* longest "[IPv6]:port" is 47 characters */
 #define REGION_MAX 64u
+#define PERMS_MAX 1000u               /* per user; looked up linearly per request */
+#define BUCKETS_MAX 10000u            /* "buckets" entries; looked up linearly */
+#define BUCKET_NAME_MAX 255u          /* S3 allows 63; older us-east-1 buckets 255 */
+#define ENV_NAME_MAX 128u
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -52,12 +56,61 @@ static void err_clear(char *err, size_t errlen)
         err[0] = '\0';
 }
 
+static void perms_free(struct conf_perm *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(p[i].bucket);
+    free(p);
+}
+
+/* The secret is wiped before it is freed so it does not linger in the heap. */
+static void secret_free(char *s)
+{
+    if (s == NULL)
+        return;
+    volatile char *v = s;
+    while (*v)
+        *v++ = '\0';
+    free(s);
+}
+
 static void user_free(struct conf_user *u)
 {
     free(u->name);
     free(u->access_key);
-    free(u->secret_key);
+    secret_free(u->secret_key);
+    perms_free(u->perms, u->n_perms);
     u->name = u->access_key = u->secret_key = NULL;
+    u->perms = NULL;
+    u->n_perms = 0;
+}
+
+static void buckets_free(struct conf_bucket *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(b[i].name);
+    free(b);
+}
+
+const char *conf_perm_level_name(enum conf_perm_level l)
+{
+    switch (l) {
+    case CONF_PERM_NONE: return "none";
+    case CONF_PERM_READ: return "read";
+    case CONF_PERM_WRITE: return "write";
+    case CONF_PERM_ADMIN: return "admin";
+    }
+    return "?";
+}
+
+const struct conf_bucket *conf_bucket_find(const struct conf *c, const char *name)
+{
+    if (name == NULL)
+        return NULL;
+    for (size_t i = 0; i < c->n_buckets; i++)
+        if (c->buckets[i].name != NULL && strcmp(c->buckets[i].name, name) == 0)
+            return &c->buckets[i];
+    return NULL;
 }
 
 static void users_free(struct conf_user *users, size_t n)
@@ -76,6 +129,7 @@ void conf_free(struct conf *c)
     free(c->region);
     free(c->vhost_domain);
     users_free(c->users, c->n_users);
+    buckets_free(c->buckets, c->n_buckets);
     memset(c, 0, sizeof *c);
 }
 
@@ -110,9 +164,37 @@ static int conf_copy(struct conf *dst, const struct conf *src)
         } else {
             dst->n_users = src->n_users;
             for (size_t i = 0; i < src->n_users; i++) {
-                dst->users[i].name = dup_opt(src->users[i].name, &ok);
-                dst->users[i].access_key = dup_opt(src->users[i].access_key, &ok);
-                dst->users[i].secret_key = dup_opt(src->users[i].secret_key, &ok);
+                const struct conf_user *su = &src->users[i];
+                struct conf_user *du = &dst->users[i];
+                du->name = dup_opt(su->name, &ok);
+                du->access_key = dup_opt(su->access_key, &ok);
+                du->secret_key = dup_opt(su->secret_key, &ok);
+                if (ok && su->n_perms > 0) {
+                    du->perms = calloc(su->n_perms, sizeof *du->perms);
+                    if (du->perms == NULL) {
+                        ok = false;
+                        continue;
+                    }
+                    du->n_perms = su->n_perms;
+                    for (size_t k = 0; k < su->n_perms; k++) {
+                        du->perms[k].bucket = dup_opt(su->perms[k].bucket, &ok);
+                        du->perms[k].level = su->perms[k].level;
+                    }
+                }
+            }
+        }
+    }
+    dst->buckets = NULL;
+    dst->n_buckets = 0;
+    if (ok && src->n_buckets > 0) {
+        dst->buckets = calloc(src->n_buckets, sizeof *dst->buckets);
+        if (dst->buckets == NULL) {
+            ok = false;
+        } else {
+            dst->n_buckets = src->n_buckets;
+            for (size_t i = 0; i < src->n_buckets; i++) {
+                dst->buckets[i].name = dup_opt(src->buckets[i].name, &ok);
+                dst->buckets[i].public_read = src->buckets[i].public_read;
             }
         }
     }
@@ -142,6 +224,22 @@ static int replace_str(char **dst, const char *s)
     return 0;
 }
 
+/* Makes `u` admin on every bucket: the root from the defaults or from the
+ * environment alone. Returns 0, or -1 when out of memory. */
+static int perms_set_root(struct conf_user *u)
+{
+    struct conf_perm *p = calloc(1, sizeof *p);
+    if (p == NULL || (p->bucket = strdup("*")) == NULL) {
+        free(p);
+        return -1;
+    }
+    p->level = CONF_PERM_ADMIN;
+    perms_free(u->perms, u->n_perms);
+    u->perms = p;
+    u->n_perms = 1;
+    return 0;
+}
+
 int conf_init_defaults(struct conf *c)
 {
     memset(c, 0, sizeof *c);
@@ -157,6 +255,10 @@ int conf_init_defaults(struct conf *c)
         c->users[0].name = strdup("root");
         c->users[0].access_key = strdup(CONF_DEFAULT_ACCESS_KEY);
         c->users[0].secret_key = strdup(CONF_DEFAULT_SECRET_KEY);
+        if (perms_set_root(&c->users[0]) != 0) {
+            conf_free(c);
+            return -1;
+        }
     }
     c->default_credentials = true;
     c->max_xml_body = 2u * MIB;
@@ -360,16 +462,122 @@ static int json_uint(const json_t *v, const char *field, unsigned long long min,
     return 0;
 }
 
-static const char *const user_keys[] = { "name", "access_key", "secret_key" };
-enum { N_USER_KEYS = sizeof user_keys / sizeof user_keys[0] };
+/* Bucket names as they may appear in "permissions" and "buckets": letters,
+ * digits, '.', '-', '_', starting with a letter or digit. Looser than S3's
+ * rules (the store enforces those); strict enough that "*" or a path can
+ * never be mistaken for a bucket. */
+static int bucket_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > BUCKET_NAME_MAX)
+        return 0;
+    if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z')
+          || (s[0] >= '0' && s[0] <= '9')))
+        return 0;
+    for (const char *p = s; *p; p++) {
+        char ch = *p;
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9')
+              || ch == '-' || ch == '_' || ch == '.'))
+            return 0;
+    }
+    return 1;
+}
 
-/* Fills `u` from users[i]. On error `u` may hold partial strings; the caller frees. */
+#define BUCKET_NAME_HELP "must be \"*\" or a bucket name (letters, digits, '.', '-', '_', " \
+                         "starting with a letter or digit)"
+
+/* Environment variable names as POSIX shells accept them. */
+static int env_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > ENV_NAME_MAX || (s[0] >= '0' && s[0] <= '9'))
+        return 0;
+    for (const char *p = s; *p; p++) {
+        char ch = *p;
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9')
+              || ch == '_'))
+            return 0;
+    }
+    return 1;
+}
+
+static int perm_level_parse(const char *s, enum conf_perm_level *out)
+{
+    static const enum conf_perm_level all[] = { CONF_PERM_NONE, CONF_PERM_READ,
+                                                CONF_PERM_WRITE, CONF_PERM_ADMIN };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        if (strcmp(s, conf_perm_level_name(all[i])) == 0) {
+            *out = all[i];
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* users[i].permissions: {"*": "read", "ckpt": "write", ...}. Duplicate keys
+ * are refused by the parser (JSON_REJECT_DUPLICATES). */
+static int perms_from_json(struct conf_user *u, size_t i, const json_t *o, char *err,
+                           size_t errlen)
+{
+    if (!json_is_object(o) || json_object_size(o) > PERMS_MAX)
+        return fail(err, errlen, "users[%zu].permissions: must be an object of at most %u "
+                    "entries like {\"*\": \"read\", \"ckpt\": \"write\"}", i, PERMS_MAX);
+    size_t n = json_object_size(o);
+    if (n == 0)
+        return 0;   /* a user that can authenticate and do nothing: allowed, if odd */
+    u->perms = calloc(n, sizeof *u->perms);
+    if (u->perms == NULL)
+        return fail(err, errlen, "users[%zu].permissions: out of memory", i);
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)o, key, val) {
+        if (strcmp(key, "*") != 0 && !bucket_name_ok(key))
+            return fail(err, errlen, "users[%zu].permissions: key \"%.64s\" " BUCKET_NAME_HELP,
+                        i, key);
+        const char *lv = json_cstr(val);
+        enum conf_perm_level level;
+        if (lv == NULL || perm_level_parse(lv, &level) != 0)
+            return fail(err, errlen, "users[%zu].permissions.%.64s: must be one of \"none\", "
+                        "\"read\", \"write\", \"admin\"", i, key);
+        struct conf_perm *p = &u->perms[u->n_perms];
+        p->bucket = strdup(key);
+        if (p->bucket == NULL)
+            return fail(err, errlen, "users[%zu].permissions: out of memory", i);
+        p->level = level;
+        u->n_perms++;
+    }
+    return 0;
+}
+
+static const char *const user_keys[] = { "name", "access_key", "secret_key", "secret_key_env",
+                                         "permissions" };
+enum { N_USER_KEYS = sizeof user_keys / sizeof user_keys[0] };
+#define USER_KEYS_HELP "name, access_key, secret_key, secret_key_env, permissions"
+
+/* Copies a required non-empty string member into *dst. */
+static int user_str(const json_t *o, size_t i, const char *name, char **dst, char *err,
+                    size_t errlen)
+{
+    const char *s = json_cstr(json_object_get(o, name));
+    if (s == NULL)
+        return fail(err, errlen, "users[%zu].%s: required string", i, name);
+    if (s[0] == '\0')
+        return fail(err, errlen, "users[%zu].%s: must not be empty", i, name);
+    *dst = strdup(s);
+    if (*dst == NULL)
+        return fail(err, errlen, "users[%zu].%s: out of memory", i, name);
+    return 0;
+}
+
+/* Fills `u` from users[i]. On error `u` may hold partial strings; the caller
+ * frees. Messages name the field and, for secret_key_env, the variable, never
+ * a secret. */
 static int user_from_json(struct conf_user *u, size_t i, const json_t *o, char *err,
                           size_t errlen)
 {
     if (!json_is_object(o))
-        return fail(err, errlen, "users[%zu]: must be an object with name, access_key, secret_key",
-                    i);
+        return fail(err, errlen, "users[%zu]: must be an object with name, access_key, "
+                    "secret_key (or secret_key_env) and permissions", i);
     const char *key;
     json_t *val;
     json_object_foreach((json_t *)o, key, val) {
@@ -378,24 +586,41 @@ static int user_from_json(struct conf_user *u, size_t i, const json_t *o, char *
             known = known || strcmp(key, user_keys[k]) == 0;
         if (!known)
             return fail(err, errlen,
-                        "users[%zu]: unknown key \"%.64s\" (allowed: name, access_key, secret_key)",
-                        i, key);
+                        "users[%zu]: unknown key \"%.64s\" (allowed: " USER_KEYS_HELP ")", i, key);
         (void)val;
     }
-    char **dst[N_USER_KEYS] = { &u->name, &u->access_key, &u->secret_key };
-    for (size_t k = 0; k < N_USER_KEYS; k++) {
-        const char *s = json_cstr(json_object_get(o, user_keys[k]));
-        if (s == NULL)
-            return fail(err, errlen, "users[%zu].%s: required string", i, user_keys[k]);
-        if (s[0] == '\0')
-            return fail(err, errlen, "users[%zu].%s: must not be empty", i, user_keys[k]);
-        *dst[k] = strdup(s);
-        if (*dst[k] == NULL)
-            return fail(err, errlen, "users[%zu].%s: out of memory", i, user_keys[k]);
+    if (user_str(o, i, "name", &u->name, err, errlen) != 0
+        || user_str(o, i, "access_key", &u->access_key, err, errlen) != 0)
+        return -1;
+    const json_t *sk = json_object_get(o, "secret_key");
+    const json_t *ske = json_object_get(o, "secret_key_env");
+    if (sk != NULL && ske != NULL)
+        return fail(err, errlen, "users[%zu]: give secret_key or secret_key_env, not both", i);
+    if (ske != NULL) {
+        const char *var = json_cstr(ske);
+        if (var == NULL || !env_name_ok(var))
+            return fail(err, errlen, "users[%zu].secret_key_env: must name an environment "
+                        "variable (letters, digits, '_', not starting with a digit)", i);
+        const char *v = getenv(var);
+        if (v == NULL)
+            return fail(err, errlen, "users[%zu].secret_key_env: environment variable %s is "
+                        "not set", i, var);
+        if (v[0] == '\0')
+            return fail(err, errlen, "users[%zu].secret_key_env: environment variable %s is "
+                        "empty", i, var);
+        u->secret_key = strdup(v);
+        if (u->secret_key == NULL)
+            return fail(err, errlen, "users[%zu].secret_key_env: out of memory", i);
+    } else if (user_str(o, i, "secret_key", &u->secret_key, err, errlen) != 0) {
+        return -1;
     }
     if (!access_key_ok(u->access_key))
         return fail(err, errlen, "users[%zu].access_key: " ACCESS_KEY_HELP, i);
-    return 0;
+    const json_t *perms = json_object_get(o, "permissions");
+    if (perms == NULL)
+        return fail(err, errlen, "users[%zu].permissions: required, e.g. {\"*\": \"read\"} "
+                    "(levels none < read < write < admin; \"*\" is every bucket)", i);
+    return perms_from_json(u, i, perms, err, errlen);
 }
 
 /* Finds two users with the same access key; returns 1 and their indexes. */
@@ -442,6 +667,68 @@ static int users_from_json(struct conf *c, const json_t *v, char *err, size_t er
     return 0;
 }
 
+static const char *const bucket_keys[] = { "public_read" };
+enum { N_BUCKET_KEYS = sizeof bucket_keys / sizeof bucket_keys[0] };
+
+/* buckets: {"<name>": {"public_read": true}, ...}. Unknown keys are refused
+ * like everywhere else, so a typo ("public-read") never silently means false. */
+static int buckets_from_json(struct conf *c, const json_t *v, char *err, size_t errlen)
+{
+    if (!json_is_object(v) || json_object_size(v) > BUCKETS_MAX)
+        return fail(err, errlen, "buckets: must be an object of at most %u entries like "
+                    "{\"datasets\": {\"public_read\": true}}", BUCKETS_MAX);
+    size_t n = json_object_size(v);
+    struct conf_bucket *bs = n ? calloc(n, sizeof *bs) : NULL;
+    size_t got = 0;
+    if (n && bs == NULL)
+        return fail(err, errlen, "buckets: out of memory");
+    const char *name;
+    json_t *o;
+    json_object_foreach((json_t *)v, name, o) {
+        if (!bucket_name_ok(name)) {
+            fail(err, errlen, "buckets: key \"%.64s\" must be a bucket name (letters, digits, "
+                 "'.', '-', '_', starting with a letter or digit)", name);
+            goto bad;
+        }
+        if (!json_is_object(o)) {
+            fail(err, errlen, "buckets.%s: must be an object like {\"public_read\": true}", name);
+            goto bad;
+        }
+        const char *key;
+        json_t *val;
+        json_object_foreach(o, key, val) {
+            bool known = false;
+            for (size_t k = 0; k < N_BUCKET_KEYS; k++)
+                known = known || strcmp(key, bucket_keys[k]) == 0;
+            if (!known) {
+                fail(err, errlen, "buckets.%s: unknown key \"%.64s\" (allowed: public_read)",
+                     name, key);
+                goto bad;
+            }
+        }
+        struct conf_bucket *b = &bs[got];
+        const json_t *pr = json_object_get(o, "public_read");
+        if (pr != NULL && !json_is_boolean(pr)) {
+            fail(err, errlen, "buckets.%s.public_read: must be true or false", name);
+            goto bad;
+        }
+        b->public_read = pr != NULL && json_is_true(pr);
+        b->name = strdup(name);
+        if (b->name == NULL) {
+            fail(err, errlen, "buckets: out of memory");
+            goto bad;
+        }
+        got++;
+    }
+    buckets_free(c->buckets, c->n_buckets);
+    c->buckets = bs;
+    c->n_buckets = got;
+    return 0;
+bad:
+    buckets_free(bs, got);
+    return -1;
+}
+
 typedef int (*str_setter)(struct conf *c, const char *field, const char *s, char *err,
                           size_t errlen);
 
@@ -463,12 +750,13 @@ static const struct file_key file_keys[] = {
     { "max_xml_body", NULL },
     { "max_header_bytes", NULL },
     { "users", NULL },
+    { "buckets", NULL },
 };
 enum { N_FILE_KEYS = sizeof file_keys / sizeof file_keys[0] };
-_Static_assert(N_FILE_KEYS == 10, "update file_keys, key_apply and the example config");
+_Static_assert(N_FILE_KEYS == 11, "update file_keys, key_apply and the example config");
 
 #define FILE_KEYS_HELP "listen, data_dir, region, vhost_domain, threads, log_level, " \
-                       "shutdown_grace_s, max_xml_body, max_header_bytes, users"
+                       "shutdown_grace_s, max_xml_body, max_header_bytes, users, buckets"
 
 static int key_apply(struct conf *c, const struct file_key *k, const json_t *v, char *err,
                      size_t errlen)
@@ -513,6 +801,8 @@ static int key_apply(struct conf *c, const struct file_key *k, const json_t *v, 
         c->max_header_bytes = (unsigned)n;
         return 0;
     }
+    if (strcmp(k->name, "buckets") == 0)
+        return buckets_from_json(c, v, err, errlen);
     /* "users" */
     return users_from_json(c, v, err, errlen);
 }
@@ -536,6 +826,23 @@ static int conf_apply_json(struct conf *c, json_t *root, char *err, size_t errle
             return -1;
     }
     return 0;
+}
+
+/* True when some user carries "secret_key" in the file itself (or when
+ * "users" is not even a well-formed list, to stay on the safe side). A file
+ * whose users all take secret_key_env holds no secret and may be readable. */
+static bool file_holds_secrets(const json_t *users)
+{
+    if (users == NULL)
+        return false;
+    if (!json_is_array(users))
+        return true;
+    for (size_t i = 0; i < json_array_size(users); i++) {
+        const json_t *u = json_array_get(users, i);
+        if (!json_is_object(u) || json_object_get(u, "secret_key") != NULL)
+            return true;
+    }
+    return false;
 }
 
 int conf_load_file(struct conf *c, const char *path, char *err, size_t errlen)
@@ -572,7 +879,7 @@ int conf_load_file(struct conf *c, const char *path, char *err, size_t errlen)
              jerr.column, jerr.text);
         goto out;
     }
-    if (json_is_object(root) && json_object_get(root, "users") != NULL
+    if (json_is_object(root) && file_holds_secrets(json_object_get(root, "users"))
         && (st.st_mode & 077) != 0) {
         fail(err, errlen, "%s: holds secret keys but its mode %04o lets group or others "
              "access it; run chmod 600 %s", path, (unsigned)(st.st_mode & 07777), path);
@@ -616,9 +923,11 @@ static int env_apply_keys(struct conf *c, char *err, size_t errlen)
         return fail(err, errlen, "SHARDGATE_SECRET_KEY: must not be empty");
     if (c->n_users == 0) {
         c->users = calloc(1, sizeof *c->users);
-        if (c->users == NULL || (c->users[0].name = strdup("root")) == NULL)
+        if (c->users == NULL)
             return fail(err, errlen, "SHARDGATE_ACCESS_KEY: out of memory");
         c->n_users = 1;
+        if ((c->users[0].name = strdup("root")) == NULL || perms_set_root(&c->users[0]) != 0)
+            return fail(err, errlen, "SHARDGATE_ACCESS_KEY: out of memory");
     }
     if (replace_str(&c->users[0].access_key, ak) != 0
         || replace_str(&c->users[0].secret_key, sk) != 0)
@@ -733,7 +1042,17 @@ int conf_validate(const struct conf *c, char *err, size_t errlen)
             return fail(err, errlen, "users[%zu].access_key: must not be empty", i);
         if (u->secret_key == NULL || u->secret_key[0] == '\0')
             return fail(err, errlen, "users[%zu].secret_key: must not be empty", i);
+        for (size_t k = 0; k < u->n_perms; k++) {
+            const struct conf_perm *p = &u->perms[k];
+            if (p->bucket == NULL || (strcmp(p->bucket, "*") != 0 && !bucket_name_ok(p->bucket)))
+                return fail(err, errlen, "users[%zu].permissions: key " BUCKET_NAME_HELP, i);
+            if (p->level > CONF_PERM_ADMIN)
+                return fail(err, errlen, "users[%zu].permissions.%s: bad level", i, p->bucket);
+        }
     }
+    for (size_t i = 0; i < c->n_buckets; i++)
+        if (c->buckets[i].name == NULL || !bucket_name_ok(c->buckets[i].name))
+            return fail(err, errlen, "buckets: entry %zu has no valid bucket name", i);
     size_t a, b;
     if (users_find_duplicate(c->users, c->n_users, &a, &b))
         return fail(err, errlen, "users[%zu].access_key: same as users[%zu].access_key "

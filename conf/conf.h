@@ -14,11 +14,36 @@
 #define CONF_DEFAULT_ACCESS_KEY "shardgate"
 #define CONF_DEFAULT_SECRET_KEY "shardgate-secret-key"
 
-/* One user: an access key pair. Per-bucket permissions come with the auth issue. */
+/* What a user may do on a bucket; each level implies the ones below it.
+ * NONE exists so that an exact bucket entry can take away what "*" grants. */
+enum conf_perm_level {
+    CONF_PERM_NONE = 0,
+    CONF_PERM_READ,    /* GET/HEAD objects, list */
+    CONF_PERM_WRITE,   /* + PUT/DELETE objects, multipart uploads */
+    CONF_PERM_ADMIN,   /* + bucket create/delete; admin on "*" = operator endpoints */
+};
+
+/* One entry of a user's "permissions" object. */
+struct conf_perm {
+    char *bucket;                  /* a bucket name, or "*" for every bucket */
+    enum conf_perm_level level;
+};
+
+/* One user: an access key pair and per-bucket permissions. The decision
+ * itself (exact bucket name over "*") is made in auth/ (auth_allowed). */
 struct conf_user {
     char *name;        /* for logs; never secret */
     char *access_key;
-    char *secret_key;
+    char *secret_key;  /* from "secret_key", or read from "secret_key_env" at load */
+    struct conf_perm *perms;
+    size_t n_perms;
+};
+
+/* Per-bucket settings: top-level "buckets" object, one object per bucket so
+ * later settings (e.g. consistency) fit beside public_read. */
+struct conf_bucket {
+    char *name;
+    bool public_read;  /* anonymous GET/HEAD/list allowed; never anonymous writes */
 };
 
 struct conf {
@@ -35,10 +60,17 @@ struct conf {
     char *vhost_domain;         /* "bucket.<domain>" addressing; NULL = path-style only */
 
     /* identities: users[0] is root. Config "users" list; env
-     * SHARDGATE_ACCESS_KEY / SHARDGATE_SECRET_KEY override users[0]. */
+     * SHARDGATE_ACCESS_KEY / SHARDGATE_SECRET_KEY override users[0]'s keys
+     * (keeping its permissions). The built-in root, and a root created from
+     * the environment alone, are admin on "*"; users from the file must say
+     * what they may do in "permissions". */
     struct conf_user *users;
     size_t n_users;
     bool default_credentials;   /* true when users[0] is the built-in default */
+
+    /* per-bucket settings; buckets not listed have every setting at its default */
+    struct conf_bucket *buckets;
+    size_t n_buckets;
 
     /* limits (each overflow is an S3 4xx) */
     uint64_t max_xml_body;      /* bytes of an XML request body: 2 MiB */
@@ -48,6 +80,12 @@ struct conf {
     enum log_level log_level;   /* info */
     unsigned shutdown_grace_s;  /* in-flight requests get this long on SIGTERM: 30 */
 };
+
+/* "none", "read", "write", "admin". */
+const char *conf_perm_level_name(enum conf_perm_level l);
+
+/* The settings of bucket `name`, or NULL when it has no entry. Borrowed. */
+const struct conf_bucket *conf_bucket_find(const struct conf *c, const char *name);
 
 /* Fills `c` with the built-in defaults. Returns 0, or -1 when out of memory. */
 int conf_init_defaults(struct conf *c);

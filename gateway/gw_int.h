@@ -152,6 +152,7 @@ struct gw_req {
     struct gw *gw;
     const struct conf *conf;
     struct backend *backend;
+    struct auth *authz;          /* the credential store: permission checks */
     struct MHD_Connection *conn;
     struct gw_arena arena;
     char id[17];                 /* x-amz-request-id */
@@ -316,6 +317,10 @@ int gw_collect_put_headers(struct gw_req *r, struct obj_meta *m, enum s3_err *er
 /* Records an error found before or while the body arrives: the rest of the
  * body is dropped and the error is the response. The first error wins. */
 void gw_req_fail(struct gw_req *r, enum s3_err e, const char *msg);
+
+/* What an operation needs on its bucket (on the service for ListBuckets):
+ * false for the health check, which needs nothing. */
+bool gw_op_permission(enum gw_op op, enum auth_perm *need);
 
 /* PutObject / UploadPart: checks the announced payload size (411 without
  * one, EntityTooLarge over 5 GiB); 0, or -1 after gw_req_fail(). */

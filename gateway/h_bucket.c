@@ -23,6 +23,7 @@ static int owner_xml(struct gw_buf *b, const struct gw_req *r)
 }
 
 struct bucket_walk {
+    struct gw_req *r;
     struct gw_buf *b;
     int rc;
 };
@@ -30,6 +31,8 @@ struct bucket_walk {
 static int add_bucket(void *arg, const char *name, time_t created)
 {
     struct bucket_walk *w = arg;
+    if (!auth_allowed(w->r->authz, w->r->auth, name, AUTH_PERM_READ))
+        return 0;   /* list only the buckets this user may read */
     char date[32];
     struct timespec ts = { created, 0 };
     gw_iso_date(&ts, date, sizeof date);
@@ -44,7 +47,7 @@ void gw_h_service(struct gw_req *r)
 {
     struct gw_buf b;
     gw_buf_init(&b, XML_CAP);
-    struct bucket_walk w = { &b, 0 };
+    struct bucket_walk w = { r, &b, 0 };
     w.rc |= gw_xml_begin(&b, "ListAllMyBucketsResult");
     w.rc |= owner_xml(&b, r);
     w.rc |= gw_buf_puts(&b, "<Buckets>");

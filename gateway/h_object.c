@@ -369,6 +369,10 @@ int gw_parse_copy_source(struct gw_req *r, const char **bucket, const char **key
     *slash = '\0';
     *bucket = dec;
     *key = slash + 1;
+    if (!auth_allowed(r->authz, r->auth, dec, AUTH_PERM_READ)) {
+        gw_reply_error(r, S3E_ACCESS_DENIED, NULL, NULL);
+        return -1;
+    }
     return 0;
 }
 

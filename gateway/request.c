@@ -158,6 +158,31 @@ static enum gw_body body_kind(enum gw_op op)
     return GW_BODY_NONE;
 }
 
+bool gw_op_permission(enum gw_op op, enum auth_perm *need)
+{
+    switch (op) {
+    case GW_OP_HEALTH:
+        return false;
+    case GW_OP_CREATE_BUCKET:
+    case GW_OP_DELETE_BUCKET:
+        *need = AUTH_PERM_ADMIN;
+        return true;
+    case GW_OP_DELETE_OBJECTS: case GW_OP_PUT_OBJECT: case GW_OP_COPY_OBJECT:
+    case GW_OP_DELETE_OBJECT: case GW_OP_CREATE_UPLOAD: case GW_OP_UPLOAD_PART:
+    case GW_OP_UPLOAD_PART_COPY: case GW_OP_COMPLETE_UPLOAD: case GW_OP_ABORT_UPLOAD:
+        *need = AUTH_PERM_WRITE;   /* copies also need READ on the source */
+        return true;
+    case GW_OP_UNKNOWN: case GW_OP_LIST_BUCKETS: case GW_OP_HEAD_BUCKET:
+    case GW_OP_GET_BUCKET_LOCATION: case GW_OP_GET_BUCKET_VERSIONING: case GW_OP_LIST_OBJECTS:
+    case GW_OP_LIST_OBJECTS_V2: case GW_OP_LIST_UPLOADS: case GW_OP_GET_OBJECT:
+    case GW_OP_HEAD_OBJECT: case GW_OP_LIST_PARTS: case GW_OP_NOT_IMPLEMENTED: case GW_OP_COUNT:
+        *need = AUTH_PERM_READ;
+        return true;
+    }
+    *need = AUTH_PERM_ADMIN;
+    return true;
+}
+
 static int parse_query(struct gw_req *r, const char *q)
 {
     size_t n = 1;

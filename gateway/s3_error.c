@@ -133,6 +133,8 @@ enum s3_err s3_error_from_auth(enum auth_status st)
     case AUTH_TOO_LARGE: return S3E_INVALID_REQUEST;
     case AUTH_ABORTED: return S3E_INTERNAL;
     case AUTH_NOMEM: return S3E_SLOW_DOWN;
+    case AUTH_UNSIGNED_HEADER: return S3E_ACCESS_DENIED;
+    case AUTH_QUERY_TOO_LONG: return S3E_INVALID_REQUEST;
     }
     return S3E_INTERNAL;
 }
@@ -155,6 +157,9 @@ const char *s3_error_auth_message(enum auth_status st)
                                          "STREAMING-* or a valid sha256 value.";
     case AUTH_BAD_CHUNK: return "The aws-chunked body is malformed.";
     case AUTH_TOO_LARGE: return "An aws-chunked chunk header or trailer is too large.";
+    case AUTH_UNSIGNED_HEADER:
+        return "There were headers present in the request which were not signed";
+    case AUTH_QUERY_TOO_LONG: return "The query string is longer than allowed.";
     case AUTH_OK: case AUTH_MALFORMED: case AUTH_QUERY_MALFORMED: case AUTH_UNKNOWN_KEY:
     case AUTH_SIGNATURE_MISMATCH: case AUTH_TIME_SKEWED: case AUTH_SHA256_MISMATCH:
     case AUTH_INVALID_DIGEST: case AUTH_BAD_DIGEST: case AUTH_CHUNK_SIGNATURE_MISMATCH:

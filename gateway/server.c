@@ -154,6 +154,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     r->gw = g;
     r->conf = g->conf;
     r->backend = g->backend;
+    r->authz = g->auth;
     clock_gettime(CLOCK_MONOTONIC, &r->t0);
     uint64_t n = atomic_fetch_add(&g->next_id, 1);
     snprintf(r->id, sizeof r->id, "%08X%08X", g->id_salt, (unsigned)(n & 0xFFFFFFFFu));
@@ -272,7 +273,11 @@ static void start(struct gw_req *r, struct MHD_Connection *conn, const char *met
         gw_req_fail(r, s3_error_from_auth(as), s3_error_auth_message(as));
         return;
     }
-    if (!auth_ctx_user(r->auth)) {
+    /* Permission is decided in auth/ alone, before any store is touched, so
+     * that a denied request learns nothing (not even BucketNotEmpty). */
+    enum auth_perm need;
+    if (gw_op_permission(r->op, &need) &&
+        !auth_allowed(g->auth, r->auth, r->op == GW_OP_LIST_BUCKETS ? NULL : r->bucket, need)) {
         gw_req_fail(r, S3E_ACCESS_DENIED, NULL);
         return;
     }

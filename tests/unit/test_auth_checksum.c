@@ -20,7 +20,7 @@ int register_tests(void);
 #define CHECK "123456789"
 
 static time_t test_clock(void) { return T0; }
-static struct conf_user g_users[1] = { { "example", AK, SK } };
+static struct conf_user g_users[1] = { { .name = "example", .access_key = AK, .secret_key = SK } };
 static struct conf g_conf;
 static struct auth *g_auth;
 
@@ -154,7 +154,7 @@ static void base64_is_strict(void)
 struct body_case {
     const char *name;
     const char *content_sha;          /* NULL = signed as UNSIGNED-PAYLOAD */
-    const char *hdrs[4][2];           /* extra, unsigned headers */
+    const char *hdrs[4][2];           /* extra headers; x-amz-* ones get signed */
     const char *body;
     enum auth_status want;            /* from begin or finish */
     const char *ck_name, *ck_b64;     /* expected result checksum, if any */
@@ -181,8 +181,13 @@ static enum auth_status run_case(const struct body_case *c, struct auth_body_res
         h[n++] = (struct auth_hdr){ c->hdrs[i][0], v };
     }
     struct auth_req r = { "PUT", "/b/k", "", h, n };
-    char sig[65], authz[400];
-    const char *sh = "host;x-amz-content-sha256;x-amz-date";
+    char sig[65], authz[600], sh[400] = "host;x-amz-content-sha256;x-amz-date";
+    for (size_t i = 3; i < n; i++) {
+        if (strncmp(h[i].name, "x-amz-", 6) == 0) {
+            strcat(sh, ";");
+            strcat(sh, h[i].name);
+        }
+    }
     CU_ASSERT_EQUAL(auth_sign_request(&r, false, sh, ph, AMZDATE, "us-east-1", SK, sig), AUTH_OK);
     snprintf(authz, sizeof authz, "AWS4-HMAC-SHA256 Credential=" AK
              "/20130524/us-east-1/s3/aws4_request, SignedHeaders=%s, Signature=%s", sh, sig);

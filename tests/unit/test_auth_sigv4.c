@@ -20,8 +20,8 @@ static time_t g_now = T0;
 static time_t test_clock(void) { return g_now; }
 
 static struct conf_user g_users[2] = {
-    { "example", AK, SK },
-    { "other", "OTHERKEY", "other-secret" },
+    { .name = "example", .access_key = AK, .secret_key = SK },
+    { .name = "other", .access_key = "OTHERKEY", .secret_key = "other-secret" },
 };
 static struct conf g_conf;
 static struct auth *g_auth;

@@ -68,6 +68,19 @@ static void defaults(struct conf *c)
     CU_ASSERT_FATAL(conf_init_defaults(c) == 0);
 }
 
+/* Drops every user (as a conf with no users at all), through conf_free's
+ * own path: free a copy holding only the users. */
+static void users_free_for_test(struct conf *c)
+{
+    struct conf only;
+    memset(&only, 0, sizeof only);
+    only.users = c->users;
+    only.n_users = c->n_users;
+    conf_free(&only);
+    c->users = NULL;
+    c->n_users = 0;
+}
+
 static void env_clear(void)
 {
     static const char *const vars[] = { "SHARDGATE_ACCESS_KEY", "SHARDGATE_SECRET_KEY",
@@ -147,12 +160,13 @@ struct bad_case {
     const char *want;   /* fragment of the message */
 };
 
-#define U1 "{\"name\":\"a\",\"access_key\":\"AK1\",\"secret_key\":\"s1\"}"
+#define PERM_R "\"permissions\":{\"*\":\"read\"}"
+#define U1 "{\"name\":\"a\",\"access_key\":\"AK1\",\"secret_key\":\"s1\"," PERM_R "}"
 
 static const struct bad_case bad_files[] = {
     { "unknown_top_key_lists_allowed", "{\"lsten\":\"1.2.3.4:9000\"}",
       "unknown key \"lsten\" (allowed: listen, data_dir, region, vhost_domain, threads, "
-      "log_level, shutdown_grace_s, max_xml_body, max_header_bytes, users)" },
+      "log_level, shutdown_grace_s, max_xml_body, max_header_bytes, users, buckets)" },
     { "top_level_array", "[1,2]", "top level: must be a JSON object" },
     { "duplicate_top_key", "{\"threads\":1,\"threads\":2}", "duplicate" },
     { "listen_not_string", "{\"listen\":9000}", "listen: must be a string" },
@@ -192,7 +206,8 @@ static const struct bad_case bad_files[] = {
     { "users_empty", "{\"users\":[]}", "users: must be an array of 1 to 1000 user objects" },
     { "user_not_object", "{\"users\":[" U1 ",\"bob\"]}", "users[1]: must be an object" },
     { "user_unknown_key", "{\"users\":[{\"name\":\"a\",\"access_key\":\"A\",\"secret\":\"s\"}]}",
-      "users[0]: unknown key \"secret\" (allowed: name, access_key, secret_key)" },
+      "users[0]: unknown key \"secret\" (allowed: name, access_key, secret_key, "
+      "secret_key_env, permissions)" },
     { "user_missing_secret", "{\"users\":[" U1 ",{\"name\":\"b\",\"access_key\":\"AK2\"}]}",
       "users[1].secret_key: required string" },
     { "user_missing_name", "{\"users\":[{\"access_key\":\"A\",\"secret_key\":\"s\"}]}",
@@ -208,15 +223,58 @@ static const struct bad_case bad_files[] = {
     { "user_access_key_with_space", "{\"users\":[{\"name\":\"a\",\"access_key\":\"A B\",\"secret_key\":\"s\"}]}",
       "users[0].access_key: must be non-empty" },
     { "user_duplicate_access_key",
-      "{\"users\":[" U1 ",{\"name\":\"b\",\"access_key\":\"X\",\"secret_key\":\"s\"},"
-      "{\"name\":\"c\",\"access_key\":\"AK1\",\"secret_key\":\"t\"}]}",
+      "{\"users\":[" U1 ",{\"name\":\"b\",\"access_key\":\"X\",\"secret_key\":\"s\"," PERM_R "},"
+      "{\"name\":\"c\",\"access_key\":\"AK1\",\"secret_key\":\"t\"," PERM_R "}]}",
       "users[2].access_key: same as users[0].access_key (access keys must be unique)" },
+    /* permissions, secret_key_env, buckets */
+    { "user_without_permissions", "{\"users\":[{\"name\":\"a\",\"access_key\":\"A\",\"secret_key\":\"s\"}]}",
+      "users[0].permissions: required" },
+    { "permissions_not_object", "{\"users\":[{\"name\":\"a\",\"access_key\":\"A\",\"secret_key\":\"s\",\"permissions\":[\"*\"]}]}",
+      "users[0].permissions: must be an object" },
+    { "permission_level_unknown", "{\"users\":[{\"name\":\"a\",\"access_key\":\"A\",\"secret_key\":\"s\",\"permissions\":{\"*\":\"full\"}}]}",
+      "users[0].permissions.*: must be one of \"none\", \"read\", \"write\", \"admin\"" },
+    { "permission_level_uppercase", "{\"users\":[{\"name\":\"a\",\"access_key\":\"A\",\"secret_key\":\"s\",\"permissions\":{\"b1\":\"READ\"}}]}",
+      "users[0].permissions.b1: must be one of" },
+    { "permission_level_number", "{\"users\":[{\"name\":\"a\",\"access_key\":\"A\",\"secret_key\":\"s\",\"permissions\":{\"b1\":2}}]}",
+      "users[0].permissions.b1: must be one of" },
+    { "permission_bucket_with_slash", "{\"users\":[{\"name\":\"a\",\"access_key\":\"A\",\"secret_key\":\"s\",\"permissions\":{\"a/b\":\"read\"}}]}",
+      "users[0].permissions: key \"a/b\" must be \"*\" or a bucket name" },
+    { "permission_bucket_glob", "{\"users\":[{\"name\":\"a\",\"access_key\":\"A\",\"secret_key\":\"s\",\"permissions\":{\"ck*\":\"read\"}}]}",
+      "users[0].permissions: key \"ck*\"" },
+    { "permission_bucket_empty", "{\"users\":[{\"name\":\"a\",\"access_key\":\"A\",\"secret_key\":\"s\",\"permissions\":{\"\":\"read\"}}]}",
+      "users[0].permissions: key \"\"" },
+    { "permission_duplicate_bucket", "{\"users\":[{\"name\":\"a\",\"access_key\":\"A\",\"secret_key\":\"s\",\"permissions\":{\"b\":\"read\",\"b\":\"write\"}}]}",
+      "duplicate" },
+    { "secret_and_secret_env", "{\"users\":[{\"name\":\"a\",\"access_key\":\"A\",\"secret_key\":\"s\",\"secret_key_env\":\"X\"," PERM_R "}]}",
+      "users[0]: give secret_key or secret_key_env, not both" },
+    { "secret_env_unset", "{\"users\":[{\"name\":\"a\",\"access_key\":\"A\",\"secret_key_env\":\"SG_TEST_UNSET_VAR\"," PERM_R "}]}",
+      "users[0].secret_key_env: environment variable SG_TEST_UNSET_VAR is not set" },
+    { "secret_env_empty", "{\"users\":[{\"name\":\"a\",\"access_key\":\"A\",\"secret_key_env\":\"SG_TEST_EMPTY_VAR\"," PERM_R "}]}",
+      "users[0].secret_key_env: environment variable SG_TEST_EMPTY_VAR is empty" },
+    { "secret_env_bad_name", "{\"users\":[{\"name\":\"a\",\"access_key\":\"A\",\"secret_key_env\":\"1X-Y\"," PERM_R "}]}",
+      "users[0].secret_key_env: must name an environment variable" },
+    { "secret_env_not_string", "{\"users\":[{\"name\":\"a\",\"access_key\":\"A\",\"secret_key_env\":7," PERM_R "}]}",
+      "users[0].secret_key_env: must name an environment variable" },
+    { "no_secret_at_all", "{\"users\":[{\"name\":\"a\",\"access_key\":\"A\"," PERM_R "}]}",
+      "users[0].secret_key: required string" },
+    { "buckets_not_object", "{\"buckets\":[\"a\"]}", "buckets: must be an object" },
+    { "bucket_not_object", "{\"buckets\":{\"a1\":true}}", "buckets.a1: must be an object like" },
+    { "bucket_unknown_key", "{\"buckets\":{\"a1\":{\"public-read\":true}}}",
+      "buckets.a1: unknown key \"public-read\" (allowed: public_read)" },
+    { "bucket_public_read_string", "{\"buckets\":{\"a1\":{\"public_read\":\"yes\"}}}",
+      "buckets.a1.public_read: must be true or false" },
+    { "bucket_bad_name", "{\"buckets\":{\"../etc\":{\"public_read\":true}}}",
+      "buckets: key \"../etc\" must be a bucket name" },
+    { "bucket_star_name", "{\"buckets\":{\"*\":{\"public_read\":true}}}",
+      "buckets: key \"*\" must be a bucket name" },
     { "bad_value_after_good_ones", "{\"listen\":\"0.0.0.0:80\",\"threads\":8,\"region\":\"\"}",
       "region:" },
 };
 
 static void bad_file_fails_naming_field_and_changes_nothing(void)
 {
+    unsetenv("SG_TEST_UNSET_VAR");
+    setenv("SG_TEST_EMPTY_VAR", "", 1);
     for (size_t i = 0; i < sizeof bad_files / sizeof bad_files[0]; i++) {
         const struct bad_case *bc = &bad_files[i];
         struct conf c;
@@ -234,13 +292,14 @@ static void bad_file_fails_naming_field_and_changes_nothing(void)
 /* A user table with 1001 entries is one too many. */
 static void users_over_limit_are_refused(void)
 {
-    size_t n = 1001, cap = n * 80 + 32;
+    size_t n = 1001, cap = n * 120 + 32;
     char *json = malloc(cap);
     CU_ASSERT_PTR_NOT_NULL_FATAL(json);
     size_t off = (size_t)snprintf(json, cap, "{\"users\":[");
     for (size_t i = 0; i < n; i++)
         off += (size_t)snprintf(json + off, cap - off,
-                                "%s{\"name\":\"u%zu\",\"access_key\":\"K%zu\",\"secret_key\":\"s\"}",
+                                "%s{\"name\":\"u%zu\",\"access_key\":\"K%zu\",\"secret_key\":\"s\","
+                                PERM_R "}",
                                 i ? "," : "", i, i);
     snprintf(json + off, cap - off, "]}");
     struct conf c;
@@ -249,7 +308,9 @@ static void users_over_limit_are_refused(void)
     CU_ASSERT_EQUAL(load_text(&c, json, 0600, err, sizeof err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "users: must be an array of 1 to 1000"));
     /* and exactly 1000 is fine */
-    char *last = strrchr(json, '{');
+    char *last = NULL;   /* the last user object (its permissions hold a '{' too) */
+    for (char *q = strstr(json, "{\"name\""); q != NULL; q = strstr(q + 1, "{\"name\""))
+        last = q;
     last[-1] = ']';
     last[0] = '}';
     last[1] = '\0';
@@ -390,7 +451,7 @@ static void users_in_file_replace_default_user(void)
     char err[512];
     defaults(&c);
     const char *json = "{\"users\":[" U1 ",{\"name\":\"b\",\"access_key\":\"AK2\","
-                       "\"secret_key\":\"s2\"}]}";
+                       "\"secret_key\":\"s2\"," PERM_R "}]}";
     CU_ASSERT_EQUAL_FATAL(load_text(&c, json, 0600, err, sizeof err), 0);
     CU_ASSERT_FALSE(c.default_credentials);
     CU_ASSERT_EQUAL_FATAL(c.n_users, 2);
@@ -439,7 +500,9 @@ static void example_config_loads_and_names_every_key(void)
                                         "\"vhost_domain\"", "\"threads\"", "\"log_level\"",
                                         "\"shutdown_grace_s\"", "\"max_xml_body\"",
                                         "\"max_header_bytes\"", "\"users\"", "\"name\"",
-                                        "\"access_key\"", "\"secret_key\"" };
+                                        "\"access_key\"", "\"secret_key\"",
+                                        "\"secret_key_env\"", "\"permissions\"",
+                                        "\"buckets\"", "\"public_read\"" };
     char root[512], path[1024], err[1024];
     src_root(root, sizeof root);
     snprintf(path, sizeof path, "%s/conf/shardgate.example.json", root);
@@ -450,7 +513,9 @@ static void example_config_loads_and_names_every_key(void)
     struct conf c;
     defaults(&c);
     /* a copy with mode 0600: the checked-in file's mode depends on the checkout */
+    setenv("SHARDGATE_BACKUP_SECRET_KEY", "backup-secret-from-env", 1);
     int rc = load_text(&c, text, 0600, err, sizeof err);
+    unsetenv("SHARDGATE_BACKUP_SECRET_KEY");
     CU_ASSERT_EQUAL(rc, 0);
     if (rc != 0)
         fprintf(stderr, "example: %s\n", err);
@@ -607,7 +672,7 @@ static void env_keys_override_first_file_user_only(void)
     char err[512];
     defaults(&c);
     const char *json = "{\"users\":[" U1 ",{\"name\":\"b\",\"access_key\":\"AK2\","
-                       "\"secret_key\":\"s2\"}]}";
+                       "\"secret_key\":\"s2\"," PERM_R "}]}";
     CU_ASSERT_EQUAL_FATAL(load_text(&c, json, 0600, err, sizeof err), 0);
     env_clear();
     setenv("SHARDGATE_ACCESS_KEY", "NEWAK", 1);
@@ -729,6 +794,8 @@ static void mut_duplicate_keys(struct conf *c)
     u[1].name = strdup("two");
     u[1].access_key = strdup(CONF_DEFAULT_ACCESS_KEY);
     u[1].secret_key = strdup("other");
+    u[1].perms = NULL;
+    u[1].n_perms = 0;
     c->n_users = 2;
 }
 
@@ -797,6 +864,173 @@ static void messages_never_echo_secret_keys(void)
     conf_free(&c);
 }
 
+/* ---- permissions, secret_key_env, buckets ---- */
+
+static const struct conf_perm *perm_of(const struct conf_user *u, const char *bucket)
+{
+    for (size_t i = 0; i < u->n_perms; i++)
+        if (strcmp(u->perms[i].bucket, bucket) == 0)
+            return &u->perms[i];
+    return NULL;
+}
+
+static void default_root_is_admin_on_every_bucket(void)
+{
+    struct conf c;
+    defaults(&c);
+    CU_ASSERT_EQUAL_FATAL(c.users[0].n_perms, 1);
+    CU_ASSERT_STRING_EQUAL(c.users[0].perms[0].bucket, "*");
+    CU_ASSERT_EQUAL(c.users[0].perms[0].level, CONF_PERM_ADMIN);
+    CU_ASSERT_EQUAL(c.n_buckets, 0);
+    conf_free(&c);
+}
+
+/* A root made from the environment alone (no users at all before) is admin. */
+static void env_root_without_users_is_admin(void)
+{
+    struct conf c;
+    char err[512];
+    defaults(&c);
+    conf_free(&c);
+    CU_ASSERT_FATAL(conf_init_defaults(&c) == 0);
+    users_free_for_test(&c);
+    env_clear();
+    setenv("SHARDGATE_ACCESS_KEY", "ENVAK", 1);
+    setenv("SHARDGATE_SECRET_KEY", "ENVSK", 1);
+    CU_ASSERT_EQUAL(conf_apply_env(&c, err, sizeof err), 0);
+    env_clear();
+    CU_ASSERT_EQUAL_FATAL(c.n_users, 1);
+    const struct conf_perm *p = perm_of(&c.users[0], "*");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->level, CONF_PERM_ADMIN);
+    conf_free(&c);
+}
+
+static void permissions_and_buckets_load(void)
+{
+    struct conf c;
+    char err[512];
+    defaults(&c);
+    const char *json =
+        "{\"users\":["
+        "{\"name\":\"r\",\"access_key\":\"AK1\",\"secret_key\":\"s1\",\"permissions\":{\"*\":\"admin\"}},"
+        "{\"name\":\"t\",\"access_key\":\"AK2\",\"secret_key\":\"s2\","
+        "\"permissions\":{\"*\":\"read\",\"ckpt\":\"write\",\"private\":\"none\"}},"
+        "{\"name\":\"n\",\"access_key\":\"AK3\",\"secret_key\":\"s3\",\"permissions\":{}}],"
+        "\"buckets\":{\"datasets\":{\"public_read\":true},\"ckpt\":{\"public_read\":false},"
+        "\"plain\":{}}}";
+    CU_ASSERT_EQUAL_FATAL(load_text(&c, json, 0600, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(c.n_users, 3);
+    CU_ASSERT_EQUAL(c.users[1].n_perms, 3);
+    const struct conf_perm *p = perm_of(&c.users[1], "ckpt");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->level, CONF_PERM_WRITE);
+    p = perm_of(&c.users[1], "private");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->level, CONF_PERM_NONE);
+    p = perm_of(&c.users[1], "*");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->level, CONF_PERM_READ);
+    CU_ASSERT_EQUAL(c.users[2].n_perms, 0);
+    CU_ASSERT_EQUAL(c.n_buckets, 3);
+    const struct conf_bucket *b = conf_bucket_find(&c, "datasets");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT_TRUE(b->public_read);
+    b = conf_bucket_find(&c, "ckpt");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT_FALSE(b->public_read);
+    b = conf_bucket_find(&c, "plain");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT_FALSE(b->public_read);
+    CU_ASSERT_PTR_NULL(conf_bucket_find(&c, "other"));
+    CU_ASSERT_PTR_NULL(conf_bucket_find(&c, NULL));
+    /* a later merge (environment) copies the whole conf: permissions and
+     * buckets survive it, and the env keys keep users[0]'s permissions */
+    env_clear();
+    setenv("SHARDGATE_ACCESS_KEY", "ENVAK", 1);
+    setenv("SHARDGATE_SECRET_KEY", "ENVSK", 1);
+    CU_ASSERT_EQUAL(conf_apply_env(&c, err, sizeof err), 0);
+    env_clear();
+    CU_ASSERT_STRING_EQUAL(c.users[0].access_key, "ENVAK");
+    p = perm_of(&c.users[0], "*");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->level, CONF_PERM_ADMIN);
+    CU_ASSERT_EQUAL(c.users[1].n_perms, 3);
+    CU_ASSERT_EQUAL(c.n_buckets, 3);
+    CU_ASSERT_PTR_NOT_NULL(conf_bucket_find(&c, "datasets"));
+    conf_free(&c);
+}
+
+static void level_names_round_trip(void)
+{
+    CU_ASSERT_STRING_EQUAL(conf_perm_level_name(CONF_PERM_NONE), "none");
+    CU_ASSERT_STRING_EQUAL(conf_perm_level_name(CONF_PERM_READ), "read");
+    CU_ASSERT_STRING_EQUAL(conf_perm_level_name(CONF_PERM_WRITE), "write");
+    CU_ASSERT_STRING_EQUAL(conf_perm_level_name(CONF_PERM_ADMIN), "admin");
+    CU_ASSERT_TRUE(CONF_PERM_NONE < CONF_PERM_READ && CONF_PERM_READ < CONF_PERM_WRITE
+                   && CONF_PERM_WRITE < CONF_PERM_ADMIN);
+}
+
+static void secret_key_env_is_read_at_load_and_never_echoed(void)
+{
+    struct conf c;
+    char err[1024];
+    defaults(&c);
+    setenv("SG_TEST_SECRET_B", "ENV-TOPSECRET", 1);
+    const char *json = "{\"users\":[" U1 ",{\"name\":\"b\",\"access_key\":\"AK2\","
+                       "\"secret_key_env\":\"SG_TEST_SECRET_B\"," PERM_R "}]}";
+    CU_ASSERT_EQUAL_FATAL(load_text(&c, json, 0600, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(c.users[1].secret_key, "ENV-TOPSECRET");
+    /* read at load: changing the variable later changes nothing */
+    setenv("SG_TEST_SECRET_B", "changed", 1);
+    CU_ASSERT_STRING_EQUAL(c.users[1].secret_key, "ENV-TOPSECRET");
+    /* a later failure in the same user must not echo the value */
+    setenv("SG_TEST_SECRET_B", "ENV-TOPSECRET", 1);
+    const char *bad = "{\"users\":[{\"name\":\"b\",\"access_key\":\"A/K\","
+                      "\"secret_key_env\":\"SG_TEST_SECRET_B\"," PERM_R "}]}";
+    CU_ASSERT_EQUAL(load_text(&c, bad, 0600, err, sizeof err), -1);
+    CU_ASSERT_PTR_NULL(strstr(err, "ENV-TOPSECRET"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "users[0].access_key"));
+    unsetenv("SG_TEST_SECRET_B");
+    conf_free(&c);
+}
+
+/* Only files that carry a secret_key themselves must be 0600. */
+static void file_with_env_secrets_only_may_be_readable(void)
+{
+    struct conf c;
+    char err[1024];
+    defaults(&c);
+    setenv("SG_TEST_SECRET_C", "sek", 1);
+    const char *env_only = "{\"users\":[{\"name\":\"c\",\"access_key\":\"AKC\","
+                           "\"secret_key_env\":\"SG_TEST_SECRET_C\"," PERM_R "}]}";
+    CU_ASSERT_EQUAL(load_text(&c, env_only, 0644, err, sizeof err), 0);
+    const char *mixed = "{\"users\":[" U1 ",{\"name\":\"c\",\"access_key\":\"AKC\","
+                        "\"secret_key_env\":\"SG_TEST_SECRET_C\"," PERM_R "}]}";
+    CU_ASSERT_EQUAL(load_text(&c, mixed, 0644, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "chmod 600"));
+    unsetenv("SG_TEST_SECRET_C");
+    conf_free(&c);
+}
+
+static void mut_perm_bad_bucket(struct conf *c)
+{
+    free(c->users[0].perms[0].bucket);
+    c->users[0].perms[0].bucket = strdup("a/b");
+}
+
+static void validate_refuses_bad_permission_bucket(void)
+{
+    struct conf c;
+    char err[512];
+    defaults(&c);
+    mut_perm_bad_bucket(&c);
+    CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "users[0].permissions"));
+    conf_free(&c);
+}
+
 struct test_entry {
     const char *name;
     CU_TestFunc fn;
@@ -840,6 +1074,16 @@ static const struct test_entry flag_tests[] = {
 
 static const struct test_entry validate_tests[] = {
     T(validate_cases_fail_naming_field),
+    T(validate_refuses_bad_permission_bucket),
+};
+
+static const struct test_entry perm_tests[] = {
+    T(default_root_is_admin_on_every_bucket),
+    T(env_root_without_users_is_admin),
+    T(permissions_and_buckets_load),
+    T(level_names_round_trip),
+    T(secret_key_env_is_read_at_load_and_never_echoed),
+    T(file_with_env_secrets_only_may_be_readable),
 };
 
 static int add_suite(const char *name, const struct test_entry *t, size_t n)
@@ -859,7 +1103,8 @@ int register_tests(void)
 {
     if (ADD_SUITE("conf_defaults", defaults_tests) != 0 || ADD_SUITE("conf_file", file_tests) != 0
         || ADD_SUITE("conf_env", env_tests) != 0 || ADD_SUITE("conf_flags", flag_tests) != 0
-        || ADD_SUITE("conf_validate", validate_tests) != 0)
+        || ADD_SUITE("conf_validate", validate_tests) != 0
+        || ADD_SUITE("conf_permissions", perm_tests) != 0)
         return -1;
     return 0;
 }
