@@ -1,6 +1,7 @@
-/* backend/backend.h - the cold tier behind one interface. Today one
- * implementation: `posix`, a directory whose sub-directories are buckets and
- * whose files are objects. Calls are synchronous and thread-safe: any thread
+/* backend/backend.h - the cold tier behind one interface. Two
+ * implementations: `posix`, a directory whose sub-directories are buckets and
+ * whose files are objects, and `s3`, any S3 server reached over HTTP(S) with
+ * libcurl and SigV4 (backend_s3_open). Calls are synchronous and thread-safe: any thread
  * may call any verb on one handle at once. Names (buckets, keys) are passed
  * decoded (raw UTF-8 bytes); the backend validates them itself. */
 #ifndef SHARDGATE_BACKEND_H
@@ -37,6 +38,8 @@ enum backend_status {
     BACKEND_DENIED,            /* a path that would leave the store (symlink) */
     BACKEND_IO,                /* any other system error; errno was logged */
     BACKEND_NOMEM,
+    BACKEND_UNAVAILABLE,       /* s3: the cold tier is down, timed out, or
+                                  answered 5xx/SlowDown after the retries */
 };
 
 const char *backend_status_name(enum backend_status st);
@@ -75,6 +78,43 @@ struct backend_posix_conf {
 /* Opens the posix store. Returns BACKEND_OK and a new handle in *out. */
 enum backend_status backend_posix_open(const struct backend_posix_conf *cf,
                                        struct backend **out);
+
+/* Renames a gateway bucket to a bucket of the cold S3 (buckets not in the
+ * map keep their name). Both strings borrowed for the life of the handle. */
+struct backend_bucket_map {
+    const char *gateway;
+    const char *cold;
+};
+
+/* The S3 cold tier. Strings are copied by backend_s3_open. NULL/0 fields take
+ * the default shown. */
+struct backend_s3_conf {
+    const char *endpoint;       /* "http://127.0.0.1:9000"; NULL: $AWS_ENDPOINT_URL */
+    const char *region;         /* NULL: $AWS_REGION, else us-east-1 */
+    const char *access_key;     /* NULL: $AWS_ACCESS_KEY_ID */
+    const char *secret_key;     /* NULL: $AWS_SECRET_ACCESS_KEY */
+    const char *session_token;  /* NULL: $AWS_SESSION_TOKEN (may stay unset) */
+    bool virtual_hosted;        /* bucket.host/key instead of host/bucket/key */
+    const char *ca_path;        /* CA file or directory; NULL: system store */
+    unsigned connect_timeout_ms;/* 0: 1000 */
+    unsigned request_timeout_ms;/* 0: 30000; bounds each request except the
+                                   streaming GET of a read, which is guarded by
+                                   a low-speed limit instead */
+    unsigned retries;           /* extra attempts of idempotent calls; 0: 2 */
+    const struct backend_bucket_map *map;   /* borrowed, copied at open */
+    size_t n_map;
+    const char *spool_dir;      /* where uploads are spooled (O_TMPFILE); /tmp */
+};
+
+/* Opens the S3 cold tier. Does not contact the server (a tier that is down
+ * at start makes each call fail with BACKEND_UNAVAILABLE instead). Returns
+ * BACKEND_OK and a new handle, BACKEND_IO for an unusable conf (no endpoint
+ * or credentials; logged) or BACKEND_NOMEM. Semantics as for posix with these
+ * differences: backend_obj_fd() is -1; names are validated by the cold S3,
+ * not here; writes are spooled to spool_dir and sent at commit;
+ * BACKEND_UNAVAILABLE is possible from every verb. */
+enum backend_status backend_s3_open(const struct backend_s3_conf *cf, struct backend **out);
+
 void backend_close(struct backend *b);
 
 /* ---- buckets ---- */
@@ -180,7 +220,10 @@ void backend_list_page_free(struct backend_list_page *p);
 
 #define BACKEND_MAX_PARTS 10000u
 #define BACKEND_MIN_PART_SIZE (5u * 1024 * 1024)
-#define BACKEND_UPLOAD_ID_MAX 64
+/* Room for an upload id with its NUL. 1024 (was 64): the ids of a cold S3
+ * are the server's own (AWS: ~100-200 characters, undocumented maximum) and
+ * pass through unchanged; posix ids are 32 characters. */
+#define BACKEND_UPLOAD_ID_MAX 1024
 
 /* Creates an upload; meta->hdrs are stored and given to the final object.
  * upload_id receives a NUL-terminated id of at most BACKEND_UPLOAD_ID_MAX-1

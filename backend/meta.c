@@ -32,6 +32,7 @@ const char *backend_status_name(enum backend_status st)
     case BACKEND_DENIED: return "DENIED";
     case BACKEND_IO: return "IO";
     case BACKEND_NOMEM: return "NOMEM";
+    case BACKEND_UNAVAILABLE: return "UNAVAILABLE";
     }
     return "?";
 }

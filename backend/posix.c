@@ -185,9 +185,10 @@ enum backend_status backend_posix_open(const struct backend_posix_conf *cf,
         log_msg(LOG_LVL_ERROR, "backend", "cannot create root %s: %s", cf->root, strerror(e));
         return posix_errno_status(e) == BACKEND_NO_SPACE ? BACKEND_NO_SPACE : BACKEND_IO;
     }
-    struct backend *b = calloc(1, sizeof *b);
+    struct posix_store *b = calloc(1, sizeof *b);
     if (!b)
         return BACKEND_NOMEM;
+    b->base.ops = &posix_ops;
     b->rootfd = b->mpufd = -1;
     int statefd = -1;
     b->rootfd = open(cf->root, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
@@ -211,16 +212,16 @@ enum backend_status backend_posix_open(const struct backend_posix_conf *cf,
         goto fail;
     }
     close(statefd);
-    *out = b;
+    *out = &b->base;
     return BACKEND_OK;
 fail:
     if (statefd >= 0)
         close(statefd);
-    backend_close(b);
+    posix_close(b);
     return BACKEND_IO;
 }
 
-void backend_close(struct backend *b)
+void posix_close(struct posix_store *b)
 {
     if (!b)
         return;
@@ -233,7 +234,7 @@ void backend_close(struct backend *b)
 
 /* ---- buckets ---- */
 
-enum backend_status posix_bucket_open(struct backend *b, const char *bucket, int *fd)
+enum backend_status posix_bucket_open(struct posix_store *b, const char *bucket, int *fd)
 {
     *fd = -1;
     if (!posix_bucket_name_valid(bucket))
@@ -286,7 +287,7 @@ static time_t bucket_created(int rootfd, const char *name)
 
 /* Buckets are few, but memory stays bounded anyway: keep the 256 smallest
  * names above the last one reported, report them, rescan. */
-enum backend_status backend_bucket_list(struct backend *b, backend_bucket_cb cb, void *arg)
+enum backend_status posix_bucket_list(struct posix_store *b, backend_bucket_cb cb, void *arg)
 {
     enum { BATCH = 256 };
     struct posix_heap h;
@@ -340,7 +341,7 @@ out:
     return st;
 }
 
-enum backend_status backend_bucket_create(struct backend *b, const char *bucket)
+enum backend_status posix_bucket_create(struct posix_store *b, const char *bucket)
 {
     if (!posix_bucket_name_valid(bucket))
         return BACKEND_BAD_BUCKET_NAME;
@@ -355,7 +356,7 @@ enum backend_status backend_bucket_create(struct backend *b, const char *bucket)
     return BACKEND_OK;
 }
 
-enum backend_status backend_bucket_head(struct backend *b, const char *bucket)
+enum backend_status posix_bucket_head(struct posix_store *b, const char *bucket)
 {
     int fd;
     enum backend_status st = posix_bucket_open(b, bucket, &fd);
@@ -406,7 +407,7 @@ static enum backend_status rm_tree(int dirfd)
     return st;
 }
 
-enum backend_status backend_bucket_delete(struct backend *b, const char *bucket)
+enum backend_status posix_bucket_delete(struct posix_store *b, const char *bucket)
 {
     int bfd;
     enum backend_status st = posix_bucket_open(b, bucket, &bfd);
@@ -444,7 +445,8 @@ out:
 
 /* ---- reading ---- */
 
-struct backend_obj {
+struct posix_obj {
+    struct backend_obj base; /* first */
     int fd;
 };
 
@@ -473,7 +475,7 @@ enum backend_status posix_meta_from_fd(int fd, const struct stat *st, struct obj
     return BACKEND_OK;
 }
 
-enum backend_status posix_object_fd(struct backend *b, const char *bucket, const char *key,
+enum backend_status posix_object_fd(struct posix_store *b, const char *bucket, const char *key,
                                     int *fd, struct stat *st)
 {
     *fd = -1;
@@ -510,7 +512,7 @@ enum backend_status posix_object_fd(struct backend *b, const char *bucket, const
     return BACKEND_OK;
 }
 
-enum backend_status backend_object_head(struct backend *b, const char *bucket,
+enum backend_status posix_object_head(struct posix_store *b, const char *bucket,
                                         const char *key, struct obj_meta *meta)
 {
     int fd;
@@ -524,15 +526,16 @@ enum backend_status backend_object_head(struct backend *b, const char *bucket,
     return s;
 }
 
-enum backend_status backend_object_open(struct backend *b, const char *bucket,
+enum backend_status posix_object_open(struct posix_store *b, const char *bucket,
                                         const char *key, struct obj_meta *meta,
-                                        struct backend_obj **out)
+                                        struct posix_obj **out)
 {
     *out = NULL;
     memset(meta, 0, sizeof *meta);
-    struct backend_obj *o = malloc(sizeof *o);
+    struct posix_obj *o = malloc(sizeof *o);
     if (!o)
         return BACKEND_NOMEM;
+    o->base.ops = &posix_ops;
     struct stat st;
     enum backend_status s = posix_object_fd(b, bucket, key, &o->fd, &st);
     if (s == BACKEND_OK)
@@ -547,12 +550,12 @@ enum backend_status backend_object_open(struct backend *b, const char *bucket,
     return BACKEND_OK;
 }
 
-int backend_obj_fd(const struct backend_obj *o)
+int posix_obj_fd(const struct posix_obj *o)
 {
     return o->fd;
 }
 
-enum backend_status backend_obj_read(struct backend_obj *o, uint64_t off, void *buf,
+enum backend_status posix_obj_read(struct posix_obj *o, uint64_t off, void *buf,
                                      size_t len, size_t *got)
 {
     *got = 0;
@@ -572,7 +575,7 @@ enum backend_status backend_obj_read(struct backend_obj *o, uint64_t off, void *
     }
 }
 
-void backend_obj_close(struct backend_obj *o)
+void posix_obj_close(struct posix_obj *o)
 {
     if (!o)
         return;
@@ -641,11 +644,11 @@ enum backend_status posix_mkparents(int bucketfd, const char *path, int *dirfd,
     return BACKEND_OK;
 }
 
-enum backend_status posix_put_new(struct backend *b, int dirfd, const char *leaf,
-                                  bool is_part, uint64_t max_size, struct backend_put **out)
+enum backend_status posix_put_new(struct posix_store *b, int dirfd, const char *leaf,
+                                  bool is_part, uint64_t max_size, struct posix_put **out)
 {
     *out = NULL;
-    struct backend_put *p = calloc(1, sizeof *p);
+    struct posix_put *p = calloc(1, sizeof *p);
     char *lf = strdup(leaf);
     if (!p || !lf) {
         free(p);
@@ -653,6 +656,7 @@ enum backend_status posix_put_new(struct backend *b, int dirfd, const char *leaf
         close(dirfd);
         return BACKEND_NOMEM;
     }
+    p->base.ops = &posix_ops;
     p->fd = -1;
     p->b = b;
     p->bucketfd = -1;
@@ -664,7 +668,7 @@ enum backend_status posix_put_new(struct backend *b, int dirfd, const char *leaf
     size_t pl = strlen(POSIX_TMP_PREFIX);
     if (posix_random_chars(p->tmp + pl, 16) != 0) {
         p->tmp[0] = '\0';
-        backend_put_abort(p);
+        posix_put_abort(p);
         return BACKEND_IO;
     }
     p->tmp[pl + 16] = '\0';
@@ -675,7 +679,7 @@ enum backend_status posix_put_new(struct backend *b, int dirfd, const char *leaf
         if (s == BACKEND_IO)
             log_msg(LOG_LVL_ERROR, "backend", "create temp file: %s", strerror(e));
         p->tmp[0] = '\0';
-        backend_put_abort(p);
+        posix_put_abort(p);
         return s;
     }
     *out = p;
@@ -700,8 +704,8 @@ static enum backend_status leaf_check(int dirfd, const char *leaf)
     return has == 0 ? BACKEND_OK : BACKEND_KEY_CONFLICT;
 }
 
-enum backend_status backend_put_begin(struct backend *b, const char *bucket, const char *key,
-                                      struct backend_put **out)
+enum backend_status posix_put_begin(struct posix_store *b, const char *bucket, const char *key,
+                                      struct posix_put **out)
 {
     *out = NULL;
     char path[POSIX_PATH_MAX];
@@ -736,14 +740,14 @@ enum backend_status backend_put_begin(struct backend *b, const char *bucket, con
     (*out)->bucketfd = bfd;
     (*out)->path = strdup(path);
     if (!(*out)->path) {
-        backend_put_abort(*out);
+        posix_put_abort(*out);
         *out = NULL;
         return BACKEND_NOMEM;
     }
     return BACKEND_OK;
 }
 
-enum backend_status backend_put_write(struct backend_put *p, const void *buf, size_t len)
+enum backend_status posix_put_write(struct posix_put *p, const void *buf, size_t len)
 {
     if (p->failed)
         return p->fail_st;
@@ -782,7 +786,7 @@ static enum backend_status io_status(const char *what, int e)
     return BACKEND_IO;
 }
 
-enum backend_status backend_put_commit(struct backend_put *p, const struct obj_meta *meta,
+enum backend_status posix_put_commit(struct posix_put *p, const struct obj_meta *meta,
                                        struct obj_meta *out)
 {
     enum backend_status s = BACKEND_OK;
@@ -858,11 +862,11 @@ done:
         p->tmp[0] = '\0';
     if (s != BACKEND_OK && out)
         obj_meta_clear(out);
-    backend_put_abort(p);
+    posix_put_abort(p);
     return s;
 }
 
-void backend_put_abort(struct backend_put *p)
+void posix_put_abort(struct posix_put *p)
 {
     if (!p)
         return;
@@ -884,7 +888,7 @@ void backend_put_abort(struct backend_put *p)
 
 /* ---- copy ---- */
 
-enum backend_status posix_copy_into(struct backend_put *p, int srcfd, uint64_t off,
+enum backend_status posix_copy_into(struct posix_put *p, int srcfd, uint64_t off,
                                     uint64_t len, unsigned char md5[16])
 {
     /* A bounded buffer keeps memory flat whatever the object size; the MD5
@@ -911,7 +915,7 @@ enum backend_status posix_copy_into(struct backend_put *p, int srcfd, uint64_t o
             goto out;
         }
         EVP_DigestUpdate(ctx, buf, (size_t)n);
-        s = backend_put_write(p, buf, (size_t)n);
+        s = posix_put_write(p, buf, (size_t)n);
         if (s != BACKEND_OK)
             goto out;
         off += (uint64_t)n;
@@ -925,13 +929,13 @@ out:
     return s;
 }
 
-enum backend_status backend_object_copy(struct backend *b, const char *src_bucket,
+enum backend_status posix_object_copy(struct posix_store *b, const char *src_bucket,
                                         const char *src_key, const char *dst_bucket,
                                         const char *dst_key, const struct obj_meta *meta,
                                         struct obj_meta *out)
 {
     struct obj_meta smeta = { 0 };
-    struct backend_put *p = NULL;
+    struct posix_put *p = NULL;
     int sfd;
     struct stat st;
     if (out)
@@ -946,13 +950,13 @@ enum backend_status backend_object_copy(struct backend *b, const char *src_bucke
         s = BACKEND_TOO_LARGE;
         goto out;
     }
-    s = backend_put_begin(b, dst_bucket, dst_key, &p);
+    s = posix_put_begin(b, dst_bucket, dst_key, &p);
     if (s != BACKEND_OK)
         goto out;
     unsigned char md5[16];
     s = posix_copy_into(p, sfd, 0, (uint64_t)st.st_size, md5);
     if (s != BACKEND_OK) {
-        backend_put_abort(p);
+        posix_put_abort(p);
         goto out;
     }
     struct obj_meta nm = { 0 };
@@ -960,7 +964,7 @@ enum backend_status backend_object_copy(struct backend *b, const char *src_bucke
     const struct obj_meta *hsrc = meta ? meta : &smeta;
     nm.hdrs = hsrc->hdrs;
     nm.n_hdrs = hsrc->n_hdrs;
-    s = backend_put_commit(p, &nm, out);   /* nm borrows the headers */
+    s = posix_put_commit(p, &nm, out);   /* nm borrows the headers */
 out:
     obj_meta_clear(&smeta);
     close(sfd);
@@ -997,7 +1001,7 @@ void posix_rmdir_parents(int bucketfd, const char *path)
     }
 }
 
-enum backend_status backend_object_delete(struct backend *b, const char *bucket,
+enum backend_status posix_object_delete(struct posix_store *b, const char *bucket,
                                           const char *key)
 {
     char path[POSIX_PATH_MAX];
@@ -1079,3 +1083,216 @@ int posix_dir_has_object(int dirfd)
     closedir(d);
     return found;
 }
+
+/* ---- the ops table ----
+ * Each adapter converts the base pointers (the first member of the posix
+ * structs, so the conversion is exact) and calls the posix verb. Adapters
+ * rather than casting posix_* to the ops' types: calling through a function
+ * pointer of another type is undefined behaviour. */
+
+static struct posix_store *store_of(struct backend *b)
+{
+    return (struct posix_store *)b;
+}
+
+static struct posix_put *put_of(struct backend_put *p)
+{
+    return (struct posix_put *)p;
+}
+
+static struct posix_obj *obj_of(struct backend_obj *o)
+{
+    return (struct posix_obj *)o;
+}
+
+static void op_close(struct backend *b)
+{
+    posix_close(store_of(b));
+}
+
+static enum backend_status op_bucket_list(struct backend *b, backend_bucket_cb cb, void *arg)
+{
+    return posix_bucket_list(store_of(b), cb, arg);
+}
+
+static enum backend_status op_bucket_create(struct backend *b, const char *bucket)
+{
+    return posix_bucket_create(store_of(b), bucket);
+}
+
+static enum backend_status op_bucket_head(struct backend *b, const char *bucket)
+{
+    return posix_bucket_head(store_of(b), bucket);
+}
+
+static enum backend_status op_bucket_delete(struct backend *b, const char *bucket)
+{
+    return posix_bucket_delete(store_of(b), bucket);
+}
+
+static enum backend_status op_object_head(struct backend *b, const char *bucket,
+                                          const char *key, struct obj_meta *meta)
+{
+    return posix_object_head(store_of(b), bucket, key, meta);
+}
+
+static enum backend_status op_object_open(struct backend *b, const char *bucket,
+                                          const char *key, struct obj_meta *meta,
+                                          struct backend_obj **out)
+{
+    struct posix_obj *o = NULL;
+    enum backend_status s = posix_object_open(store_of(b), bucket, key, meta, &o);
+    *out = o ? &o->base : NULL;
+    return s;
+}
+
+static int op_obj_fd(const struct backend_obj *o)
+{
+    return posix_obj_fd((const struct posix_obj *)o);
+}
+
+static enum backend_status op_obj_read(struct backend_obj *o, uint64_t off, void *buf,
+                                       size_t len, size_t *got)
+{
+    return posix_obj_read(obj_of(o), off, buf, len, got);
+}
+
+static void op_obj_close(struct backend_obj *o)
+{
+    posix_obj_close(obj_of(o));
+}
+
+static enum backend_status op_put_begin(struct backend *b, const char *bucket, const char *key,
+                                        struct backend_put **out)
+{
+    struct posix_put *p = NULL;
+    enum backend_status s = posix_put_begin(store_of(b), bucket, key, &p);
+    *out = p ? &p->base : NULL;
+    return s;
+}
+
+static enum backend_status op_put_write(struct backend_put *p, const void *buf, size_t len)
+{
+    return posix_put_write(put_of(p), buf, len);
+}
+
+static enum backend_status op_put_commit(struct backend_put *p, const struct obj_meta *meta,
+                                         struct obj_meta *out)
+{
+    return posix_put_commit(put_of(p), meta, out);
+}
+
+static void op_put_abort(struct backend_put *p)
+{
+    posix_put_abort(put_of(p));
+}
+
+static enum backend_status op_object_copy(struct backend *b, const char *src_bucket,
+                                          const char *src_key, const char *dst_bucket,
+                                          const char *dst_key, const struct obj_meta *meta,
+                                          struct obj_meta *out)
+{
+    return posix_object_copy(store_of(b), src_bucket, src_key, dst_bucket, dst_key, meta, out);
+}
+
+static enum backend_status op_object_delete(struct backend *b, const char *bucket,
+                                            const char *key)
+{
+    return posix_object_delete(store_of(b), bucket, key);
+}
+
+static enum backend_status op_list_objects(struct backend *b, const char *bucket,
+                                           const struct backend_list_req *req,
+                                           struct backend_list_page *out)
+{
+    return posix_list_objects(store_of(b), bucket, req, out);
+}
+
+static enum backend_status op_mpu_create(struct backend *b, const char *bucket, const char *key,
+                                         const struct obj_meta *meta,
+                                         char upload_id[BACKEND_UPLOAD_ID_MAX])
+{
+    return posix_mpu_create(store_of(b), bucket, key, meta, upload_id);
+}
+
+static enum backend_status op_mpu_part_begin(struct backend *b, const char *bucket,
+                                             const char *key, const char *upload_id,
+                                             unsigned part_no, struct backend_put **out)
+{
+    struct posix_put *p = NULL;
+    enum backend_status s = posix_mpu_part_begin(store_of(b), bucket, key, upload_id, part_no,
+                                                 &p);
+    *out = p ? &p->base : NULL;
+    return s;
+}
+
+static enum backend_status op_mpu_part_copy(struct backend *b, const char *bucket,
+                                            const char *key, const char *upload_id,
+                                            unsigned part_no, const char *src_bucket,
+                                            const char *src_key, bool has_range,
+                                            uint64_t first, uint64_t last, struct obj_meta *out)
+{
+    return posix_mpu_part_copy(store_of(b), bucket, key, upload_id, part_no, src_bucket,
+                               src_key, has_range, first, last, out);
+}
+
+static enum backend_status op_mpu_complete(struct backend *b, const char *bucket,
+                                           const char *key, const char *upload_id,
+                                           const struct backend_part *parts, size_t n_parts,
+                                           struct obj_meta *out)
+{
+    return posix_mpu_complete(store_of(b), bucket, key, upload_id, parts, n_parts, out);
+}
+
+static enum backend_status op_mpu_abort(struct backend *b, const char *bucket, const char *key,
+                                        const char *upload_id)
+{
+    return posix_mpu_abort(store_of(b), bucket, key, upload_id);
+}
+
+static enum backend_status op_mpu_list_parts(struct backend *b, const char *bucket,
+                                             const char *key, const char *upload_id,
+                                             unsigned marker, unsigned max_parts,
+                                             struct backend_parts_page *out)
+{
+    return posix_mpu_list_parts(store_of(b), bucket, key, upload_id, marker, max_parts, out);
+}
+
+static enum backend_status op_mpu_list_uploads(struct backend *b, const char *bucket,
+                                               const char *prefix, const char *delimiter,
+                                               const char *key_marker,
+                                               const char *upload_id_marker,
+                                               unsigned max_uploads,
+                                               struct backend_uploads_page *out)
+{
+    return posix_mpu_list_uploads(store_of(b), bucket, prefix, delimiter, key_marker,
+                                  upload_id_marker, max_uploads, out);
+}
+
+const struct backend_ops posix_ops = {
+    .name = "posix",
+    .close = op_close,
+    .bucket_list = op_bucket_list,
+    .bucket_create = op_bucket_create,
+    .bucket_head = op_bucket_head,
+    .bucket_delete = op_bucket_delete,
+    .object_head = op_object_head,
+    .object_open = op_object_open,
+    .obj_fd = op_obj_fd,
+    .obj_read = op_obj_read,
+    .obj_close = op_obj_close,
+    .put_begin = op_put_begin,
+    .put_write = op_put_write,
+    .put_commit = op_put_commit,
+    .put_abort = op_put_abort,
+    .object_copy = op_object_copy,
+    .object_delete = op_object_delete,
+    .list_objects = op_list_objects,
+    .mpu_create = op_mpu_create,
+    .mpu_part_begin = op_mpu_part_begin,
+    .mpu_part_copy = op_mpu_part_copy,
+    .mpu_complete = op_mpu_complete,
+    .mpu_abort = op_mpu_abort,
+    .mpu_list_parts = op_mpu_list_parts,
+    .mpu_list_uploads = op_mpu_list_uploads,
+};

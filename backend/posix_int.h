@@ -7,6 +7,7 @@
 #define SHARDGATE_BACKEND_POSIX_INT_H
 
 #include "backend.h"
+#include "backend_int.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -32,13 +33,15 @@
 #define POSIX_MAX_OBJECT (5ull * 1024 * 1024 * 1024 * 1024) /* 5 TiB */
 #define POSIX_UPLOAD_ID_LEN 32u
 
-struct backend {
+struct posix_store {
+    struct backend base;     /* first: ops of the posix store */
     int rootfd;     /* ROOT, O_DIRECTORY; read-only after open */
     int mpufd;      /* ROOT/.shardgate/mpu */
 };
 
-struct backend_put {
-    struct backend *b;
+struct posix_put {
+    struct backend_put base; /* first */
+    struct posix_store *b;
     int bucketfd;            /* objects: the bucket, to prune empty parents */
     char *path;              /* objects: the mapped key path in the bucket */
     int dirfd;               /* directory receiving the file */
@@ -119,14 +122,14 @@ int posix_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
 enum backend_status posix_errno_status(int err);
 
 /* Opens ROOT/<bucket> (validating the name). */
-enum backend_status posix_bucket_open(struct backend *b, const char *bucket, int *fd);
+enum backend_status posix_bucket_open(struct posix_store *b, const char *bucket, int *fd);
 
 /* Fills meta (size, mtime, etag, hdrs) from an open regular file. */
 enum backend_status posix_meta_from_fd(int fd, const struct stat *st, struct obj_meta *meta);
 
 /* Starts a temp file in dirfd (takes dirfd) that commit renames to leaf. */
-enum backend_status posix_put_new(struct backend *b, int dirfd, const char *leaf,
-                                  bool is_part, uint64_t max_size, struct backend_put **out);
+enum backend_status posix_put_new(struct posix_store *b, int dirfd, const char *leaf,
+                                  bool is_part, uint64_t max_size, struct posix_put **out);
 /* Opens (creating directories) the parent directory of a mapped key path;
  * *leaf points into path. KEY_CONFLICT/DENIED/... */
 enum backend_status posix_mkparents(int bucketfd, const char *path, int *dirfd,
@@ -135,10 +138,10 @@ enum backend_status posix_mkparents(int bucketfd, const char *path, int *dirfd,
  * deepest first, stopping at the first one that is not empty. */
 void posix_rmdir_parents(int bucketfd, const char *path);
 /* Copies len bytes of src at off into the put, computing their MD5. */
-enum backend_status posix_copy_into(struct backend_put *p, int srcfd, uint64_t off,
+enum backend_status posix_copy_into(struct posix_put *p, int srcfd, uint64_t off,
                                     uint64_t len, unsigned char md5[16]);
 /* Opens an object of a bucket for reading: regular file check included. */
-enum backend_status posix_object_fd(struct backend *b, const char *bucket, const char *key,
+enum backend_status posix_object_fd(struct posix_store *b, const char *bucket, const char *key,
                                     int *fd, struct stat *st);
 /* Early-exit walk: does the tree under dirfd hold at least one object?
  * Returns 1, 0, or -1 on error. Borrows dirfd. */
@@ -149,8 +152,69 @@ int posix_random_chars(char *out, size_t n);
 /* ---- multipart (posix_mpu.c) ---- */
 
 /* 1 when the bucket has an unfinished upload, 0 when not, -1 on error. */
-int posix_mpu_bucket_busy(struct backend *b, const char *bucket);
+int posix_mpu_bucket_busy(struct posix_store *b, const char *bucket);
 /* Removes ROOT/.shardgate/mpu/<bucket> when it holds nothing. */
-void posix_mpu_bucket_forget(struct backend *b, const char *bucket);
+void posix_mpu_bucket_forget(struct posix_store *b, const char *bucket);
+
+/* ---- the verbs (posix.c, posix_list.c, posix_mpu.c) ----
+ * Same contracts as their backend_* counterparts in backend.h; posix.c's ops
+ * table reaches them through small adapters that convert the base pointers. */
+struct posix_obj;
+void posix_close(struct posix_store *b);
+enum backend_status posix_bucket_list(struct posix_store *b, backend_bucket_cb cb, void *arg);
+enum backend_status posix_bucket_create(struct posix_store *b, const char *bucket);
+enum backend_status posix_bucket_head(struct posix_store *b, const char *bucket);
+enum backend_status posix_bucket_delete(struct posix_store *b, const char *bucket);
+enum backend_status posix_object_head(struct posix_store *b, const char *bucket,
+                                      const char *key, struct obj_meta *meta);
+enum backend_status posix_object_open(struct posix_store *b, const char *bucket,
+                                      const char *key, struct obj_meta *meta,
+                                      struct posix_obj **out);
+int posix_obj_fd(const struct posix_obj *o);
+enum backend_status posix_obj_read(struct posix_obj *o, uint64_t off, void *buf,
+                                   size_t len, size_t *got);
+void posix_obj_close(struct posix_obj *o);
+enum backend_status posix_put_begin(struct posix_store *b, const char *bucket, const char *key,
+                                    struct posix_put **out);
+enum backend_status posix_put_write(struct posix_put *p, const void *buf, size_t len);
+enum backend_status posix_put_commit(struct posix_put *p, const struct obj_meta *meta,
+                                     struct obj_meta *out);
+void posix_put_abort(struct posix_put *p);
+enum backend_status posix_object_copy(struct posix_store *b, const char *src_bucket,
+                                      const char *src_key, const char *dst_bucket,
+                                      const char *dst_key, const struct obj_meta *meta,
+                                      struct obj_meta *out);
+enum backend_status posix_object_delete(struct posix_store *b, const char *bucket,
+                                        const char *key);
+enum backend_status posix_list_objects(struct posix_store *b, const char *bucket,
+                                       const struct backend_list_req *req,
+                                       struct backend_list_page *out);
+enum backend_status posix_mpu_create(struct posix_store *b, const char *bucket, const char *key,
+                                     const struct obj_meta *meta,
+                                     char upload_id[BACKEND_UPLOAD_ID_MAX]);
+enum backend_status posix_mpu_part_begin(struct posix_store *b, const char *bucket,
+                                         const char *key, const char *upload_id,
+                                         unsigned part_no, struct posix_put **out);
+enum backend_status posix_mpu_part_copy(struct posix_store *b, const char *bucket,
+                                        const char *key, const char *upload_id,
+                                        unsigned part_no, const char *src_bucket,
+                                        const char *src_key, bool has_range,
+                                        uint64_t first, uint64_t last, struct obj_meta *out);
+enum backend_status posix_mpu_complete(struct posix_store *b, const char *bucket,
+                                       const char *key, const char *upload_id,
+                                       const struct backend_part *parts, size_t n_parts,
+                                       struct obj_meta *out);
+enum backend_status posix_mpu_abort(struct posix_store *b, const char *bucket, const char *key,
+                                    const char *upload_id);
+enum backend_status posix_mpu_list_parts(struct posix_store *b, const char *bucket,
+                                         const char *key, const char *upload_id,
+                                         unsigned marker, unsigned max_parts,
+                                         struct backend_parts_page *out);
+enum backend_status posix_mpu_list_uploads(struct posix_store *b, const char *bucket,
+                                           const char *prefix, const char *delimiter,
+                                           const char *key_marker, const char *upload_id_marker,
+                                           unsigned max_uploads, struct backend_uploads_page *out);
+/* The posix ops table (posix.c): every object of the store points at it. */
+extern const struct backend_ops posix_ops;
 
 #endif

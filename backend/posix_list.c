@@ -296,7 +296,7 @@ void backend_list_page_free(struct backend_list_page *p)
     memset(p, 0, sizeof *p);
 }
 
-enum backend_status backend_list_objects(struct backend *b, const char *bucket,
+enum backend_status posix_list_objects(struct posix_store *b, const char *bucket,
                                          const struct backend_list_req *req,
                                          struct backend_list_page *out)
 {

@@ -84,13 +84,13 @@ out:
     return r;
 }
 
-static int bucket_mpu_dir(struct backend *b, const char *bucket)
+static int bucket_mpu_dir(struct posix_store *b, const char *bucket)
 {
     return posix_open_beneath(b->mpufd, bucket, O_DIRECTORY | O_RDONLY, 0);
 }
 
 /* Opens an upload of (bucket, key) and checks it belongs to them. */
-static enum backend_status upload_open(struct backend *b, const char *bucket, const char *key,
+static enum backend_status upload_open(struct posix_store *b, const char *bucket, const char *key,
                                        const char *id, int *ufd, struct upload_info *ui)
 {
     *ufd = -1;
@@ -142,7 +142,7 @@ static void upload_remove(int parentfd, const char *id)
     fsync(parentfd);
 }
 
-static void upload_remove_path(struct backend *b, const char *bucket, const char *id)
+static void upload_remove_path(struct posix_store *b, const char *bucket, const char *id)
 {
     int pfd = bucket_mpu_dir(b, bucket);
     if (pfd < 0)
@@ -151,7 +151,7 @@ static void upload_remove_path(struct backend *b, const char *bucket, const char
     close(pfd);
 }
 
-enum backend_status backend_mpu_create(struct backend *b, const char *bucket, const char *key,
+enum backend_status posix_mpu_create(struct posix_store *b, const char *bucket, const char *key,
                                        const struct obj_meta *meta,
                                        char upload_id[BACKEND_UPLOAD_ID_MAX])
 {
@@ -248,9 +248,9 @@ static void part_name(unsigned part_no, char out[16])
     snprintf(out, 16, "p%05u", part_no);
 }
 
-enum backend_status backend_mpu_part_begin(struct backend *b, const char *bucket,
+enum backend_status posix_mpu_part_begin(struct posix_store *b, const char *bucket,
                                            const char *key, const char *upload_id,
-                                           unsigned part_no, struct backend_put **out)
+                                           unsigned part_no, struct posix_put **out)
 {
     *out = NULL;
     if (part_no < 1 || part_no > BACKEND_MAX_PARTS)
@@ -264,7 +264,7 @@ enum backend_status backend_mpu_part_begin(struct backend *b, const char *bucket
     return posix_put_new(b, ufd, pn, true, POSIX_MAX_PUT, out);
 }
 
-enum backend_status backend_mpu_part_copy(struct backend *b, const char *bucket,
+enum backend_status posix_mpu_part_copy(struct posix_store *b, const char *bucket,
                                           const char *key, const char *upload_id,
                                           unsigned part_no, const char *src_bucket,
                                           const char *src_key, bool has_range,
@@ -291,8 +291,8 @@ enum backend_status backend_mpu_part_copy(struct backend *b, const char *bucket,
         close(sfd);
         return BACKEND_TOO_LARGE;
     }
-    struct backend_put *p;
-    s = backend_mpu_part_begin(b, bucket, key, upload_id, part_no, &p);
+    struct posix_put *p;
+    s = posix_mpu_part_begin(b, bucket, key, upload_id, part_no, &p);
     if (s != BACKEND_OK) {
         close(sfd);
         return s;
@@ -301,12 +301,12 @@ enum backend_status backend_mpu_part_copy(struct backend *b, const char *bucket,
     s = posix_copy_into(p, sfd, off, len, md5);
     close(sfd);
     if (s != BACKEND_OK) {
-        backend_put_abort(p);
+        posix_put_abort(p);
         return s;
     }
     struct obj_meta m = { 0 };
     posix_md5_to_hex(md5, m.etag);
-    return backend_put_commit(p, &m, out);
+    return posix_put_commit(p, &m, out);
 }
 
 /* Opens part `no` and reads its meta. */
@@ -344,7 +344,7 @@ static bool part_etag_matches(const char *stored, const char *given)
 }
 
 /* Appends len bytes of fd to the put: copy_file_range, else read/write. */
-static enum backend_status append_file(struct backend_put *p, int fd, uint64_t len)
+static enum backend_status append_file(struct posix_put *p, int fd, uint64_t len)
 {
     loff_t in = 0;
     bool use_cfr = true;
@@ -381,7 +381,7 @@ static enum backend_status append_file(struct backend_put *p, int fd, uint64_t l
             s = BACKEND_IO;
             break;
         }
-        s = backend_put_write(p, buf, (size_t)n);
+        s = posix_put_write(p, buf, (size_t)n);
         in += n;
         len -= (uint64_t)n;
     }
@@ -389,7 +389,7 @@ static enum backend_status append_file(struct backend_put *p, int fd, uint64_t l
     return s;
 }
 
-enum backend_status backend_mpu_complete(struct backend *b, const char *bucket, const char *key,
+enum backend_status posix_mpu_complete(struct posix_store *b, const char *bucket, const char *key,
                                          const char *upload_id,
                                          const struct backend_part *parts, size_t n_parts,
                                          struct obj_meta *out)
@@ -401,7 +401,7 @@ enum backend_status backend_mpu_complete(struct backend *b, const char *bucket, 
     enum backend_status s = upload_open(b, bucket, key, upload_id, &ufd, &ui);
     if (s != BACKEND_OK)
         return s;
-    struct backend_put *p = NULL;
+    struct posix_put *p = NULL;
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     if (!ctx || EVP_DigestInit_ex(ctx, EVP_md5(), NULL) != 1) {
         s = BACKEND_NOMEM;
@@ -449,7 +449,7 @@ enum backend_status backend_mpu_complete(struct backend *b, const char *bucket, 
         s = BACKEND_TOO_LARGE;
         goto out;
     }
-    s = backend_put_begin(b, bucket, key, &p);
+    s = posix_put_begin(b, bucket, key, &p);
     if (s != BACKEND_OK)
         goto out;
     p->max_size = POSIX_MAX_OBJECT;
@@ -478,20 +478,20 @@ enum backend_status backend_mpu_complete(struct backend *b, const char *bucket, 
     snprintf(nm.etag, sizeof nm.etag, "%s-%zu", hex, n_parts);
     nm.hdrs = ui.meta.hdrs;
     nm.n_hdrs = ui.meta.n_hdrs;
-    s = backend_put_commit(p, &nm, out);
+    s = posix_put_commit(p, &nm, out);
     p = NULL;
     if (s == BACKEND_OK)
         upload_remove_path(b, bucket, upload_id);
 out:
     if (p)
-        backend_put_abort(p);
+        posix_put_abort(p);
     EVP_MD_CTX_free(ctx);
     obj_meta_clear(&ui.meta);
     close(ufd);
     return s;
 }
 
-enum backend_status backend_mpu_abort(struct backend *b, const char *bucket, const char *key,
+enum backend_status posix_mpu_abort(struct posix_store *b, const char *bucket, const char *key,
                                       const char *upload_id)
 {
     int ufd;
@@ -513,7 +513,7 @@ void backend_parts_page_free(struct backend_parts_page *p)
     memset(p, 0, sizeof *p);
 }
 
-enum backend_status backend_mpu_list_parts(struct backend *b, const char *bucket,
+enum backend_status posix_mpu_list_parts(struct posix_store *b, const char *bucket,
                                            const char *key, const char *upload_id,
                                            unsigned marker, unsigned max_parts,
                                            struct backend_parts_page *out)
@@ -621,7 +621,7 @@ void backend_uploads_page_free(struct backend_uploads_page *p)
     memset(p, 0, sizeof *p);
 }
 
-int posix_mpu_bucket_busy(struct backend *b, const char *bucket)
+int posix_mpu_bucket_busy(struct posix_store *b, const char *bucket)
 {
     int pfd = bucket_mpu_dir(b, bucket);
     if (pfd < 0)
@@ -646,7 +646,7 @@ int posix_mpu_bucket_busy(struct backend *b, const char *bucket)
     return busy;
 }
 
-void posix_mpu_bucket_forget(struct backend *b, const char *bucket)
+void posix_mpu_bucket_forget(struct posix_store *b, const char *bucket)
 {
     int pfd = bucket_mpu_dir(b, bucket);
     if (pfd < 0)
@@ -665,7 +665,7 @@ void posix_mpu_bucket_forget(struct backend *b, const char *bucket)
     unlinkat(b->mpufd, bucket, AT_REMOVEDIR);
 }
 
-enum backend_status backend_mpu_list_uploads(struct backend *b, const char *bucket,
+enum backend_status posix_mpu_list_uploads(struct posix_store *b, const char *bucket,
                                              const char *prefix, const char *delimiter,
                                              const char *key_marker,
                                              const char *upload_id_marker,

@@ -23,6 +23,9 @@ static const char usage[] =
     "  --listen ADDR:PORT   address to listen on (default 127.0.0.1:9000)\n"
     "  --data DIR           local-directory cold store: sub-directories are buckets,\n"
     "                       files are objects (default var/data, created if missing)\n"
+    "  --cold URL           use the S3 at URL as the cold tier instead of --data;\n"
+    "                       credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY\n"
+    "                       (/ AWS_SESSION_TOKEN), region from AWS_REGION else --region\n"
     "  --region NAME        region in signatures and GetBucketLocation (default us-east-1)\n"
     "  --vhost-domain NAME  also accept virtual-hosted requests for bucket.NAME\n"
     "  --threads N          HTTP worker threads (default: one per core)\n"
@@ -43,6 +46,7 @@ static int serve(int argc, char **argv)
         { "vhost-domain", required_argument, NULL, 'v' },
         { "threads", required_argument, NULL, 't' },
         { "log-level", required_argument, NULL, 'L' },
+        { "cold", required_argument, NULL, 'C' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -56,11 +60,14 @@ static int serve(int argc, char **argv)
 
     /* First pass: the config file, so that flags override it. */
     const char *config = NULL;
+    const char *cold = NULL;   /* --cold URL: handled here, not by conf/ */
     int o;
     opterr = 1;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         if (o == 'c')
             config = optarg;
+        else if (o == 'C')
+            cold = optarg;
         else if (o == 'h') {
             fputs(usage, stdout);
             conf_free(&c);
@@ -84,7 +91,7 @@ static int serve(int argc, char **argv)
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         const char *flag = NULL;
         for (const struct option *p = opts; p->name; p++)
-            if (p->val == o && o != 'c')
+            if (p->val == o && o != 'c' && o != 'C')
                 flag = p->name;
         if (flag && strcmp(flag, "help") != 0 && conf_set_flag(&c, flag, optarg, err, sizeof err))
             goto bad;
@@ -94,11 +101,18 @@ static int serve(int argc, char **argv)
     log_set_level(c.log_level);
 
     struct backend *b = NULL;
-    struct backend_posix_conf pc = { c.data_dir };
-    enum backend_status bs = backend_posix_open(&pc, &b);
+    enum backend_status bs;
+    if (cold) {
+        struct backend_s3_conf sc = { .endpoint = cold,
+                                      .region = getenv("AWS_REGION") ? NULL : c.region };
+        bs = backend_s3_open(&sc, &b);
+    } else {
+        struct backend_posix_conf pc = { c.data_dir };
+        bs = backend_posix_open(&pc, &b);
+    }
     if (bs != BACKEND_OK) {
-        fprintf(stderr, "shardgate: cannot open the data directory %s: %s\n", c.data_dir,
-                backend_status_name(bs));
+        fprintf(stderr, "shardgate: cannot open the cold tier %s: %s\n",
+                cold ? cold : c.data_dir, backend_status_name(bs));
         goto out;
     }
     struct auth *a = NULL;
@@ -126,7 +140,10 @@ static int serve(int argc, char **argv)
     const struct conf_user *root = &c.users[0];
     printf("shardgate %s listening on http://%s:%u\n", PROJECT_VERSION, c.listen_addr,
            gw_port(g));
-    printf("  data dir:   %s\n", c.data_dir);
+    if (cold)
+        printf("  cold tier:  %s\n", cold);
+    else
+        printf("  data dir:   %s\n", c.data_dir);
     printf("  access key: %s\n", root->access_key);
     if (c.default_credentials)
         printf("  secret key: %s   (the built-in default: set SHARDGATE_ACCESS_KEY and "

@@ -1,0 +1,82 @@
+/* backend/backend_int.h - how a cold-tier implementation plugs into
+ * backend.h: one ops table per implementation, and base structs that each
+ * implementation embeds as the FIRST member of its handle, object and put
+ * structs, so backend.c can dispatch without knowing the implementation.
+ * Only backend/ files and tests/unit/test_backend_*.c include this. */
+#ifndef SHARDGATE_BACKEND_INT_H
+#define SHARDGATE_BACKEND_INT_H
+
+#include "backend.h"
+
+/* One function per verb of backend.h, with the same contract. */
+struct backend_ops {
+    const char *name;                                   /* "posix", "s3" */
+    void (*close)(struct backend *b);
+    enum backend_status (*bucket_list)(struct backend *b, backend_bucket_cb cb, void *arg);
+    enum backend_status (*bucket_create)(struct backend *b, const char *bucket);
+    enum backend_status (*bucket_head)(struct backend *b, const char *bucket);
+    enum backend_status (*bucket_delete)(struct backend *b, const char *bucket);
+    enum backend_status (*object_head)(struct backend *b, const char *bucket, const char *key,
+                                       struct obj_meta *meta);
+    enum backend_status (*object_open)(struct backend *b, const char *bucket, const char *key,
+                                       struct obj_meta *meta, struct backend_obj **out);
+    int (*obj_fd)(const struct backend_obj *o);
+    enum backend_status (*obj_read)(struct backend_obj *o, uint64_t off, void *buf, size_t len,
+                                    size_t *got);
+    void (*obj_close)(struct backend_obj *o);
+    enum backend_status (*put_begin)(struct backend *b, const char *bucket, const char *key,
+                                     struct backend_put **out);
+    enum backend_status (*put_write)(struct backend_put *p, const void *buf, size_t len);
+    enum backend_status (*put_commit)(struct backend_put *p, const struct obj_meta *meta,
+                                      struct obj_meta *out);
+    void (*put_abort)(struct backend_put *p);
+    enum backend_status (*object_copy)(struct backend *b, const char *src_bucket,
+                                       const char *src_key, const char *dst_bucket,
+                                       const char *dst_key, const struct obj_meta *meta,
+                                       struct obj_meta *out);
+    enum backend_status (*object_delete)(struct backend *b, const char *bucket, const char *key);
+    enum backend_status (*list_objects)(struct backend *b, const char *bucket,
+                                        const struct backend_list_req *req,
+                                        struct backend_list_page *out);
+    enum backend_status (*mpu_create)(struct backend *b, const char *bucket, const char *key,
+                                      const struct obj_meta *meta,
+                                      char upload_id[BACKEND_UPLOAD_ID_MAX]);
+    enum backend_status (*mpu_part_begin)(struct backend *b, const char *bucket,
+                                          const char *key, const char *upload_id,
+                                          unsigned part_no, struct backend_put **out);
+    enum backend_status (*mpu_part_copy)(struct backend *b, const char *bucket, const char *key,
+                                         const char *upload_id, unsigned part_no,
+                                         const char *src_bucket, const char *src_key,
+                                         bool has_range, uint64_t first, uint64_t last,
+                                         struct obj_meta *out);
+    enum backend_status (*mpu_complete)(struct backend *b, const char *bucket, const char *key,
+                                        const char *upload_id, const struct backend_part *parts,
+                                        size_t n_parts, struct obj_meta *out);
+    enum backend_status (*mpu_abort)(struct backend *b, const char *bucket, const char *key,
+                                     const char *upload_id);
+    enum backend_status (*mpu_list_parts)(struct backend *b, const char *bucket,
+                                          const char *key, const char *upload_id,
+                                          unsigned marker, unsigned max_parts,
+                                          struct backend_parts_page *out);
+    enum backend_status (*mpu_list_uploads)(struct backend *b, const char *bucket,
+                                            const char *prefix, const char *delimiter,
+                                            const char *key_marker,
+                                            const char *upload_id_marker, unsigned max_uploads,
+                                            struct backend_uploads_page *out);
+};
+
+/* The base structs. An implementation's struct starts with one of these, e.g.
+ *     struct posix_store { struct backend base; int rootfd; int mpufd; };
+ * and converts a base pointer back with a cast to its own type (valid: a
+ * pointer to a struct's first member converts to a pointer to the struct). */
+struct backend {
+    const struct backend_ops *ops;
+};
+struct backend_obj {
+    const struct backend_ops *ops;
+};
+struct backend_put {
+    const struct backend_ops *ops;
+};
+
+#endif
