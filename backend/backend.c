@@ -3,7 +3,68 @@
  * s3.c). No logic lives here. */
 #include "backend_int.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
+#include <time.h>
+
+/* ---- statistics: every verb that talks to the cold tier is counted and
+ * timed here, once, whatever the implementation ---- */
+
+const double backend_lat_bounds_s[BACKEND_LAT_BUCKETS] = {
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+};
+
+static atomic_uint_fast64_t st_calls[BACKEND_OP_COUNT], st_errors, st_bytes;
+static atomic_uint_fast64_t st_lat[BACKEND_LAT_BUCKETS + 1], st_lat_count, st_lat_sum_ns;
+
+const char *backend_op_name(enum backend_op op)
+{
+    static const char *const names[BACKEND_OP_COUNT] = {
+        "head", "get", "put", "copy", "delete", "list", "bucket", "multipart",
+    };
+    return op < BACKEND_OP_COUNT ? names[op] : "?";
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static enum backend_status counted(enum backend_op op, uint64_t t0, enum backend_status st)
+{
+    uint64_t ns = now_ns() - t0;
+    double s = (double)ns / 1e9;
+    size_t b = 0;
+    while (b < BACKEND_LAT_BUCKETS && s > backend_lat_bounds_s[b])
+        b++;
+    atomic_fetch_add(&st_calls[op], 1);
+    atomic_fetch_add(&st_lat[b], 1);
+    atomic_fetch_add(&st_lat_count, 1);
+    atomic_fetch_add(&st_lat_sum_ns, ns);
+    if (st != BACKEND_OK)
+        atomic_fetch_add(&st_errors, 1);
+    return st;
+}
+
+void backend_stats_get(struct backend_stats *out)
+{
+    for (int i = 0; i < BACKEND_OP_COUNT; i++)
+        out->calls[i] = atomic_load(&st_calls[i]);
+    out->errors = atomic_load(&st_errors);
+    out->bytes_read = atomic_load(&st_bytes);
+    for (int i = 0; i <= BACKEND_LAT_BUCKETS; i++)
+        out->lat_buckets[i] = atomic_load(&st_lat[i]);
+    out->lat_count = atomic_load(&st_lat_count);
+    out->lat_sum_s = (double)atomic_load(&st_lat_sum_ns) / 1e9;
+}
+
+#define COUNT(op, call)                     \
+    do {                                    \
+        uint64_t t0_ = now_ns();            \
+        return counted((op), t0_, (call));  \
+    } while (0)
 
 void backend_close(struct backend *b)
 {
@@ -13,35 +74,35 @@ void backend_close(struct backend *b)
 
 enum backend_status backend_bucket_list(struct backend *b, backend_bucket_cb cb, void *arg)
 {
-    return b->ops->bucket_list(b, cb, arg);
+    COUNT(BACKEND_OP_BUCKET, b->ops->bucket_list(b, cb, arg));
 }
 
 enum backend_status backend_bucket_create(struct backend *b, const char *bucket)
 {
-    return b->ops->bucket_create(b, bucket);
+    COUNT(BACKEND_OP_BUCKET, b->ops->bucket_create(b, bucket));
 }
 
 enum backend_status backend_bucket_head(struct backend *b, const char *bucket)
 {
-    return b->ops->bucket_head(b, bucket);
+    COUNT(BACKEND_OP_BUCKET, b->ops->bucket_head(b, bucket));
 }
 
 enum backend_status backend_bucket_delete(struct backend *b, const char *bucket)
 {
-    return b->ops->bucket_delete(b, bucket);
+    COUNT(BACKEND_OP_BUCKET, b->ops->bucket_delete(b, bucket));
 }
 
 enum backend_status backend_object_head(struct backend *b, const char *bucket,
                                         const char *key, struct obj_meta *meta)
 {
-    return b->ops->object_head(b, bucket, key, meta);
+    COUNT(BACKEND_OP_HEAD, b->ops->object_head(b, bucket, key, meta));
 }
 
 enum backend_status backend_object_open(struct backend *b, const char *bucket,
                                         const char *key, struct obj_meta *meta,
                                         struct backend_obj **out)
 {
-    return b->ops->object_open(b, bucket, key, meta, out);
+    COUNT(BACKEND_OP_GET, b->ops->object_open(b, bucket, key, meta, out));
 }
 
 int backend_obj_fd(const struct backend_obj *o)
@@ -52,7 +113,10 @@ int backend_obj_fd(const struct backend_obj *o)
 enum backend_status backend_obj_read(struct backend_obj *o, uint64_t off, void *buf,
                                      size_t len, size_t *got)
 {
-    return o->ops->obj_read(o, off, buf, len, got);
+    enum backend_status st = o->ops->obj_read(o, off, buf, len, got);
+    if (st == BACKEND_OK)
+        atomic_fetch_add(&st_bytes, *got);
+    return st;
 }
 
 void backend_obj_close(struct backend_obj *o)
@@ -75,7 +139,7 @@ enum backend_status backend_put_write(struct backend_put *p, const void *buf, si
 enum backend_status backend_put_commit(struct backend_put *p, const struct obj_meta *meta,
                                        struct obj_meta *out)
 {
-    return p->ops->put_commit(p, meta, out);
+    COUNT(BACKEND_OP_PUT, p->ops->put_commit(p, meta, out));
 }
 
 void backend_put_abort(struct backend_put *p)
@@ -89,34 +153,34 @@ enum backend_status backend_object_copy(struct backend *b, const char *src_bucke
                                         const char *dst_key, const struct obj_meta *meta,
                                         struct obj_meta *out)
 {
-    return b->ops->object_copy(b, src_bucket, src_key, dst_bucket, dst_key, meta, out);
+    COUNT(BACKEND_OP_COPY, b->ops->object_copy(b, src_bucket, src_key, dst_bucket, dst_key, meta, out));
 }
 
 enum backend_status backend_object_delete(struct backend *b, const char *bucket,
                                           const char *key)
 {
-    return b->ops->object_delete(b, bucket, key);
+    COUNT(BACKEND_OP_DELETE, b->ops->object_delete(b, bucket, key));
 }
 
 enum backend_status backend_list_objects(struct backend *b, const char *bucket,
                                          const struct backend_list_req *req,
                                          struct backend_list_page *out)
 {
-    return b->ops->list_objects(b, bucket, req, out);
+    COUNT(BACKEND_OP_LIST, b->ops->list_objects(b, bucket, req, out));
 }
 
 enum backend_status backend_mpu_create(struct backend *b, const char *bucket, const char *key,
                                        const struct obj_meta *meta,
                                        char upload_id[BACKEND_UPLOAD_ID_MAX])
 {
-    return b->ops->mpu_create(b, bucket, key, meta, upload_id);
+    COUNT(BACKEND_OP_MULTIPART, b->ops->mpu_create(b, bucket, key, meta, upload_id));
 }
 
 enum backend_status backend_mpu_part_begin(struct backend *b, const char *bucket,
                                            const char *key, const char *upload_id,
                                            unsigned part_no, struct backend_put **out)
 {
-    return b->ops->mpu_part_begin(b, bucket, key, upload_id, part_no, out);
+    COUNT(BACKEND_OP_MULTIPART, b->ops->mpu_part_begin(b, bucket, key, upload_id, part_no, out));
 }
 
 enum backend_status backend_mpu_part_copy(struct backend *b, const char *bucket,
@@ -126,8 +190,8 @@ enum backend_status backend_mpu_part_copy(struct backend *b, const char *bucket,
                                           uint64_t first, uint64_t last,
                                           struct obj_meta *out)
 {
-    return b->ops->mpu_part_copy(b, bucket, key, upload_id, part_no, src_bucket, src_key,
-                                 has_range, first, last, out);
+    COUNT(BACKEND_OP_MULTIPART, b->ops->mpu_part_copy(b, bucket, key, upload_id, part_no, src_bucket, src_key,
+                                 has_range, first, last, out));
 }
 
 enum backend_status backend_mpu_complete(struct backend *b, const char *bucket, const char *key,
@@ -135,13 +199,13 @@ enum backend_status backend_mpu_complete(struct backend *b, const char *bucket, 
                                          const struct backend_part *parts, size_t n_parts,
                                          struct obj_meta *out)
 {
-    return b->ops->mpu_complete(b, bucket, key, upload_id, parts, n_parts, out);
+    COUNT(BACKEND_OP_MULTIPART, b->ops->mpu_complete(b, bucket, key, upload_id, parts, n_parts, out));
 }
 
 enum backend_status backend_mpu_abort(struct backend *b, const char *bucket, const char *key,
                                       const char *upload_id)
 {
-    return b->ops->mpu_abort(b, bucket, key, upload_id);
+    COUNT(BACKEND_OP_MULTIPART, b->ops->mpu_abort(b, bucket, key, upload_id));
 }
 
 enum backend_status backend_mpu_list_parts(struct backend *b, const char *bucket,
@@ -149,7 +213,7 @@ enum backend_status backend_mpu_list_parts(struct backend *b, const char *bucket
                                            unsigned marker, unsigned max_parts,
                                            struct backend_parts_page *out)
 {
-    return b->ops->mpu_list_parts(b, bucket, key, upload_id, marker, max_parts, out);
+    COUNT(BACKEND_OP_MULTIPART, b->ops->mpu_list_parts(b, bucket, key, upload_id, marker, max_parts, out));
 }
 
 enum backend_status backend_mpu_list_uploads(struct backend *b, const char *bucket,
@@ -159,6 +223,6 @@ enum backend_status backend_mpu_list_uploads(struct backend *b, const char *buck
                                              unsigned max_uploads,
                                              struct backend_uploads_page *out)
 {
-    return b->ops->mpu_list_uploads(b, bucket, prefix, delimiter, key_marker, upload_id_marker,
-                                    max_uploads, out);
+    COUNT(BACKEND_OP_MULTIPART, b->ops->mpu_list_uploads(b, bucket, prefix, delimiter, key_marker, upload_id_marker,
+                                    max_uploads, out));
 }

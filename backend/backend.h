@@ -303,4 +303,25 @@ enum backend_status backend_mpu_list_uploads(struct backend *b, const char *buck
                                              struct backend_uploads_page *out);
 void backend_uploads_page_free(struct backend_uploads_page *p);
 
+/* ---- statistics (process-wide, for /metrics) ---- */
+
+enum backend_op {
+    BACKEND_OP_HEAD, BACKEND_OP_GET, BACKEND_OP_PUT, BACKEND_OP_COPY, BACKEND_OP_DELETE,
+    BACKEND_OP_LIST, BACKEND_OP_BUCKET, BACKEND_OP_MULTIPART, BACKEND_OP_COUNT
+};
+#define BACKEND_LAT_BUCKETS 14   /* upper bounds in backend_lat_bounds_s, then +Inf */
+
+struct backend_stats {
+    uint64_t calls[BACKEND_OP_COUNT];
+    uint64_t errors;                          /* calls that did not answer BACKEND_OK */
+    uint64_t bytes_read;                      /* object bytes read from the cold tier */
+    uint64_t lat_buckets[BACKEND_LAT_BUCKETS + 1];  /* cumulative counts are computed by
+                                                       the reader; these are per bucket */
+    uint64_t lat_count;
+    double lat_sum_s;
+};
+extern const double backend_lat_bounds_s[BACKEND_LAT_BUCKETS];
+const char *backend_op_name(enum backend_op op);
+void backend_stats_get(struct backend_stats *out);
+
 #endif

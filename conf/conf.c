@@ -32,6 +32,17 @@
 #define BUCKETS_MAX 10000u            /* "buckets" entries; looked up linearly */
 #define BUCKET_NAME_MAX 255u          /* S3 allows 63; older us-east-1 buckets 255 */
 #define ENV_NAME_MAX 128u
+#define CONNECT_TIMEOUT_MAX_MS 600000u   /* ten minutes: beyond that the tier is down */
+#define REQUEST_TIMEOUT_MAX_MS 3600000u  /* an hour: a multi-GiB part on a slow link */
+#define RETRIES_MAX 10u                  /* each retry holds a client waiting */
+#define CACHE_SIZE_MIN ((uint64_t)MIB)   /* below this the cache holds almost nothing */
+#define FILL_WORKERS_MAX 256u            /* same bound as threads, for the same reason */
+#define WAIT_MIN_MS 100u                 /* shorter makes readers give up on any fill */
+#define WAIT_MAX_MS 600000u              /* ten minutes of a client waiting is enough */
+#define TTL_MAX_S 31536000u              /* a year; beyond that say "immutable" */
+#define SIZE_FRAC_DIGITS_MAX 6u          /* keeps frac * unit (< 10^6 * 2^40) in 64 bits */
+#define HOST_MAX 253u                    /* a DNS name */
+#define HOST_LABEL_MAX 63u
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -87,8 +98,10 @@ static void user_free(struct conf_user *u)
 
 static void buckets_free(struct conf_bucket *b, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         free(b[i].name);
+        free(b[i].cold_bucket);
+    }
     free(b);
 }
 
@@ -126,6 +139,10 @@ void conf_free(struct conf *c)
         return;
     free(c->listen_addr);
     free(c->data_dir);
+    free(c->cold_url);
+    free(c->cold_ca_path);
+    free(c->spool_dir);
+    free(c->cache_dir);
     free(c->region);
     free(c->vhost_domain);
     users_free(c->users, c->n_users);
@@ -153,6 +170,10 @@ static int conf_copy(struct conf *dst, const struct conf *src)
     *dst = *src;
     dst->listen_addr = dup_opt(src->listen_addr, &ok);
     dst->data_dir = dup_opt(src->data_dir, &ok);
+    dst->cold_url = dup_opt(src->cold_url, &ok);
+    dst->cold_ca_path = dup_opt(src->cold_ca_path, &ok);
+    dst->spool_dir = dup_opt(src->spool_dir, &ok);
+    dst->cache_dir = dup_opt(src->cache_dir, &ok);
     dst->region = dup_opt(src->region, &ok);
     dst->vhost_domain = dup_opt(src->vhost_domain, &ok);
     dst->users = NULL;
@@ -192,9 +213,11 @@ static int conf_copy(struct conf *dst, const struct conf *src)
             ok = false;
         } else {
             dst->n_buckets = src->n_buckets;
+            /* copy the plain fields, then replace every pointer */
             for (size_t i = 0; i < src->n_buckets; i++) {
+                dst->buckets[i] = src->buckets[i];
                 dst->buckets[i].name = dup_opt(src->buckets[i].name, &ok);
-                dst->buckets[i].public_read = src->buckets[i].public_read;
+                dst->buckets[i].cold_bucket = dup_opt(src->buckets[i].cold_bucket, &ok);
             }
         }
     }
@@ -247,6 +270,21 @@ int conf_init_defaults(struct conf *c)
     c->listen_port = 9000;
     c->threads = 0;
     c->data_dir = strdup("var/data");
+    c->cold_url = NULL;
+    c->cold_ca_path = NULL;
+    c->cold_connect_timeout_ms = 1000;
+    c->cold_request_timeout_ms = 30000;
+    c->cold_retries = 2;
+    c->spool_dir = strdup("/tmp");
+    c->cache_dir = NULL;
+    c->cache_size = 10u * (uint64_t)1024 * MIB;
+    c->cache_high_pct = 90;
+    c->cache_low_pct = 80;
+    c->cache_fill_workers = 8;
+    c->cache_wait_ms = 30000;
+    c->cache_on_write = false;
+    c->consistency = CONF_CONSISTENCY_TTL;
+    c->consistency_ttl_s = 60;
     c->region = strdup("us-east-1");
     c->vhost_domain = NULL;
     c->users = calloc(1, sizeof *c->users);
@@ -265,7 +303,9 @@ int conf_init_defaults(struct conf *c)
     c->max_header_bytes = 16u * KIB;
     c->log_level = LOG_LVL_INFO;
     c->shutdown_grace_s = 30;
-    if (c->listen_addr == NULL || c->data_dir == NULL || c->region == NULL || c->users == NULL
+    c->metrics_public = false;
+    if (c->listen_addr == NULL || c->data_dir == NULL || c->spool_dir == NULL
+        || c->region == NULL || c->users == NULL
         || c->users[0].name == NULL || c->users[0].access_key == NULL
         || c->users[0].secret_key == NULL) {
         conf_free(c);
@@ -434,6 +474,264 @@ static int access_key_ok(const char *s)
     return 1;
 }
 
+/* ---- the cold and cache tiers ---- */
+
+/* One DNS name in [s, end): dot-separated labels of 1 to 63 letters, digits,
+ * '-' or '_' (container names often hold '_'), not starting or ending with
+ * '-'. All digits and dots must be a real IPv4 address, so "999.1.1.1" is not
+ * sent to the resolver as a name. */
+static int host_name_ok(const char *s, const char *end)
+{
+    size_t n = (size_t)(end - s), label = 0;
+    bool numeric = true;
+    if (n == 0 || n > HOST_MAX)
+        return 0;
+    for (const char *p = s; p < end; p++) {
+        char ch = *p;
+        if (ch == '.') {
+            if (label == 0 || p[-1] == '-')
+                return 0;
+            label = 0;
+            continue;
+        }
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9')
+              || ch == '-' || ch == '_'))
+            return 0;
+        if ((label == 0 && ch == '-') || ++label > HOST_LABEL_MAX)
+            return 0;
+        numeric = numeric && ch >= '0' && ch <= '9';
+    }
+    if (label == 0 || end[-1] == '-')
+        return 0;
+    if (numeric) {
+        char host[HOST_MAX + 1];
+        unsigned char bin[sizeof(struct in_addr)];
+        memcpy(host, s, n);
+        host[n] = '\0';
+        return inet_pton(AF_INET, host, bin) == 1;
+    }
+    return 1;
+}
+
+#define COLD_URL_HELP "must be http://HOST[:PORT] or https://HOST[:PORT], optionally with " \
+                      "a trailing '/', where HOST is a DNS name, an IPv4 address or a "      \
+                      "bracketed IPv6 address; no path, query or user:password@ "         \
+                      "(credentials come from the AWS_* variables)"
+
+/* http(s)://host[:port][/]. The S3 client appends "/bucket/key" itself, so a
+ * path would be lost, and user:password@ would put a secret in the config and
+ * in log lines. Only what curl and SigV4 agree on gets through. */
+static int cold_url_ok(const char *s)
+{
+    const char *p;
+    if (strncmp(s, "http://", 7) == 0)
+        p = s + 7;
+    else if (strncmp(s, "https://", 8) == 0)
+        p = s + 8;
+    else
+        return 0;
+    const char *end = p + strlen(p);
+    if (end > p && end[-1] == '/')
+        end--;
+    const char *hend;
+    if (*p == '[') {
+        const char *rb = memchr(p, ']', (size_t)(end - p));
+        char host[INET6_ADDRSTRLEN];
+        unsigned char bin[sizeof(struct in6_addr)];
+        if (rb == NULL)
+            return 0;
+        size_t hl = (size_t)(rb - (p + 1));
+        if (hl == 0 || hl >= sizeof host)
+            return 0;
+        memcpy(host, p + 1, hl);
+        host[hl] = '\0';
+        if (inet_pton(AF_INET6, host, bin) != 1)
+            return 0;
+        hend = rb + 1;
+    } else {
+        hend = p;
+        while (hend < end && *hend != ':')
+            hend++;
+        if (!host_name_ok(p, hend))
+            return 0;
+    }
+    if (hend == end)
+        return 1;
+    uint16_t port;
+    return *hend == ':' && port_parse(hend + 1, end, &port) == 0;
+}
+
+/* NULL (a null in the file) goes back to the local-directory tier. "" is
+ * refused: an unset variable expanded into SHARDGATE_COLD_URL= must not
+ * silently send writes to the local disk. The URL is not echoed, as it may
+ * hold a password. */
+static int set_cold_url(struct conf *c, const char *field, const char *s, char *err,
+                        size_t errlen)
+{
+    if (s == NULL) {
+        free(c->cold_url);
+        c->cold_url = NULL;
+        return 0;
+    }
+    if (!cold_url_ok(s))
+        return fail(err, errlen, "%s: " COLD_URL_HELP, field);
+    if (replace_str(&c->cold_url, s) != 0)
+        return fail(err, errlen, "%s: out of memory", field);
+    return 0;
+}
+
+/* Sets an optional path: NULL clears it, "" is refused. */
+static int set_opt_path(char **dst, const char *field, const char *s, const char *null_means,
+                        char *err, size_t errlen)
+{
+    if (s == NULL) {
+        free(*dst);
+        *dst = NULL;
+        return 0;
+    }
+    if (s[0] == '\0')
+        return fail(err, errlen, "%s: must be a non-empty path%s", field, null_means);
+    if (replace_str(dst, s) != 0)
+        return fail(err, errlen, "%s: out of memory", field);
+    return 0;
+}
+
+static int set_cold_ca_path(struct conf *c, const char *field, const char *s, char *err,
+                            size_t errlen)
+{
+    return set_opt_path(&c->cold_ca_path, field, s, " (null: the system CA store)", err,
+                        errlen);
+}
+
+static int set_cache_dir(struct conf *c, const char *field, const char *s, char *err,
+                         size_t errlen)
+{
+    return set_opt_path(&c->cache_dir, field, s, " (null in the config file: no cache)", err,
+                        errlen);
+}
+
+static int set_spool_dir(struct conf *c, const char *field, const char *s, char *err,
+                         size_t errlen)
+{
+    return set_opt_path(&c->spool_dir, field, s, "", err, errlen);
+}
+
+int conf_size_parse(const char *s, uint64_t *out)
+{
+    static const struct {
+        const char *unit;
+        uint64_t mult;
+    } units[] = {
+        { "", 1 },
+        { "K", 1ull << 10 }, { "M", 1ull << 20 }, { "G", 1ull << 30 }, { "T", 1ull << 40 },
+        { "KiB", 1ull << 10 }, { "MiB", 1ull << 20 }, { "GiB", 1ull << 30 },
+        { "TiB", 1ull << 40 },
+        { "KB", 1000ull }, { "MB", 1000000ull }, { "GB", 1000000000ull },
+        { "TB", 1000000000000ull },
+    };
+    uint64_t whole = 0, frac = 0, frac_div = 1;
+    unsigned nfrac = 0;
+    const char *p = s;
+
+    if (s == NULL || *p < '0' || *p > '9')
+        return -1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        unsigned d = (unsigned)(*p - '0');
+        if (whole > (UINT64_MAX - d) / 10u)
+            return -1;
+        whole = whole * 10u + d;
+    }
+    if (*p == '.') {
+        p++;
+        if (*p < '0' || *p > '9')
+            return -1;
+        for (; *p >= '0' && *p <= '9'; p++) {
+            if (++nfrac > SIZE_FRAC_DIGITS_MAX)
+                return -1;
+            frac = frac * 10u + (unsigned)(*p - '0');
+            frac_div *= 10u;
+        }
+    }
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(p, units[i].unit) != 0)
+            continue;
+        uint64_t m = units[i].mult;
+        if (nfrac > 0 && m == 1)
+            return -1;   /* a fraction of a byte: "1.5" is surely a missing unit */
+        if (whole > UINT64_MAX / m)
+            return -1;
+        uint64_t v = whole * m, f = frac * m / frac_div;   /* frac * m < 10^6 * 2^40 */
+        if (v > UINT64_MAX - f)
+            return -1;
+        *out = v + f;
+        return 0;
+    }
+    return -1;
+}
+
+#define SIZE_HELP "must be at least 1 MiB: a number of bytes (1073741824) or a string with a " \
+                  "unit (\"512M\", \"64MiB\", \"10G\", \"1.5GiB\", \"2T\"; K/M/G/T and "        \
+                  "KiB/MiB/GiB/TiB are powers of 1024, KB/MB/GB/TB powers of 1000)"
+
+static int set_cache_size(struct conf *c, const char *field, const char *s, char *err,
+                          size_t errlen)
+{
+    uint64_t v;
+    if (conf_size_parse(s, &v) != 0 || v < CACHE_SIZE_MIN)
+        return fail(err, errlen, "%s: " SIZE_HELP, field);
+    c->cache_size = v;
+    return 0;
+}
+
+#define CONSISTENCY_HELP "must be \"immutable\", \"always\" or \"ttl:SECONDS\" with SECONDS " \
+                         "from 1 to %u"
+
+/* "immutable", "always" or "ttl:SECONDS"; *ttl is 0 unless the mode is TTL. */
+static int consistency_parse(const char *s, enum conf_consistency *mode, unsigned *ttl)
+{
+    unsigned v;
+    if (strcmp(s, "immutable") == 0) {
+        *mode = CONF_CONSISTENCY_IMMUTABLE;
+        *ttl = 0;
+        return 0;
+    }
+    if (strcmp(s, "always") == 0) {
+        *mode = CONF_CONSISTENCY_ALWAYS;
+        *ttl = 0;
+        return 0;
+    }
+    if (strncmp(s, "ttl:", 4) != 0 || uint_parse(s + 4, TTL_MAX_S, &v) != 0 || v < 1)
+        return -1;
+    *mode = CONF_CONSISTENCY_TTL;
+    *ttl = v;
+    return 0;
+}
+
+/* For conf_validate: a mode and TTL as consistency_parse would leave them. */
+static bool consistency_ok(enum conf_consistency mode, unsigned ttl)
+{
+    switch (mode) {
+    case CONF_CONSISTENCY_IMMUTABLE:
+    case CONF_CONSISTENCY_ALWAYS:
+        return true;
+    case CONF_CONSISTENCY_TTL:
+        return ttl >= 1 && ttl <= TTL_MAX_S;
+    }
+    return false;
+}
+
+static int set_consistency(struct conf *c, const char *field, const char *s, char *err,
+                           size_t errlen)
+{
+    enum conf_consistency mode;
+    unsigned ttl;
+    if (consistency_parse(s, &mode, &ttl) != 0)
+        return fail(err, errlen, "%s: " CONSISTENCY_HELP, field, TTL_MAX_S);
+    c->consistency = mode;
+    c->consistency_ttl_s = ttl;
+    return 0;
+}
+
 #define ACCESS_KEY_HELP "must be non-empty, without '/', ',', spaces or control characters"
 
 /* ---- the JSON file ---- */
@@ -482,6 +780,42 @@ static int bucket_name_ok(const char *s)
     }
     return 1;
 }
+
+/* The cold tier's own bucket names follow S3's rules for new buckets: 3 to
+ * 63 lowercase letters, digits, '.' and '-', a letter or digit at both ends,
+ * no "..", not an IPv4 address, none of the reserved prefixes and suffixes.
+ * A name S3 would refuse could only fail later, on the first request. */
+static int s3_bucket_name_ok(const char *s)
+{
+    static const char *const bad_prefix[] = { "xn--", "sthree-" };
+    static const char *const bad_suffix[] = { "-s3alias", "--ol-s3" };
+    size_t n = strlen(s);
+    unsigned char bin[sizeof(struct in_addr)];
+    if (n < 3 || n > 63)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
+        if (!alnum && ((i == 0 || i == n - 1) || (ch != '.' && ch != '-')))
+            return 0;
+    }
+    if (strstr(s, "..") != NULL || inet_pton(AF_INET, s, bin) == 1)
+        return 0;
+    for (size_t i = 0; i < sizeof bad_prefix / sizeof bad_prefix[0]; i++)
+        if (strncmp(s, bad_prefix[i], strlen(bad_prefix[i])) == 0)
+            return 0;
+    for (size_t i = 0; i < sizeof bad_suffix / sizeof bad_suffix[0]; i++) {
+        size_t k = strlen(bad_suffix[i]);
+        if (n >= k && strcmp(s + n - k, bad_suffix[i]) == 0)
+            return 0;
+    }
+    return 1;
+}
+
+#define S3_BUCKET_NAME_HELP "must be null or an S3 bucket name: 3 to 63 lowercase letters, " \
+                            "digits, '.' or '-', starting and ending with a letter or digit, " \
+                            "no \"..\", not an IP address, no \"xn--\" or \"sthree-\" " \
+                            "prefix, no \"-s3alias\" or \"--ol-s3\" suffix"
 
 #define BUCKET_NAME_HELP "must be \"*\" or a bucket name (letters, digits, '.', '-', '_', " \
                          "starting with a letter or digit)"
@@ -667,17 +1001,21 @@ static int users_from_json(struct conf *c, const json_t *v, char *err, size_t er
     return 0;
 }
 
-static const char *const bucket_keys[] = { "public_read" };
+static const char *const bucket_keys[] = { "public_read", "consistency", "cold_bucket" };
 enum { N_BUCKET_KEYS = sizeof bucket_keys / sizeof bucket_keys[0] };
+#define BUCKET_KEYS_HELP "public_read, consistency, cold_bucket"
 
-/* buckets: {"<name>": {"public_read": true}, ...}. Unknown keys are refused
- * like everywhere else, so a typo ("public-read") never silently means false. */
+/* buckets: {"<name>": {"public_read": true, "consistency": "immutable",
+ * "cold_bucket": "other-name"}, ...}. Unknown keys are refused like
+ * everywhere else, so a typo ("public-read") never silently means false. */
 static int buckets_from_json(struct conf *c, const json_t *v, char *err, size_t errlen)
 {
     if (!json_is_object(v) || json_object_size(v) > BUCKETS_MAX)
         return fail(err, errlen, "buckets: must be an object of at most %u entries like "
                     "{\"datasets\": {\"public_read\": true}}", BUCKETS_MAX);
     size_t n = json_object_size(v);
+    /* all n entries are freed on failure: those past `got` are zeroed or hold
+     * the strings of the entry being filled */
     struct conf_bucket *bs = n ? calloc(n, sizeof *bs) : NULL;
     size_t got = 0;
     if (n && bs == NULL)
@@ -701,8 +1039,8 @@ static int buckets_from_json(struct conf *c, const json_t *v, char *err, size_t 
             for (size_t k = 0; k < N_BUCKET_KEYS; k++)
                 known = known || strcmp(key, bucket_keys[k]) == 0;
             if (!known) {
-                fail(err, errlen, "buckets.%s: unknown key \"%.64s\" (allowed: public_read)",
-                     name, key);
+                fail(err, errlen, "buckets.%s: unknown key \"%.64s\" (allowed: "
+                     BUCKET_KEYS_HELP ")", name, key);
                 goto bad;
             }
         }
@@ -713,6 +1051,28 @@ static int buckets_from_json(struct conf *c, const json_t *v, char *err, size_t 
             goto bad;
         }
         b->public_read = pr != NULL && json_is_true(pr);
+        const json_t *cs = json_object_get(o, "consistency");
+        if (cs != NULL) {
+            const char *str = json_cstr(cs);
+            if (str == NULL || consistency_parse(str, &b->consistency, &b->ttl_s) != 0) {
+                fail(err, errlen, "buckets.%s.consistency: " CONSISTENCY_HELP, name, TTL_MAX_S);
+                goto bad;
+            }
+            b->has_consistency = true;
+        }
+        const json_t *cb = json_object_get(o, "cold_bucket");
+        if (cb != NULL && !json_is_null(cb)) {
+            const char *str = json_cstr(cb);
+            if (str == NULL || !s3_bucket_name_ok(str)) {
+                fail(err, errlen, "buckets.%s.cold_bucket: " S3_BUCKET_NAME_HELP, name);
+                goto bad;
+            }
+            b->cold_bucket = strdup(str);
+            if (b->cold_bucket == NULL) {
+                fail(err, errlen, "buckets: out of memory");
+                goto bad;
+            }
+        }
         b->name = strdup(name);
         if (b->name == NULL) {
             fail(err, errlen, "buckets: out of memory");
@@ -725,8 +1085,88 @@ static int buckets_from_json(struct conf *c, const json_t *v, char *err, size_t 
     c->n_buckets = got;
     return 0;
 bad:
-    buckets_free(bs, got);
+    buckets_free(bs, n);
     return -1;
+}
+
+static const char *const cache_keys[] = { "dir", "size", "high_watermark", "low_watermark",
+                                          "fill_workers", "wait_timeout_ms", "on_write",
+                                          "consistency" };
+enum { N_CACHE_KEYS = sizeof cache_keys / sizeof cache_keys[0] };
+_Static_assert(N_CACHE_KEYS == 8, "update cache_keys, CACHE_KEYS_HELP, cache_from_json and "
+               "the example config");
+#define CACHE_KEYS_HELP "dir, size, high_watermark, low_watermark, fill_workers, " \
+                        "wait_timeout_ms, on_write, consistency"
+
+/* cache: {"dir": "/nvme/sg", "size": "100GiB", ...}. Each key given replaces
+ * that one setting; the rest keep their values. Whether low_watermark is below
+ * high_watermark is checked in conf_validate, once every source has spoken. */
+static int cache_from_json(struct conf *c, const json_t *v, char *err, size_t errlen)
+{
+    const char *key;
+    json_t *val;
+    unsigned long long n;
+
+    if (!json_is_object(v))
+        return fail(err, errlen, "cache: must be an object like {\"dir\": \"/nvme/shardgate\", "
+                    "\"size\": \"100GiB\"}");
+    json_object_foreach((json_t *)v, key, val) {
+        size_t k = 0;
+        while (k < N_CACHE_KEYS && strcmp(key, cache_keys[k]) != 0)
+            k++;
+        if (k == N_CACHE_KEYS)
+            return fail(err, errlen, "cache: unknown key \"%.64s\" (allowed: " CACHE_KEYS_HELP
+                        ")", key);
+        if (strcmp(key, "dir") == 0) {
+            const char *s = json_cstr(val);
+            if (s == NULL && !json_is_null(val))
+                return fail(err, errlen, "cache.dir: must be a non-empty path, or null for "
+                            "no cache");
+            if (set_cache_dir(c, "cache.dir", s, err, errlen) != 0)
+                return -1;
+        } else if (strcmp(key, "size") == 0) {
+            if (json_is_integer(val)) {
+                if (json_integer_value(val) < 0
+                    || (uint64_t)json_integer_value(val) < CACHE_SIZE_MIN)
+                    return fail(err, errlen, "cache.size: " SIZE_HELP);
+                c->cache_size = (uint64_t)json_integer_value(val);
+            } else {
+                const char *s = json_cstr(val);
+                if (s == NULL)
+                    return fail(err, errlen, "cache.size: " SIZE_HELP);
+                if (set_cache_size(c, "cache.size", s, err, errlen) != 0)
+                    return -1;
+            }
+        } else if (strcmp(key, "high_watermark") == 0) {
+            if (json_uint(val, "cache.high_watermark", 2, 100, &n, err, errlen) != 0)
+                return -1;
+            c->cache_high_pct = (unsigned)n;
+        } else if (strcmp(key, "low_watermark") == 0) {
+            if (json_uint(val, "cache.low_watermark", 1, 99, &n, err, errlen) != 0)
+                return -1;
+            c->cache_low_pct = (unsigned)n;
+        } else if (strcmp(key, "fill_workers") == 0) {
+            if (json_uint(val, "cache.fill_workers", 1, FILL_WORKERS_MAX, &n, err, errlen) != 0)
+                return -1;
+            c->cache_fill_workers = (unsigned)n;
+        } else if (strcmp(key, "wait_timeout_ms") == 0) {
+            if (json_uint(val, "cache.wait_timeout_ms", WAIT_MIN_MS, WAIT_MAX_MS, &n, err,
+                          errlen) != 0)
+                return -1;
+            c->cache_wait_ms = (unsigned)n;
+        } else if (strcmp(key, "on_write") == 0) {
+            if (!json_is_boolean(val))
+                return fail(err, errlen, "cache.on_write: must be true or false");
+            c->cache_on_write = json_is_true(val);
+        } else { /* "consistency" */
+            const char *s = json_cstr(val);
+            if (s == NULL)
+                return fail(err, errlen, "cache.consistency: " CONSISTENCY_HELP, TTL_MAX_S);
+            if (set_consistency(c, "cache.consistency", s, err, errlen) != 0)
+                return -1;
+        }
+    }
+    return 0;
 }
 
 typedef int (*str_setter)(struct conf *c, const char *field, const char *s, char *err,
@@ -737,26 +1177,38 @@ typedef int (*str_setter)(struct conf *c, const char *field, const char *s, char
 struct file_key {
     const char *name;
     str_setter set;   /* NULL: not a plain string option */
+    bool null_ok;     /* with set: null is passed on as NULL (turns the option off) */
 };
 
 static const struct file_key file_keys[] = {
-    { "listen", set_listen },
-    { "data_dir", set_data_dir },
-    { "region", set_region },
-    { "vhost_domain", NULL },
-    { "threads", NULL },
-    { "log_level", set_log_level },
-    { "shutdown_grace_s", NULL },
-    { "max_xml_body", NULL },
-    { "max_header_bytes", NULL },
-    { "users", NULL },
-    { "buckets", NULL },
+    { "listen", set_listen, false },
+    { "data_dir", set_data_dir, false },
+    { "cold_url", set_cold_url, true },
+    { "cold_ca_path", set_cold_ca_path, true },
+    { "cold_connect_timeout_ms", NULL, false },
+    { "cold_request_timeout_ms", NULL, false },
+    { "cold_retries", NULL, false },
+    { "spool_dir", set_spool_dir, false },
+    { "cache", NULL, false },
+    { "region", set_region, false },
+    { "vhost_domain", NULL, false },
+    { "threads", NULL, false },
+    { "log_level", set_log_level, false },
+    { "shutdown_grace_s", NULL, false },
+    { "max_xml_body", NULL, false },
+    { "max_header_bytes", NULL, false },
+    { "metrics_public", NULL, false },
+    { "users", NULL, false },
+    { "buckets", NULL, false },
 };
 enum { N_FILE_KEYS = sizeof file_keys / sizeof file_keys[0] };
-_Static_assert(N_FILE_KEYS == 11, "update file_keys, key_apply and the example config");
+_Static_assert(N_FILE_KEYS == 19, "update file_keys, FILE_KEYS_HELP, key_apply and the "
+               "example config");
 
-#define FILE_KEYS_HELP "listen, data_dir, region, vhost_domain, threads, log_level, " \
-                       "shutdown_grace_s, max_xml_body, max_header_bytes, users, buckets"
+#define FILE_KEYS_HELP "listen, data_dir, cold_url, cold_ca_path, cold_connect_timeout_ms, " \
+                       "cold_request_timeout_ms, cold_retries, spool_dir, cache, region, "    \
+                       "vhost_domain, threads, log_level, shutdown_grace_s, max_xml_body, "   \
+                       "max_header_bytes, metrics_public, users, buckets"
 
 static int key_apply(struct conf *c, const struct file_key *k, const json_t *v, char *err,
                      size_t errlen)
@@ -764,9 +1216,12 @@ static int key_apply(struct conf *c, const struct file_key *k, const json_t *v, 
     unsigned long long n;
 
     if (k->set != NULL) {
+        if (k->null_ok && json_is_null(v))
+            return k->set(c, k->name, NULL, err, errlen);
         const char *s = json_cstr(v);
         if (s == NULL)
-            return fail(err, errlen, "%s: must be a string", k->name);
+            return fail(err, errlen, "%s: must be a string%s", k->name,
+                        k->null_ok ? " or null" : "");
         return k->set(c, k->name, s, err, errlen);
     }
     if (strcmp(k->name, "vhost_domain") == 0) {
@@ -801,6 +1256,32 @@ static int key_apply(struct conf *c, const struct file_key *k, const json_t *v, 
         c->max_header_bytes = (unsigned)n;
         return 0;
     }
+    if (strcmp(k->name, "cold_connect_timeout_ms") == 0) {
+        if (json_uint(v, k->name, 1, CONNECT_TIMEOUT_MAX_MS, &n, err, errlen) != 0)
+            return -1;
+        c->cold_connect_timeout_ms = (unsigned)n;
+        return 0;
+    }
+    if (strcmp(k->name, "cold_request_timeout_ms") == 0) {
+        if (json_uint(v, k->name, 1, REQUEST_TIMEOUT_MAX_MS, &n, err, errlen) != 0)
+            return -1;
+        c->cold_request_timeout_ms = (unsigned)n;
+        return 0;
+    }
+    if (strcmp(k->name, "cold_retries") == 0) {
+        if (json_uint(v, k->name, 0, RETRIES_MAX, &n, err, errlen) != 0)
+            return -1;
+        c->cold_retries = (unsigned)n;
+        return 0;
+    }
+    if (strcmp(k->name, "metrics_public") == 0) {
+        if (!json_is_boolean(v))
+            return fail(err, errlen, "metrics_public: must be true or false");
+        c->metrics_public = json_is_true(v);
+        return 0;
+    }
+    if (strcmp(k->name, "cache") == 0)
+        return cache_from_json(c, v, err, errlen);
     if (strcmp(k->name, "buckets") == 0)
         return buckets_from_json(c, v, err, errlen);
     /* "users" */
@@ -944,6 +1425,10 @@ static const struct {
     { "SHARDGATE_DATA_DIR", set_data_dir },
     { "SHARDGATE_REGION", set_region },
     { "SHARDGATE_LOG_LEVEL", set_log_level },
+    { "SHARDGATE_COLD_URL", set_cold_url },
+    { "SHARDGATE_CACHE_DIR", set_cache_dir },
+    { "SHARDGATE_CACHE_SIZE", set_cache_size },
+    { "SHARDGATE_CONSISTENCY", set_consistency },
 };
 
 int conf_apply_env(struct conf *c, char *err, size_t errlen)
@@ -990,6 +1475,10 @@ static const struct {
     { "vhost-domain", "--vhost-domain", set_vhost_domain },
     { "threads", "--threads", set_threads },
     { "log-level", "--log-level", set_log_level },
+    { "cold", "--cold", set_cold_url },
+    { "cache-dir", "--cache-dir", set_cache_dir },
+    { "cache-size", "--cache-size", set_cache_size },
+    { "consistency", "--consistency", set_consistency },
 };
 
 /* Each setter checks its value before touching `c`, so a single flag needs
@@ -1005,13 +1494,45 @@ int conf_set_flag(struct conf *c, const char *flag, const char *value, char *err
         return flags[i].set(c, flags[i].field, value, err, errlen);
     }
     return fail(err, errlen, "unknown flag \"--%.64s\" (allowed: --listen, --data, --region, "
-                "--vhost-domain, --threads, --log-level)", flag);
+                "--vhost-domain, --threads, --log-level, --cold, --cache-dir, --cache-size, "
+                "--consistency)", flag);
 }
 
 /* ---- final checks ---- */
 
+/* The name a listed bucket has in the cold tier. */
+static const char *bucket_cold_name(const struct conf_bucket *b)
+{
+    return b->cold_bucket != NULL ? b->cold_bucket : b->name;
+}
+
+/* Finds a listed bucket `*with` whose cold_bucket is also the cold name of
+ * another listed bucket `*other`; returns 1 and their indexes. Buckets not
+ * listed cannot be checked: they are only known at request time. Scans only
+ * from entries with a cold_bucket, so a long list of plain buckets stays
+ * linear. */
+static int buckets_find_cold_alias(const struct conf_bucket *bs, size_t n, size_t *with,
+                                   size_t *other)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (bs[i].cold_bucket == NULL)
+            continue;
+        for (size_t j = 0; j < n; j++) {
+            if (j != i && bs[j].name != NULL
+                && strcmp(bs[i].cold_bucket, bucket_cold_name(&bs[j])) == 0) {
+                *with = i;
+                *other = j;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
 int conf_validate(const struct conf *c, char *err, size_t errlen)
 {
+    size_t a, b;
+
     err_clear(err, errlen);
     if (c->listen_addr == NULL || c->listen_addr[0] == '\0')
         return fail(err, errlen, "listen: address is missing");
@@ -1021,6 +1542,37 @@ int conf_validate(const struct conf *c, char *err, size_t errlen)
         return fail(err, errlen, "data_dir: must not be empty");
     if (c->region == NULL || c->region[0] == '\0')
         return fail(err, errlen, "region: must not be empty");
+    if (c->cold_url != NULL && !cold_url_ok(c->cold_url))
+        return fail(err, errlen, "cold_url: " COLD_URL_HELP);
+    if (c->cold_ca_path != NULL && c->cold_ca_path[0] == '\0')
+        return fail(err, errlen, "cold_ca_path: must be a non-empty path or null");
+    if (c->cold_connect_timeout_ms < 1 || c->cold_connect_timeout_ms > CONNECT_TIMEOUT_MAX_MS)
+        return fail(err, errlen, "cold_connect_timeout_ms: must be an integer from 1 to %u",
+                    CONNECT_TIMEOUT_MAX_MS);
+    if (c->cold_request_timeout_ms < 1 || c->cold_request_timeout_ms > REQUEST_TIMEOUT_MAX_MS)
+        return fail(err, errlen, "cold_request_timeout_ms: must be an integer from 1 to %u",
+                    REQUEST_TIMEOUT_MAX_MS);
+    if (c->cold_retries > RETRIES_MAX)
+        return fail(err, errlen, "cold_retries: must be an integer from 0 to %u", RETRIES_MAX);
+    if (c->spool_dir == NULL || c->spool_dir[0] == '\0')
+        return fail(err, errlen, "spool_dir: must not be empty");
+    if (c->cache_dir != NULL && c->cache_dir[0] == '\0')
+        return fail(err, errlen, "cache.dir: must be a non-empty path or null");
+    if (c->cache_size < CACHE_SIZE_MIN)
+        return fail(err, errlen, "cache.size: " SIZE_HELP);
+    if (c->cache_high_pct < 2 || c->cache_high_pct > 100)
+        return fail(err, errlen, "cache.high_watermark: must be an integer from 2 to 100");
+    if (c->cache_low_pct < 1 || c->cache_low_pct >= c->cache_high_pct)
+        return fail(err, errlen, "cache.low_watermark: must be an integer from 1 to %u, below "
+                    "cache.high_watermark (%u)", c->cache_high_pct - 1, c->cache_high_pct);
+    if (c->cache_fill_workers < 1 || c->cache_fill_workers > FILL_WORKERS_MAX)
+        return fail(err, errlen, "cache.fill_workers: must be an integer from 1 to %u",
+                    FILL_WORKERS_MAX);
+    if (c->cache_wait_ms < WAIT_MIN_MS || c->cache_wait_ms > WAIT_MAX_MS)
+        return fail(err, errlen, "cache.wait_timeout_ms: must be an integer from %u to %u",
+                    WAIT_MIN_MS, WAIT_MAX_MS);
+    if (!consistency_ok(c->consistency, c->consistency_ttl_s))
+        return fail(err, errlen, "consistency: " CONSISTENCY_HELP, TTL_MAX_S);
     if (c->threads > THREADS_MAX)
         return fail(err, errlen, "threads: must be an integer from 0 to %u", THREADS_MAX);
     if (c->shutdown_grace_s > GRACE_MAX_S)
@@ -1050,10 +1602,20 @@ int conf_validate(const struct conf *c, char *err, size_t errlen)
                 return fail(err, errlen, "users[%zu].permissions.%s: bad level", i, p->bucket);
         }
     }
-    for (size_t i = 0; i < c->n_buckets; i++)
-        if (c->buckets[i].name == NULL || !bucket_name_ok(c->buckets[i].name))
+    for (size_t i = 0; i < c->n_buckets; i++) {
+        const struct conf_bucket *bk = &c->buckets[i];
+        if (bk->name == NULL || !bucket_name_ok(bk->name))
             return fail(err, errlen, "buckets: entry %zu has no valid bucket name", i);
-    size_t a, b;
+        if (bk->has_consistency && !consistency_ok(bk->consistency, bk->ttl_s))
+            return fail(err, errlen, "buckets.%s.consistency: " CONSISTENCY_HELP, bk->name,
+                        TTL_MAX_S);
+        if (bk->cold_bucket != NULL && !s3_bucket_name_ok(bk->cold_bucket))
+            return fail(err, errlen, "buckets.%s.cold_bucket: " S3_BUCKET_NAME_HELP, bk->name);
+    }
+    if (buckets_find_cold_alias(c->buckets, c->n_buckets, &a, &b))
+        return fail(err, errlen, "buckets.%s.cold_bucket: \"%s\" is already the cold bucket of "
+                    "buckets.%s (two names for one bucket would each cache their own copy)",
+                    c->buckets[a].name, c->buckets[a].cold_bucket, c->buckets[b].name);
     if (users_find_duplicate(c->users, c->n_users, &a, &b))
         return fail(err, errlen, "users[%zu].access_key: same as users[%zu].access_key "
                     "(access keys must be unique)", b, a);

@@ -39,11 +39,25 @@ struct conf_user {
     size_t n_perms;
 };
 
+/* How long a cached copy may be served without asking the cold tier whether
+ * it changed. String forms: "immutable", "always", "ttl:SECONDS". */
+enum conf_consistency {
+    CONF_CONSISTENCY_IMMUTABLE,  /* objects never change in the cold tier: never revalidate */
+    CONF_CONSISTENCY_TTL,        /* revalidate copies older than a number of seconds */
+    CONF_CONSISTENCY_ALWAYS,     /* revalidate (HEAD the cold tier) on every read */
+};
+
 /* Per-bucket settings: top-level "buckets" object, one object per bucket so
- * later settings (e.g. consistency) fit beside public_read. */
+ * later settings fit beside public_read. */
 struct conf_bucket {
     char *name;
     bool public_read;  /* anonymous GET/HEAD/list allowed; never anonymous writes */
+    bool has_consistency;               /* "consistency" given; else conf.consistency */
+    enum conf_consistency consistency;  /* when has_consistency */
+    unsigned ttl_s;                     /* with CONF_CONSISTENCY_TTL: 1..31536000; else 0 */
+    char *cold_bucket;  /* "cold_bucket": the bucket's name in the S3 cold tier when it
+                           differs (a valid S3 bucket name); NULL = same name. Only
+                           used with cold_url. */
 };
 
 struct conf {
@@ -52,8 +66,36 @@ struct conf {
     uint16_t listen_port;       /* 9000 */
     unsigned threads;           /* libmicrohttpd pool size; 0 = one per core */
 
-    /* the cold tier: the local-directory store */
+    /* the cold tier: an S3 endpoint, or (cold_url NULL) the local directory data_dir */
     char *data_dir;             /* "var/data" under the working directory */
+    char *cold_url;                 /* "cold_url" / --cold URL / SHARDGATE_COLD_URL; NULL;
+                                       http(s)://host[:port][/] only, stored as given */
+    char *cold_ca_path;             /* "cold_ca_path": CA bundle file or dir for TLS to the
+                                       cold tier; NULL = system */
+    unsigned cold_connect_timeout_ms;  /* "cold_connect_timeout_ms": 1000 (1..600000) */
+    unsigned cold_request_timeout_ms;  /* "cold_request_timeout_ms": 30000 (1..3600000) */
+    unsigned cold_retries;          /* "cold_retries": 2 (0..10) */
+    char *spool_dir;                /* "spool_dir": where uploads to an S3 cold tier are
+                                       staged; "/tmp" */
+
+    /* the cache tier: off when cache_dir is NULL. The file's "cache" object
+     * holds these (keys in quotes below). */
+    char *cache_dir;                /* "dir" / --cache-dir DIR / SHARDGATE_CACHE_DIR; NULL */
+    uint64_t cache_size;            /* "size" / --cache-size / SHARDGATE_CACHE_SIZE: bytes,
+                                       10 GiB; at least 1 MiB; see conf_size_parse */
+    unsigned cache_high_pct;        /* "high_watermark": 90 percent, 2..100 */
+    unsigned cache_low_pct;         /* "low_watermark": 80 percent, 1..high-1 (the
+                                       pair is checked in conf_validate) */
+    unsigned cache_fill_workers;    /* "fill_workers": 8, 1..256 */
+    unsigned cache_wait_ms;         /* "wait_timeout_ms": 30000, 100..600000: how long a
+                                       reader waits for bytes of a fill */
+    bool cache_on_write;            /* "on_write": false; true = a write through shardgate
+                                       replaces the cached copy instead of only
+                                       invalidating it */
+    enum conf_consistency consistency;  /* "consistency" / --consistency /
+                                           SHARDGATE_CONSISTENCY: ttl:60; buckets
+                                           may override it */
+    unsigned consistency_ttl_s;     /* with CONF_CONSISTENCY_TTL: 1..31536000; else 0 */
 
     /* S3 surface */
     char *region;               /* "us-east-1": signed scope and GetBucketLocation */
@@ -79,6 +121,8 @@ struct conf {
     /* operation */
     enum log_level log_level;   /* info */
     unsigned shutdown_grace_s;  /* in-flight requests get this long on SIGTERM: 30 */
+    bool metrics_public;        /* "metrics_public": false; true = GET /metrics without
+                                   the admin permission */
 };
 
 /* "none", "read", "write", "admin". */
@@ -86,6 +130,14 @@ const char *conf_perm_level_name(enum conf_perm_level l);
 
 /* The settings of bucket `name`, or NULL when it has no entry. Borrowed. */
 const struct conf_bucket *conf_bucket_find(const struct conf *c, const char *name);
+
+/* Parses a size in bytes: decimal digits with an optional unit, no spaces:
+ * "1073741824", "512M", "64MiB", "10G", "1.5GiB", "2T". K/M/G/T and
+ * KiB/MiB/GiB/TiB are powers of 1024, KB/MB/GB/TB powers of 1000 (case as
+ * written). A fraction (at most 6 digits) needs a unit and is rounded down
+ * to whole bytes. Returns 0 with *out set, or -1 (syntax, overflow of 64
+ * bits) leaving *out alone. No minimum: callers check their own. */
+int conf_size_parse(const char *s, uint64_t *out);
 
 /* Fills `c` with the built-in defaults. Returns 0, or -1 when out of memory. */
 int conf_init_defaults(struct conf *c);
@@ -96,15 +148,19 @@ int conf_init_defaults(struct conf *c);
 int conf_load_file(struct conf *c, const char *path, char *err, size_t errlen);
 
 /* Merges SHARDGATE_* environment variables (ACCESS_KEY, SECRET_KEY, LISTEN,
- * DATA_DIR, REGION, LOG_LEVEL). Same error contract as conf_load_file. */
+ * DATA_DIR, REGION, LOG_LEVEL, COLD_URL, CACHE_DIR, CACHE_SIZE, CONSISTENCY).
+ * A variable set to "" is an error, not "unset". Same error contract as
+ * conf_load_file. */
 int conf_apply_env(struct conf *c, char *err, size_t errlen);
 
 /* Sets one option from a command-line flag name without dashes ("listen",
- * "data", "region", "vhost-domain", "threads", "log-level"). Same error
- * contract. */
+ * "data", "region", "vhost-domain", "threads", "log-level", "cold",
+ * "cache-dir", "cache-size", "consistency"). Only --vhost-domain takes ""
+ * (to turn it off); the others refuse it. Same error contract. */
 int conf_set_flag(struct conf *c, const char *flag, const char *value, char *err, size_t errlen);
 
-/* Final checks after merging (ports, non-empty keys, unique access keys...). */
+/* Final checks after merging (ports, non-empty keys, unique access keys,
+ * cache watermarks low < high, one cold bucket per listed bucket...). */
 int conf_validate(const struct conf *c, char *err, size_t errlen);
 
 /* Frees everything `c` owns; `c` itself is the caller's. */

@@ -6,20 +6,26 @@
 
 #include "auth.h"
 #include "backend.h"
+#include "cache.h"
 #include "conf.h"
 
 struct gw;   /* opaque: one running server */
 
-/* Starts listening on c->listen_addr:listen_port with a thread pool. Borrows
- * c, b and a until gw_stop(). Returns 0 and a new handle, or -1 with the
- * reason logged. */
-int gw_start(const struct conf *c, struct backend *b, struct auth *a, struct gw **out);
+/* Starts listening on c->listen_addr:listen_port with a thread pool. Reads
+ * go through `cache` when it is not NULL, else straight to the cold tier b.
+ * Borrows c, b, a and cache until gw_stop(). Returns 0 and a new handle, or
+ * -1 with the reason logged. */
+int gw_start(const struct conf *c, struct backend *b, struct auth *a, struct cache *cache,
+             struct gw **out);
 
 /* The port actually bound (useful when the configured port was 0). */
 uint16_t gw_port(const struct gw *g);
 
 /* Stops accepting, lets in-flight requests finish for up to grace_s seconds,
- * then closes every connection and frees the handle. */
+ * stops the cache (which resumes every reader waiting on a fill: a
+ * suspended connection must be resumed before the server stops), then
+ * closes every connection and frees the handle. The caller closes the cache
+ * afterwards. */
 void gw_stop(struct gw *g, unsigned grace_s);
 
 #endif

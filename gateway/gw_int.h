@@ -125,8 +125,12 @@ enum gw_op {
     GW_OP_ABORT_UPLOAD,
     GW_OP_LIST_PARTS,
     GW_OP_NOT_IMPLEMENTED,   /* a known S3 sub-resource we do not serve */
+    GW_OP_METRICS,           /* GET /metrics (Prometheus) */
     GW_OP_COUNT
 };
+
+/* How a GET/HEAD used the cache, for the latency histograms. */
+enum gw_cache_use { GW_CACHE_NONE, GW_CACHE_HIT, GW_CACHE_MISS };
 
 const char *gw_op_name(enum gw_op op);
 
@@ -140,6 +144,8 @@ enum gw_body {
 enum gw_req_state {
     GW_REQ_NEW,       /* headers arrived, nothing decided */
     GW_REQ_BODY,      /* receiving the body */
+    GW_REQ_WAIT,      /* suspended until the cache has what the handler needs;
+                         on resume the handler runs again */
     GW_REQ_DONE,      /* a response is queued */
 };
 
@@ -153,6 +159,9 @@ struct gw_req {
     const struct conf *conf;
     struct backend *backend;
     struct auth *authz;          /* the credential store: permission checks */
+    struct cache *cache;         /* NULL: reads go straight to the cold tier */
+    struct cache_waiter waiter;  /* GW_REQ_WAIT: this request waits on a fill */
+    enum gw_cache_use cache_use;
     struct MHD_Connection *conn;
     struct gw_arena arena;
     char id[17];                 /* x-amz-request-id */
@@ -329,6 +338,16 @@ int gw_check_put_length(struct gw_req *r);
 /* Parses x-amz-copy-source ("/bucket/key" or "bucket/key", URL-encoded,
  * optionally "?versionId=null"). 0, or -1 after replying with the error. */
 int gw_parse_copy_source(struct gw_req *r, const char **bucket, const char **key);
+
+/* Metrics (gateway/metrics.c): one call per finished request; the page. */
+void gw_metrics_request(enum gw_op op, unsigned status, uint64_t ns, enum gw_cache_use use);
+void gw_h_metrics(struct gw_req *r);
+
+/* Suspends / resumes r's connection: the cache waiter callbacks. */
+void gw_req_suspend(void *arg);
+void gw_req_resume(void *arg);
+/* now + the cache's wait timeout, as a waiter deadline. */
+struct timespec gw_wait_deadline(const struct gw_req *r);
 
 /* Replies with the error for a backend status, naming the bucket/key. */
 void gw_reply_backend_error(struct gw_req *r, enum backend_status st);

@@ -334,6 +334,8 @@ void gw_h_delete_objects(struct gw_req *r)
     int rc = gw_xml_begin(&b, "DeleteResult");
     for (size_t i = 0; i < d.n && !rc; i++) {
         st = backend_object_delete(r->backend, r->bucket, d.keys[i]);
+        if (r->cache)
+            cache_invalidate(r->cache, r->bucket, d.keys[i]);
         if (st == BACKEND_OK || st == BACKEND_NO_KEY) {
             if (!d.quiet) {
                 rc |= gw_buf_puts(&b, "<Deleted>");

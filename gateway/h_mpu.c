@@ -207,6 +207,8 @@ void gw_h_mpu_complete(struct gw_req *r)
         gw_reply_backend_error(r, st);
         return;
     }
+    if (r->cache)
+        cache_invalidate(r->cache, r->bucket, r->key);
     struct gw_buf b;
     gw_buf_init(&b, 8192);
     int rc = gw_xml_begin(&b, "CompleteMultipartUploadResult");

@@ -141,6 +141,8 @@ void gw_h_object_put_end(struct gw_req *r)
         gw_reply_backend_error(r, st);
         return;
     }
+    if (r->cache)   /* the next read sees this write */
+        cache_invalidate(r->cache, r->bucket, r->key);
     struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"",
                                                                 MHD_RESPMEM_PERSISTENT);
     if (resp) {
@@ -196,45 +198,134 @@ static void object_headers(struct gw_req *r, struct MHD_Response *resp, const st
     MHD_add_response_header(resp, "Accept-Ranges", "bytes");
 }
 
-/* A GET body read through backend_obj_read(), for stores without a file
- * descriptor to sendfile from. */
-struct obj_stream {
-    struct backend_obj *o;
-    uint64_t off, end;   /* the object bytes [off, end) this response sends */
+/* Where a GET's bytes come from: the cache (a complete file, or a fill in
+ * progress), or the cold tier directly (no cache, or the cache failed). */
+struct body_src {
+    struct cache_obj *co;
+    struct backend_obj *bo;
 };
 
-static ssize_t obj_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+/* A GET body produced by a content-reader callback: bytes of a fill still
+ * in progress (the connection is suspended while they are not there yet),
+ * or of a cold-tier object without a file descriptor. If the cache
+ * directory fails under a fill (EIO, ENOSPC), the rest is read from the cold
+ * tier, provided the object there is still the same version. */
+struct body_stream {
+    struct MHD_Connection *conn;
+    struct cache_obj *co;
+    struct cache_waiter w;
+    struct backend_obj *bo;
+    struct backend *cold;
+    char *bucket, *key;
+    char etag[72];
+    uint64_t off, end;           /* the object bytes [off, end) this response sends */
+    unsigned wait_ms;
+};
+
+static void stream_suspend(void *arg)
 {
-    struct obj_stream *s = cls;
+    struct body_stream *s = arg;
+    MHD_suspend_connection(s->conn);
+}
+
+static void stream_resume(void *arg)
+{
+    struct body_stream *s = arg;
+    MHD_resume_connection(s->conn);
+}
+
+/* Switches a stream from a failed cache to the cold tier. 0 or -1. */
+static int stream_go_direct(struct body_stream *s)
+{
+    struct obj_meta m;
+    memset(&m, 0, sizeof m);
+    enum backend_status st = backend_object_open(s->cold, s->bucket, s->key, &m, &s->bo);
+    bool same = st == BACKEND_OK && strcmp(m.etag, s->etag) == 0;
+    obj_meta_clear(&m);
+    if (!same) {
+        log_msg(LOG_LVL_WARN, "gw", "%s/%s: the cache failed mid-read and the cold tier %s",
+                s->bucket, s->key, st == BACKEND_OK ? "has another version now" :
+                backend_status_name(st));
+        if (s->bo)
+            backend_obj_close(s->bo);
+        s->bo = NULL;
+        return -1;
+    }
+    log_msg(LOG_LVL_WARN, "gw", "%s/%s: the cache failed mid-read; reading the rest from the "
+            "cold tier", s->bucket, s->key);
+    return 0;
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct body_stream *s = cls;
     uint64_t off = s->off + pos;
     if (off >= s->end)
         return MHD_CONTENT_READER_END_OF_STREAM;
     size_t want = s->end - off < max ? (size_t)(s->end - off) : max;
     size_t got = 0;
-    enum backend_status st = backend_obj_read(s->o, off, buf, want, &got);
+    if (s->co) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        t.tv_sec += s->wait_ms / 1000 + 1;
+        s->w.deadline = t;
+        enum cache_status cs = cache_obj_read(s->co, off, buf, want, &got, &s->w);
+        switch (cs) {
+        case CACHE_OK:
+            return (ssize_t)got;
+        case CACHE_AGAIN:
+            return 0;   /* suspended by the waiter; resumed when bytes land */
+        case CACHE_IO:
+            cache_obj_close(s->co);
+            s->co = NULL;
+            if (stream_go_direct(s) != 0)
+                return MHD_CONTENT_READER_END_WITH_ERROR;
+            break;
+        case CACHE_END: case CACHE_BACKEND: case CACHE_TIMEOUT: case CACHE_NOMEM:
+            /* the client sees a truncated body with an error, never wrong bytes */
+            log_msg(LOG_LVL_WARN, "gw", "%s/%s: read at %llu ended: %s", s->bucket, s->key,
+                    (unsigned long long)off, cache_status_name(cs));
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+    }
+    enum backend_status st = backend_obj_read(s->bo, off, buf, want, &got);
     if (st != BACKEND_OK || got == 0) {
-        /* The client sees a truncated body, never wrong bytes. */
-        log_msg(LOG_LVL_WARN, "gw", "object read at %llu failed: %s",
+        log_msg(LOG_LVL_WARN, "gw", "%s/%s: cold read at %llu failed: %s", s->bucket, s->key,
                 (unsigned long long)off, backend_status_name(st));
         return MHD_CONTENT_READER_END_WITH_ERROR;
     }
     return (ssize_t)got;
 }
 
-static void obj_stream_free(void *cls)
+static void stream_free(void *cls)
 {
-    struct obj_stream *s = cls;
-    backend_obj_close(s->o);
+    struct body_stream *s = cls;
+    if (s->co) {
+        cache_obj_cancel_wait(s->co, &s->w);
+        cache_obj_close(s->co);
+    }
+    if (s->bo)
+        backend_obj_close(s->bo);
+    free(s->bucket);
+    free(s->key);
     free(s);
 }
 
-/* The response body for [off, off+len) of o: sendfile from the store's
- * descriptor when it has one, else a reader. Takes *o (sets it to NULL) in
- * the reader case. NULL when out of memory or descriptors. */
-static struct MHD_Response *object_body(struct gw_req *r, struct backend_obj **o, uint64_t off,
-                                        uint64_t len)
+/* The response body for [off, off+len) of the object: sendfile from a file
+ * when there is a complete one (a cache hit, or the directory store),
+ * otherwise a content reader. Takes what it uses from *src (sets it to
+ * NULL). NULL when out of memory or descriptors. */
+static struct MHD_Response *object_body(struct gw_req *r, struct body_src *src,
+                                        const struct obj_meta *m, uint64_t off, uint64_t len)
 {
-    int fd = backend_obj_fd(*o);
+    int fd = -1;
+    uint64_t base = 0;
+    if (src->co && cache_obj_complete(src->co)) {
+        fd = cache_obj_fd(src->co);
+        base = cache_obj_data_offset(src->co);
+    } else if (src->bo) {
+        fd = backend_obj_fd(src->bo);
+    }
     if (fd >= 0) {
         /* MHD takes the descriptor and sends it with sendfile (page cache,
          * zero copy); for HEAD it sends the headers only. */
@@ -244,37 +335,97 @@ static struct MHD_Response *object_body(struct gw_req *r, struct backend_obj **o
                     r->id, strerror(errno));
             return NULL;
         }
-        struct MHD_Response *resp = MHD_create_response_from_fd_at_offset64(len, dfd, off);
+        struct MHD_Response *resp = MHD_create_response_from_fd_at_offset64(len, dfd,
+                                                                            base + off);
         if (!resp)
             close(dfd);
         return resp;
     }
-    struct obj_stream *s = malloc(sizeof *s);
+    struct body_stream *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    s->o = *o;
+    s->conn = r->conn;
+    s->co = src->co;
+    s->bo = src->bo;
+    s->cold = r->backend;
+    s->bucket = strdup(r->bucket);
+    s->key = strdup(r->key);
+    snprintf(s->etag, sizeof s->etag, "%s", m->etag);
     s->off = off;
     s->end = off + len;
-    struct MHD_Response *resp = MHD_create_response_from_callback(len, 256 * 1024,
-                                                                  obj_stream_read, s,
-                                                                  obj_stream_free);
+    s->wait_ms = r->conf->cache_wait_ms;
+    s->w.suspend = stream_suspend;
+    s->w.resume = stream_resume;
+    s->w.arg = s;
+    struct MHD_Response *resp =
+        s->bucket && s->key ? MHD_create_response_from_callback(len, 256 * 1024, stream_read,
+                                                                s, stream_free)
+                            : NULL;
     if (!resp) {
+        free(s->bucket);
+        free(s->key);
         free(s);
         return NULL;
     }
-    *o = NULL;
+    src->co = NULL;
+    src->bo = NULL;
     return resp;
+}
+
+/* Opens the object through the cache. Returns true when the request goes
+ * on with *src and *m filled; false when it was answered or suspended (then
+ * this handler runs again on resume), or with *bypass set when the cache
+ * cannot serve it and the cold tier should. */
+static bool open_through_cache(struct gw_req *r, struct body_src *src, struct obj_meta *m,
+                               bool *bypass)
+{
+    *bypass = false;
+    r->waiter.suspend = gw_req_suspend;
+    r->waiter.resume = gw_req_resume;
+    r->waiter.arg = r;
+    r->waiter.deadline = gw_wait_deadline(r);
+    enum backend_status bst;
+    enum cache_status cs = cache_obj_open(r->cache, r->bucket, r->key, &r->waiter, m, &bst,
+                                          &src->co);
+    switch (cs) {
+    case CACHE_OK:
+        return true;
+    case CACHE_AGAIN:
+        return false;
+    case CACHE_BACKEND:
+        gw_reply_backend_error(r, bst);
+        return false;
+    case CACHE_IO:
+    case CACHE_END:
+        *bypass = true;
+        return false;
+    case CACHE_TIMEOUT:
+        gw_reply_error(r, S3E_SLOW_DOWN, "Timed out waiting for the cold tier.", NULL);
+        return false;
+    case CACHE_NOMEM:
+        gw_reply_error(r, S3E_SLOW_DOWN, NULL, NULL);
+        return false;
+    }
+    return false;
 }
 
 void gw_h_object_get(struct gw_req *r, bool head)
 {
     struct obj_meta m;
     memset(&m, 0, sizeof m);
-    struct backend_obj *o = NULL;
-    enum backend_status st = backend_object_open(r->backend, r->bucket, r->key, &m, &o);
-    if (st != BACKEND_OK) {
-        gw_reply_backend_error(r, st);
-        return;
+    struct body_src src = { NULL, NULL };
+    bool bypass = true;
+    if (r->cache && !open_through_cache(r, &src, &m, &bypass) && !bypass)
+        goto out;
+    if (src.co && r->cache_use != GW_CACHE_MISS)
+        r->cache_use = cache_obj_complete(src.co) ? GW_CACHE_HIT : GW_CACHE_MISS;
+    if (bypass) {
+        enum backend_status st = backend_object_open(r->backend, r->bucket, r->key, &m,
+                                                     &src.bo);
+        if (st != BACKEND_OK) {
+            gw_reply_backend_error(r, st);
+            goto out;
+        }
     }
     enum s3_err err;
     if (gw_conditions_fail(r, "", m.etag, m.mtime.tv_sec, &err)) {
@@ -317,7 +468,7 @@ void gw_h_object_get(struct gw_req *r, bool head)
     uint64_t off = rg.present ? rg.first : 0;
     uint64_t len = rg.present ? rg.last - rg.first + 1 : m.size;
 
-    struct MHD_Response *resp = object_body(r, &o, off, len);
+    struct MHD_Response *resp = object_body(r, &src, &m, off, len);
     if (!resp) {
         gw_reply_error(r, S3E_SLOW_DOWN, NULL, NULL);
         goto out;
@@ -334,8 +485,10 @@ void gw_h_object_get(struct gw_req *r, bool head)
     r->resp_bytes = head ? 0 : len;
     gw_reply(r, rg.present ? 206 : 200, resp);
 out:
-    if (o)
-        backend_obj_close(o);
+    if (src.co)
+        cache_obj_close(src.co);
+    if (src.bo)
+        backend_obj_close(src.bo);
     obj_meta_clear(&m);
 }
 
@@ -423,6 +576,8 @@ void gw_h_object_copy(struct gw_req *r)
         gw_reply_backend_error(r, st);
         goto out;
     }
+    if (r->cache)
+        cache_invalidate(r->cache, r->bucket, r->key);
     struct gw_buf b;
     gw_buf_init(&b, 4096);
     char date[32];
@@ -445,6 +600,8 @@ out:
 void gw_h_object_delete(struct gw_req *r)
 {
     enum backend_status st = backend_object_delete(r->backend, r->bucket, r->key);
+    if (r->cache)
+        cache_invalidate(r->cache, r->bucket, r->key);
     if (st == BACKEND_OK || st == BACKEND_NO_KEY)
         gw_reply_body(r, 204, NULL, NULL, 0);
     else

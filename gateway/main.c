@@ -26,6 +26,10 @@ static const char usage[] =
     "  --cold URL           use the S3 at URL as the cold tier instead of --data;\n"
     "                       credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY\n"
     "                       (/ AWS_SESSION_TOKEN), region from AWS_REGION else --region\n"
+    "  --cache-dir DIR      keep hot objects in a cache directory (an NVMe file system)\n"
+    "  --cache-size BYTES   the cache's capacity, e.g. 200G or 1.5TiB (default 10GiB)\n"
+    "  --consistency MODE   immutable | always | ttl:SECONDS (default ttl:60): when a\n"
+    "                       cached object is checked against the cold tier again\n"
     "  --region NAME        region in signatures and GetBucketLocation (default us-east-1)\n"
     "  --vhost-domain NAME  also accept virtual-hosted requests for bucket.NAME\n"
     "  --threads N          HTTP worker threads (default: one per core)\n"
@@ -35,6 +39,16 @@ static const char usage[] =
     "credentials; SHARDGATE_LISTEN, SHARDGATE_DATA_DIR, SHARDGATE_REGION and\n"
     "SHARDGATE_LOG_LEVEL set the options above. Without credentials the defaults\n"
     "(" CONF_DEFAULT_ACCESS_KEY " / " CONF_DEFAULT_SECRET_KEY ") are used and printed.\n";
+
+static enum cache_consistency consistency(enum conf_consistency cc)
+{
+    switch (cc) {
+    case CONF_CONSISTENCY_IMMUTABLE: return CACHE_IMMUTABLE;
+    case CONF_CONSISTENCY_TTL: return CACHE_TTL;
+    case CONF_CONSISTENCY_ALWAYS: return CACHE_ALWAYS;
+    }
+    return CACHE_TTL;
+}
 
 static int serve(int argc, char **argv)
 {
@@ -47,12 +61,20 @@ static int serve(int argc, char **argv)
         { "threads", required_argument, NULL, 't' },
         { "log-level", required_argument, NULL, 'L' },
         { "cold", required_argument, NULL, 'C' },
+        { "cache-dir", required_argument, NULL, 'D' },
+        { "cache-size", required_argument, NULL, 'S' },
+        { "consistency", required_argument, NULL, 'K' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     struct conf c;
     char err[512];
     int rc = 1;
+    /* freed at out: declared before the first goto */
+    struct backend_bucket_map *map = NULL;
+    size_t n_map = 0;
+    struct cache_bucket_conf *cbc = NULL;
+    struct cache *cache = NULL;
     if (conf_init_defaults(&c) != 0) {
         fprintf(stderr, "shardgate: out of memory\n");
         return 1;
@@ -60,14 +82,11 @@ static int serve(int argc, char **argv)
 
     /* First pass: the config file, so that flags override it. */
     const char *config = NULL;
-    const char *cold = NULL;   /* --cold URL: handled here, not by conf/ */
     int o;
     opterr = 1;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         if (o == 'c')
             config = optarg;
-        else if (o == 'C')
-            cold = optarg;
         else if (o == 'h') {
             fputs(usage, stdout);
             conf_free(&c);
@@ -91,7 +110,7 @@ static int serve(int argc, char **argv)
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         const char *flag = NULL;
         for (const struct option *p = opts; p->name; p++)
-            if (p->val == o && o != 'c' && o != 'C')
+            if (p->val == o && o != 'c')
                 flag = p->name;
         if (flag && strcmp(flag, "help") != 0 && conf_set_flag(&c, flag, optarg, err, sizeof err))
             goto bad;
@@ -100,12 +119,27 @@ static int serve(int argc, char **argv)
         goto bad;
     log_set_level(c.log_level);
 
+    const char *cold = c.cold_url;
     struct backend *b = NULL;
     enum backend_status bs;
     if (cold) {
-        struct backend_s3_conf sc = { .endpoint = cold,
-                                      .region = getenv("AWS_REGION") ? NULL : c.region };
-        bs = backend_s3_open(&sc, &b);
+        map = calloc(c.n_buckets ? c.n_buckets : 1, sizeof *map);
+        for (size_t i = 0; map && i < c.n_buckets; i++)
+            if (c.buckets[i].cold_bucket)
+                map[n_map++] = (struct backend_bucket_map){ c.buckets[i].name,
+                                                            c.buckets[i].cold_bucket };
+        struct backend_s3_conf sc = {
+            .endpoint = cold,
+            .region = getenv("AWS_REGION") ? NULL : c.region,
+            .ca_path = c.cold_ca_path,
+            .connect_timeout_ms = c.cold_connect_timeout_ms,
+            .request_timeout_ms = c.cold_request_timeout_ms,
+            .retries = c.cold_retries,
+            .map = map,
+            .n_map = n_map,
+            .spool_dir = c.spool_dir,
+        };
+        bs = map ? backend_s3_open(&sc, &b) : BACKEND_NOMEM;
     } else {
         struct backend_posix_conf pc = { c.data_dir };
         bs = backend_posix_open(&pc, &b);
@@ -131,8 +165,38 @@ static int serve(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    if (c.cache_dir) {
+        cbc = calloc(c.n_buckets ? c.n_buckets : 1, sizeof *cbc);
+        size_t n_cbc = 0;
+        for (size_t i = 0; cbc && i < c.n_buckets; i++)
+            if (c.buckets[i].has_consistency)
+                cbc[n_cbc++] = (struct cache_bucket_conf){
+                    c.buckets[i].name, consistency(c.buckets[i].consistency),
+                    c.buckets[i].ttl_s };
+        struct cache_conf cc = {
+            .dir = c.cache_dir,
+            .capacity = c.cache_size,
+            .high_pct = c.cache_high_pct,
+            .low_pct = c.cache_low_pct,
+            .fill_workers = c.cache_fill_workers,
+            .wait_timeout_ms = c.cache_wait_ms,
+            .default_consistency = consistency(c.consistency),
+            .default_ttl_s = c.consistency_ttl_s,
+            .buckets = cbc,
+            .n_buckets = n_cbc,
+        };
+        if (!cbc || cache_open(&cc, b, &cache) != 0) {
+            fprintf(stderr, "shardgate: cannot open the cache directory %s\n", c.cache_dir);
+            auth_close(a);
+            backend_close(b);
+            goto out;
+        }
+    }
+
     struct gw *g = NULL;
-    if (gw_start(&c, b, a, &g) != 0) {
+    if (gw_start(&c, b, a, cache, &g) != 0) {
+        if (cache)
+            cache_close(cache);
         auth_close(a);
         backend_close(b);
         goto out;
@@ -144,6 +208,9 @@ static int serve(int argc, char **argv)
         printf("  cold tier:  %s\n", cold);
     else
         printf("  data dir:   %s\n", c.data_dir);
+    if (cache)
+        printf("  cache:      %s (%llu bytes)\n", c.cache_dir,
+               (unsigned long long)c.cache_size);
     printf("  access key: %s\n", root->access_key);
     if (c.default_credentials)
         printf("  secret key: %s   (the built-in default: set SHARDGATE_ACCESS_KEY and "
@@ -164,6 +231,8 @@ static int serve(int argc, char **argv)
     log_msg(LOG_LVL_INFO, "main", "signal %d: stopping (in-flight requests get %u s)", sig,
             c.shutdown_grace_s);
     gw_stop(g, c.shutdown_grace_s);
+    if (cache)
+        cache_close(cache);
     auth_close(a);
     backend_close(b);
     log_msg(LOG_LVL_INFO, "main", "stopped");
@@ -173,6 +242,8 @@ bad:
     fprintf(stderr, "shardgate: %s\n", err);
     rc = 2;
 out:
+    free(map);
+    free(cbc);
     conf_free(&c);
     return rc;
 }

@@ -52,6 +52,7 @@ static const char *const op_names[] = {
     [GW_OP_ABORT_UPLOAD] = "AbortMultipartUpload",
     [GW_OP_LIST_PARTS] = "ListParts",
     [GW_OP_NOT_IMPLEMENTED] = "NotImplemented",
+    [GW_OP_METRICS] = "Metrics",
 };
 _Static_assert(sizeof op_names / sizeof op_names[0] == GW_OP_COUNT, "one name per op");
 
@@ -152,7 +153,7 @@ static enum gw_body body_kind(enum gw_op op)
     case GW_OP_GET_OBJECT: case GW_OP_HEAD_OBJECT: case GW_OP_COPY_OBJECT:
     case GW_OP_DELETE_OBJECT: case GW_OP_CREATE_UPLOAD: case GW_OP_UPLOAD_PART_COPY:
     case GW_OP_ABORT_UPLOAD: case GW_OP_LIST_PARTS: case GW_OP_NOT_IMPLEMENTED:
-    case GW_OP_COUNT:
+    case GW_OP_METRICS: case GW_OP_COUNT:
         return GW_BODY_NONE;
     }
     return GW_BODY_NONE;
@@ -165,6 +166,7 @@ bool gw_op_permission(enum gw_op op, enum auth_perm *need)
         return false;
     case GW_OP_CREATE_BUCKET:
     case GW_OP_DELETE_BUCKET:
+    case GW_OP_METRICS:            /* service level; open when metrics_public */
         *need = AUTH_PERM_ADMIN;
         return true;
     case GW_OP_DELETE_OBJECTS: case GW_OP_PUT_OBJECT: case GW_OP_COPY_OBJECT:
@@ -258,6 +260,15 @@ int gw_req_parse(struct gw_req *r, const char *raw_uri, enum s3_err *err, const 
 
     if (strcmp(path, "/_shardgate/health") == 0) {
         r->op = GW_OP_HEALTH;
+        r->resource = path;
+        return 0;
+    }
+    /* "/metrics" is the Prometheus endpoint; a bucket named "metrics" is
+     * still reachable with any query (e.g. ?list-type=2) or virtual-hosted. */
+    if (strcmp(r->method, "GET") == 0 &&
+        (strcmp(path, "/_shardgate/metrics") == 0 ||
+         (strcmp(path, "/metrics") == 0 && !*r->raw_query && !vhost_bucket(r)))) {
+        r->op = GW_OP_METRICS;
         r->resource = path;
         return 0;
     }

@@ -20,6 +20,7 @@ struct gw {
     const struct conf *conf;
     struct backend *backend;
     struct auth *auth;
+    struct cache *cache;
     struct MHD_Daemon *daemon;
     uint16_t port;
     atomic_uint active;          /* requests between URI and completion */
@@ -155,6 +156,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     r->conf = g->conf;
     r->backend = g->backend;
     r->authz = g->auth;
+    r->cache = g->cache;
     clock_gettime(CLOCK_MONOTONIC, &r->t0);
     uint64_t n = atomic_fetch_add(&g->next_id, 1);
     snprintf(r->id, sizeof r->id, "%08X%08X", g->id_salt, (unsigned)(n & 0xFFFFFFFFu));
@@ -276,8 +278,10 @@ static void start(struct gw_req *r, struct MHD_Connection *conn, const char *met
     /* Permission is decided in auth/ alone, before any store is touched, so
      * that a denied request learns nothing (not even BucketNotEmpty). */
     enum auth_perm need;
-    if (gw_op_permission(r->op, &need) &&
-        !auth_allowed(g->auth, r->auth, r->op == GW_OP_LIST_BUCKETS ? NULL : r->bucket, need)) {
+    bool service = r->op == GW_OP_LIST_BUCKETS || r->op == GW_OP_METRICS;
+    bool open = r->op == GW_OP_METRICS && g->conf->metrics_public;
+    if (!open && gw_op_permission(r->op, &need) &&
+        !auth_allowed(g->auth, r->auth, service ? NULL : r->bucket, need)) {
         gw_req_fail(r, S3E_ACCESS_DENIED, NULL);
         return;
     }
@@ -365,11 +369,45 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         }
         finish(r);
         return MHD_YES;
+    case GW_REQ_WAIT:
+        /* resumed: what the handler waited for is there (or failed) */
+        *upload_data_size = 0;
+        r->state = GW_REQ_BODY;
+        gw_handle_end(r);
+        return MHD_YES;
     case GW_REQ_DONE:
         *upload_data_size = 0;
         return MHD_YES;
     }
     return MHD_NO;
+}
+
+void gw_req_suspend(void *arg)
+{
+    struct gw_req *r = arg;
+    r->state = GW_REQ_WAIT;
+    r->cache_use = GW_CACHE_MISS;   /* it waited for a fill */
+    MHD_suspend_connection(r->conn);
+}
+
+void gw_req_resume(void *arg)
+{
+    struct gw_req *r = arg;
+    MHD_resume_connection(r->conn);
+}
+
+struct timespec gw_wait_deadline(const struct gw_req *r)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    unsigned ms = r->conf->cache_wait_ms ? r->conf->cache_wait_ms : 30000;
+    t.tv_sec += ms / 1000;
+    t.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -385,6 +423,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double ms = (double)(t1.tv_sec - r->t0.tv_sec) * 1e3 +
                 (double)(t1.tv_nsec - r->t0.tv_nsec) / 1e6;
+    if (r->method)
+        gw_metrics_request(r->op, r->status,
+                           (uint64_t)(t1.tv_sec - r->t0.tv_sec) * 1000000000u +
+                               (uint64_t)(t1.tv_nsec - r->t0.tv_nsec),
+                           r->cache_use);
     if (r->method)
         log_msg(LOG_LVL_INFO, "access", "req=%s %s %s bucket=%s key=%s status=%u bytes=%llu "
                 "in=%llu ms=%.3f%s", r->id, r->method, gw_op_name(r->op),
@@ -404,7 +447,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 /* ---- start and stop ---- */
 
-int gw_start(const struct conf *c, struct backend *b, struct auth *a, struct gw **out)
+int gw_start(const struct conf *c, struct backend *b, struct auth *a, struct cache *cache,
+             struct gw **out)
 {
     struct gw *g = calloc(1, sizeof *g);
     if (!g)
@@ -412,6 +456,7 @@ int gw_start(const struct conf *c, struct backend *b, struct auth *a, struct gw 
     g->conf = c;
     g->backend = b;
     g->auth = a;
+    g->cache = cache;
     if (getrandom(&g->id_salt, sizeof g->id_salt, 0) != sizeof g->id_salt)
         g->id_salt = (uint32_t)getpid();
 
@@ -473,6 +518,8 @@ void gw_stop(struct gw *g, unsigned grace_s)
     if (left)
         log_msg(LOG_LVL_WARN, "gw", "%u requests still running after %u s; closing them",
                 left, grace_s);
+    if (g->cache)
+        cache_stop(g->cache);
     MHD_stop_daemon(g->daemon);
     free(g);
 }

@@ -41,8 +41,8 @@ static struct conf_user g_users[] = {
 enum { U_ROOT, U_TRAINER, U_BACKUP, U_OWNER, U_NOBODY, U_ANON };
 
 static struct conf_bucket g_buckets[] = {
-    { "datasets", true },
-    { "ckpt", false },
+    { .name = "datasets", .public_read = true },
+    { .name = "ckpt", .public_read = false },
 };
 
 static struct conf g_conf;

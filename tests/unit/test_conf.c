@@ -85,7 +85,9 @@ static void env_clear(void)
 {
     static const char *const vars[] = { "SHARDGATE_ACCESS_KEY", "SHARDGATE_SECRET_KEY",
                                         "SHARDGATE_LISTEN", "SHARDGATE_DATA_DIR",
-                                        "SHARDGATE_REGION", "SHARDGATE_LOG_LEVEL" };
+                                        "SHARDGATE_REGION", "SHARDGATE_LOG_LEVEL",
+                                        "SHARDGATE_COLD_URL", "SHARDGATE_CACHE_DIR",
+                                        "SHARDGATE_CACHE_SIZE", "SHARDGATE_CONSISTENCY" };
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         unsetenv(vars[i]);
 }
@@ -102,7 +104,13 @@ static int is_default(const struct conf *c)
            && strcmp(c->users[0].secret_key, CONF_DEFAULT_SECRET_KEY) == 0
            && c->default_credentials && c->max_xml_body == 2u * 1024 * 1024
            && c->max_header_bytes == 16u * 1024 && c->log_level == LOG_LVL_INFO
-           && c->shutdown_grace_s == 30;
+           && c->shutdown_grace_s == 30 && c->cold_url == NULL && c->cold_ca_path == NULL
+           && c->cold_connect_timeout_ms == 1000 && c->cold_request_timeout_ms == 30000
+           && c->cold_retries == 2 && strcmp(c->spool_dir, "/tmp") == 0 && c->cache_dir == NULL
+           && c->cache_size == 10ull << 30 && c->cache_high_pct == 90 && c->cache_low_pct == 80
+           && c->cache_fill_workers == 8 && c->cache_wait_ms == 30000 && !c->cache_on_write
+           && c->consistency == CONF_CONSISTENCY_TTL && c->consistency_ttl_s == 60
+           && !c->metrics_public && c->n_buckets == 0;
 }
 
 /* ---- defaults ---- */
@@ -126,6 +134,23 @@ static void defaults_match_documented_values(void)
     CU_ASSERT_EQUAL(c.max_header_bytes, 16u * 1024);
     CU_ASSERT_EQUAL(c.log_level, LOG_LVL_INFO);
     CU_ASSERT_EQUAL(c.shutdown_grace_s, 30);
+    CU_ASSERT_PTR_NULL(c.cold_url);
+    CU_ASSERT_PTR_NULL(c.cold_ca_path);
+    CU_ASSERT_EQUAL(c.cold_connect_timeout_ms, 1000);
+    CU_ASSERT_EQUAL(c.cold_request_timeout_ms, 30000);
+    CU_ASSERT_EQUAL(c.cold_retries, 2);
+    CU_ASSERT_STRING_EQUAL(c.spool_dir, "/tmp");
+    CU_ASSERT_PTR_NULL(c.cache_dir);
+    CU_ASSERT_EQUAL(c.cache_size, 10ull * 1024 * 1024 * 1024);
+    CU_ASSERT_EQUAL(c.cache_high_pct, 90);
+    CU_ASSERT_EQUAL(c.cache_low_pct, 80);
+    CU_ASSERT_EQUAL(c.cache_fill_workers, 8);
+    CU_ASSERT_EQUAL(c.cache_wait_ms, 30000);
+    CU_ASSERT_FALSE(c.cache_on_write);
+    CU_ASSERT_EQUAL(c.consistency, CONF_CONSISTENCY_TTL);
+    CU_ASSERT_EQUAL(c.consistency_ttl_s, 60);
+    CU_ASSERT_FALSE(c.metrics_public);
+    CU_ASSERT_TRUE(is_default(&c));
     conf_free(&c);
 }
 
@@ -165,8 +190,10 @@ struct bad_case {
 
 static const struct bad_case bad_files[] = {
     { "unknown_top_key_lists_allowed", "{\"lsten\":\"1.2.3.4:9000\"}",
-      "unknown key \"lsten\" (allowed: listen, data_dir, region, vhost_domain, threads, "
-      "log_level, shutdown_grace_s, max_xml_body, max_header_bytes, users, buckets)" },
+      "unknown key \"lsten\" (allowed: listen, data_dir, cold_url, cold_ca_path, "
+      "cold_connect_timeout_ms, cold_request_timeout_ms, cold_retries, spool_dir, cache, region, "
+      "vhost_domain, threads, log_level, shutdown_grace_s, max_xml_body, max_header_bytes, "
+      "metrics_public, users, buckets)" },
     { "top_level_array", "[1,2]", "top level: must be a JSON object" },
     { "duplicate_top_key", "{\"threads\":1,\"threads\":2}", "duplicate" },
     { "listen_not_string", "{\"listen\":9000}", "listen: must be a string" },
@@ -260,7 +287,7 @@ static const struct bad_case bad_files[] = {
     { "buckets_not_object", "{\"buckets\":[\"a\"]}", "buckets: must be an object" },
     { "bucket_not_object", "{\"buckets\":{\"a1\":true}}", "buckets.a1: must be an object like" },
     { "bucket_unknown_key", "{\"buckets\":{\"a1\":{\"public-read\":true}}}",
-      "buckets.a1: unknown key \"public-read\" (allowed: public_read)" },
+      "buckets.a1: unknown key \"public-read\" (allowed: public_read, consistency, cold_bucket)" },
     { "bucket_public_read_string", "{\"buckets\":{\"a1\":{\"public_read\":\"yes\"}}}",
       "buckets.a1.public_read: must be true or false" },
     { "bucket_bad_name", "{\"buckets\":{\"../etc\":{\"public_read\":true}}}",
@@ -269,6 +296,130 @@ static const struct bad_case bad_files[] = {
       "buckets: key \"*\" must be a bucket name" },
     { "bad_value_after_good_ones", "{\"listen\":\"0.0.0.0:80\",\"threads\":8,\"region\":\"\"}",
       "region:" },
+    /* the cold tier */
+    { "cold_url_number", "{\"cold_url\":80}", "cold_url: must be a string or null" },
+    { "cold_url_empty", "{\"cold_url\":\"\"}", "cold_url: must be http://HOST[:PORT]" },
+    { "cold_url_no_scheme", "{\"cold_url\":\"s3.example.com\"}", "cold_url: must be http://" },
+    { "cold_url_ftp", "{\"cold_url\":\"ftp://s3.example.com\"}", "cold_url: must be http://" },
+    { "cold_url_scheme_only", "{\"cold_url\":\"http://\"}", "cold_url: must be http://" },
+    { "cold_url_scheme_slash", "{\"cold_url\":\"https:///\"}", "cold_url: must be http://" },
+    { "cold_url_path", "{\"cold_url\":\"http://minio:9000/bucket\"}", "no path, query" },
+    { "cold_url_two_slashes", "{\"cold_url\":\"http://minio:9000//\"}", "cold_url:" },
+    { "cold_url_query", "{\"cold_url\":\"http://minio?x=1\"}", "cold_url:" },
+    { "cold_url_userinfo_not_echoed", "{\"cold_url\":\"http://AK:SECRETPW@minio:9000\"}",
+      "no path, query or user:password@" },
+    { "cold_url_port_zero", "{\"cold_url\":\"http://minio:0\"}", "cold_url:" },
+    { "cold_url_port_too_big", "{\"cold_url\":\"http://minio:65536\"}", "cold_url:" },
+    { "cold_url_port_empty", "{\"cold_url\":\"http://minio:\"}", "cold_url:" },
+    { "cold_url_port_letters", "{\"cold_url\":\"http://minio:http\"}", "cold_url:" },
+    { "cold_url_ipv6_unbracketed", "{\"cold_url\":\"http://::1:9000\"}", "cold_url:" },
+    { "cold_url_ipv6_bad", "{\"cold_url\":\"http://[::g]:9000\"}", "cold_url:" },
+    { "cold_url_ipv6_unclosed", "{\"cold_url\":\"http://[::1:9000\"}", "cold_url:" },
+    { "cold_url_bad_ipv4", "{\"cold_url\":\"http://999.1.1.1\"}", "cold_url:" },
+    { "cold_url_empty_label", "{\"cold_url\":\"http://a..b\"}", "cold_url:" },
+    { "cold_url_trailing_dot", "{\"cold_url\":\"http://minio.\"}", "cold_url:" },
+    { "cold_url_label_hyphen", "{\"cold_url\":\"http://-minio\"}", "cold_url:" },
+    { "cold_url_space", "{\"cold_url\":\"http://mi nio\"}", "cold_url:" },
+    { "cold_url_uppercase_scheme", "{\"cold_url\":\"HTTP://minio\"}", "cold_url:" },
+    { "cold_ca_path_empty", "{\"cold_ca_path\":\"\"}", "cold_ca_path: must be a non-empty path" },
+    { "cold_ca_path_bool", "{\"cold_ca_path\":true}", "cold_ca_path: must be a string or null" },
+    { "cold_connect_timeout_zero", "{\"cold_connect_timeout_ms\":0}",
+      "cold_connect_timeout_ms: must be an integer from 1 to 600000" },
+    { "cold_connect_timeout_too_long", "{\"cold_connect_timeout_ms\":600001}",
+      "cold_connect_timeout_ms: must be an integer from 1 to 600000" },
+    { "cold_connect_timeout_string", "{\"cold_connect_timeout_ms\":\"1000\"}",
+      "cold_connect_timeout_ms: must be an integer" },
+    { "cold_request_timeout_zero", "{\"cold_request_timeout_ms\":0}",
+      "cold_request_timeout_ms: must be an integer from 1 to 3600000" },
+    { "cold_request_timeout_too_long", "{\"cold_request_timeout_ms\":3600001}",
+      "cold_request_timeout_ms: must be an integer from 1 to 3600000" },
+    { "cold_retries_negative", "{\"cold_retries\":-1}", "cold_retries: must be an integer from 0 to 10" },
+    { "cold_retries_too_many", "{\"cold_retries\":11}", "cold_retries: must be an integer from 0 to 10" },
+    { "spool_dir_empty", "{\"spool_dir\":\"\"}", "spool_dir: must be a non-empty path" },
+    { "spool_dir_null", "{\"spool_dir\":null}", "spool_dir: must be a string" },
+    /* the cache tier */
+    { "cache_not_object", "{\"cache\":\"/nvme\"}", "cache: must be an object like" },
+    { "cache_unknown_key", "{\"cache\":{\"directory\":\"/nvme\"}}",
+      "cache: unknown key \"directory\" (allowed: dir, size, high_watermark, low_watermark, "
+      "fill_workers, wait_timeout_ms, on_write, consistency)" },
+    { "cache_dir_empty", "{\"cache\":{\"dir\":\"\"}}", "cache.dir: must be a non-empty path" },
+    { "cache_dir_number", "{\"cache\":{\"dir\":1}}", "cache.dir: must be a non-empty path, or null" },
+    { "cache_size_too_small_int", "{\"cache\":{\"size\":1048575}}", "cache.size: must be at least 1 MiB" },
+    { "cache_size_negative", "{\"cache\":{\"size\":-1}}", "cache.size: must be at least 1 MiB" },
+    { "cache_size_zero", "{\"cache\":{\"size\":0}}", "cache.size:" },
+    { "cache_size_real", "{\"cache\":{\"size\":1.5e9}}", "cache.size:" },
+    { "cache_size_bool", "{\"cache\":{\"size\":true}}", "cache.size:" },
+    { "cache_size_too_small_str", "{\"cache\":{\"size\":\"1023KiB\"}}", "cache.size: must be at least 1 MiB" },
+    { "cache_size_bad_unit", "{\"cache\":{\"size\":\"10GB2\"}}", "cache.size:" },
+    { "cache_size_lowercase_unit", "{\"cache\":{\"size\":\"10g\"}}", "cache.size:" },
+    { "cache_size_space", "{\"cache\":{\"size\":\"10 G\"}}", "cache.size:" },
+    { "cache_size_overflow", "{\"cache\":{\"size\":\"99999999T\"}}", "cache.size:" },
+    { "high_watermark_one", "{\"cache\":{\"high_watermark\":1}}",
+      "cache.high_watermark: must be an integer from 2 to 100" },
+    { "high_watermark_over_100", "{\"cache\":{\"high_watermark\":101}}",
+      "cache.high_watermark: must be an integer from 2 to 100" },
+    { "low_watermark_zero", "{\"cache\":{\"low_watermark\":0}}",
+      "cache.low_watermark: must be an integer from 1 to 99" },
+    { "low_watermark_100", "{\"cache\":{\"low_watermark\":100}}",
+      "cache.low_watermark: must be an integer from 1 to 99" },
+    { "fill_workers_zero", "{\"cache\":{\"fill_workers\":0}}",
+      "cache.fill_workers: must be an integer from 1 to 256" },
+    { "fill_workers_too_many", "{\"cache\":{\"fill_workers\":257}}",
+      "cache.fill_workers: must be an integer from 1 to 256" },
+    { "wait_timeout_too_short", "{\"cache\":{\"wait_timeout_ms\":99}}",
+      "cache.wait_timeout_ms: must be an integer from 100 to 600000" },
+    { "wait_timeout_too_long", "{\"cache\":{\"wait_timeout_ms\":600001}}",
+      "cache.wait_timeout_ms: must be an integer from 100 to 600000" },
+    { "on_write_string", "{\"cache\":{\"on_write\":\"true\"}}", "cache.on_write: must be true or false" },
+    { "consistency_unknown", "{\"cache\":{\"consistency\":\"eventual\"}}",
+      "cache.consistency: must be \"immutable\", \"always\" or \"ttl:SECONDS\" with SECONDS "
+      "from 1 to 31536000" },
+    { "consistency_ttl_zero", "{\"cache\":{\"consistency\":\"ttl:0\"}}", "cache.consistency: must be" },
+    { "consistency_ttl_over_a_year", "{\"cache\":{\"consistency\":\"ttl:31536001\"}}",
+      "cache.consistency: must be" },
+    { "consistency_ttl_empty", "{\"cache\":{\"consistency\":\"ttl:\"}}", "cache.consistency:" },
+    { "consistency_ttl_unit", "{\"cache\":{\"consistency\":\"ttl:60s\"}}", "cache.consistency:" },
+    { "consistency_ttl_negative", "{\"cache\":{\"consistency\":\"ttl:-5\"}}", "cache.consistency:" },
+    { "consistency_uppercase", "{\"cache\":{\"consistency\":\"Immutable\"}}", "cache.consistency:" },
+    { "consistency_number", "{\"cache\":{\"consistency\":60}}", "cache.consistency: must be" },
+    { "consistency_at_top_level", "{\"consistency\":\"always\"}", "unknown key \"consistency\"" },
+    { "cache_bad_after_good", "{\"cache\":{\"dir\":\"/nvme\",\"size\":\"2G\",\"fill_workers\":0}}",
+      "cache.fill_workers" },
+    { "metrics_public_string", "{\"metrics_public\":\"yes\"}", "metrics_public: must be true or false" },
+    /* per-bucket consistency and cold_bucket */
+    { "bucket_consistency_unknown", "{\"buckets\":{\"a1\":{\"consistency\":\"never\"}}}",
+      "buckets.a1.consistency: must be \"immutable\", \"always\" or \"ttl:SECONDS\"" },
+    { "bucket_consistency_ttl_zero", "{\"buckets\":{\"a1\":{\"consistency\":\"ttl:0\"}}}",
+      "buckets.a1.consistency:" },
+    { "bucket_consistency_null", "{\"buckets\":{\"a1\":{\"consistency\":null}}}",
+      "buckets.a1.consistency:" },
+    { "bucket_cold_bucket_uppercase", "{\"buckets\":{\"a1\":{\"cold_bucket\":\"Data\"}}}",
+      "buckets.a1.cold_bucket: must be null or an S3 bucket name" },
+    { "bucket_cold_bucket_short", "{\"buckets\":{\"a1\":{\"cold_bucket\":\"ab\"}}}",
+      "buckets.a1.cold_bucket:" },
+    { "bucket_cold_bucket_long",
+      "{\"buckets\":{\"a1\":{\"cold_bucket\":"
+      "\"a234567890123456789012345678901234567890123456789012345678901234\"}}}",
+      "buckets.a1.cold_bucket:" },
+    { "bucket_cold_bucket_underscore", "{\"buckets\":{\"a1\":{\"cold_bucket\":\"my_data\"}}}",
+      "buckets.a1.cold_bucket:" },
+    { "bucket_cold_bucket_dotdot", "{\"buckets\":{\"a1\":{\"cold_bucket\":\"my..data\"}}}",
+      "buckets.a1.cold_bucket:" },
+    { "bucket_cold_bucket_ends_with_dash", "{\"buckets\":{\"a1\":{\"cold_bucket\":\"data-\"}}}",
+      "buckets.a1.cold_bucket:" },
+    { "bucket_cold_bucket_starts_with_dot", "{\"buckets\":{\"a1\":{\"cold_bucket\":\".data\"}}}",
+      "buckets.a1.cold_bucket:" },
+    { "bucket_cold_bucket_ip", "{\"buckets\":{\"a1\":{\"cold_bucket\":\"192.168.5.4\"}}}",
+      "buckets.a1.cold_bucket:" },
+    { "bucket_cold_bucket_xn_prefix", "{\"buckets\":{\"a1\":{\"cold_bucket\":\"xn--data\"}}}",
+      "buckets.a1.cold_bucket:" },
+    { "bucket_cold_bucket_s3alias", "{\"buckets\":{\"a1\":{\"cold_bucket\":\"data-s3alias\"}}}",
+      "buckets.a1.cold_bucket:" },
+    { "bucket_cold_bucket_number", "{\"buckets\":{\"a1\":{\"cold_bucket\":7}}}",
+      "buckets.a1.cold_bucket:" },
+    { "bucket_cold_bucket_after_good_bucket",
+      "{\"buckets\":{\"a1\":{\"cold_bucket\":\"fine-name\"},\"a2\":{\"cold_bucket\":\"A/B\"}}}",
+      "buckets.a2.cold_bucket:" },
 };
 
 static void bad_file_fails_naming_field_and_changes_nothing(void)
@@ -394,6 +545,27 @@ static const struct good_case good_files[] = {
       NULL, 0 },
     { "vhost_null", "{\"vhost_domain\":null}", NULL, 0 },
     { "log_level_debug", "{\"log_level\":\"debug\"}", NULL, 0 },
+    { "cold_url_null_keeps_local_tier", "{\"cold_url\":null,\"cold_ca_path\":null}", NULL, 0 },
+    { "cold_limits_at_lower_bounds",
+      "{\"cold_connect_timeout_ms\":1,\"cold_request_timeout_ms\":1,\"cold_retries\":0}", NULL, 0 },
+    { "cold_limits_at_upper_bounds",
+      "{\"cold_connect_timeout_ms\":600000,\"cold_request_timeout_ms\":3600000,"
+      "\"cold_retries\":10}", NULL, 0 },
+    { "cache_empty_object_keeps_defaults", "{\"cache\":{}}", NULL, 0 },
+    { "cache_dir_null_is_no_cache", "{\"cache\":{\"dir\":null}}", NULL, 0 },
+    { "cache_limits_at_lower_bounds",
+      "{\"cache\":{\"size\":1048576,\"high_watermark\":2,\"low_watermark\":1,"
+      "\"fill_workers\":1,\"wait_timeout_ms\":100}}", NULL, 0 },
+    { "cache_limits_at_upper_bounds",
+      "{\"cache\":{\"size\":\"16777215TiB\",\"high_watermark\":100,\"low_watermark\":99,"
+      "\"fill_workers\":256,\"wait_timeout_ms\":600000}}", NULL, 0 },
+    { "consistency_ttl_bounds",
+      "{\"cache\":{\"consistency\":\"ttl:31536000\"},"
+      "\"buckets\":{\"b1\":{\"consistency\":\"ttl:1\"}}}", NULL, 0 },
+    { "cold_bucket_null_is_same_name", "{\"buckets\":{\"b1\":{\"cold_bucket\":null}}}", NULL, 0 },
+    { "cold_bucket_swap_is_no_alias",
+      "{\"buckets\":{\"b1\":{\"cold_bucket\":\"b2x\"},\"b2x\":{\"cold_bucket\":\"b1z\"}}}",
+      NULL, 0 },
 };
 
 static void good_files_load_and_validate(void)
@@ -443,6 +615,175 @@ static void file_values_reach_every_field(void)
     CU_ASSERT_EQUAL(c.threads, 1);
     CU_ASSERT_STRING_EQUAL(c.data_dir, "/srv/sg");
     conf_free(&c);
+}
+
+static void cold_and_cache_values_reach_every_field(void)
+{
+    struct conf c;
+    char err[512];
+    defaults(&c);
+    const char *json =
+        "{\"cold_url\":\"https://s3.eu-west-1.amazonaws.com/\",\"cold_ca_path\":\"/etc/ca.pem\","
+        "\"cold_connect_timeout_ms\":250,\"cold_request_timeout_ms\":120000,\"cold_retries\":5,"
+        "\"spool_dir\":\"/var/spool/sg\",\"metrics_public\":true,"
+        "\"cache\":{\"dir\":\"/nvme/sg\",\"size\":\"1.5GiB\",\"high_watermark\":95,"
+        "\"low_watermark\":70,\"fill_workers\":32,\"wait_timeout_ms\":5000,\"on_write\":true,"
+        "\"consistency\":\"always\"}}";
+    CU_ASSERT_EQUAL_FATAL(load_text(&c, json, 0600, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(c.cold_url, "https://s3.eu-west-1.amazonaws.com/");
+    CU_ASSERT_STRING_EQUAL(c.cold_ca_path, "/etc/ca.pem");
+    CU_ASSERT_EQUAL(c.cold_connect_timeout_ms, 250);
+    CU_ASSERT_EQUAL(c.cold_request_timeout_ms, 120000);
+    CU_ASSERT_EQUAL(c.cold_retries, 5);
+    CU_ASSERT_STRING_EQUAL(c.spool_dir, "/var/spool/sg");
+    CU_ASSERT_TRUE(c.metrics_public);
+    CU_ASSERT_STRING_EQUAL(c.cache_dir, "/nvme/sg");
+    CU_ASSERT_EQUAL(c.cache_size, 1610612736u);
+    CU_ASSERT_EQUAL(c.cache_high_pct, 95);
+    CU_ASSERT_EQUAL(c.cache_low_pct, 70);
+    CU_ASSERT_EQUAL(c.cache_fill_workers, 32);
+    CU_ASSERT_EQUAL(c.cache_wait_ms, 5000);
+    CU_ASSERT_TRUE(c.cache_on_write);
+    CU_ASSERT_EQUAL(c.consistency, CONF_CONSISTENCY_ALWAYS);
+    CU_ASSERT_EQUAL(c.consistency_ttl_s, 0);
+    CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), 0);
+    /* a second file: a "cache" object changes only the keys it names, null
+     * turns the cache and the S3 tier off, an integer size is bytes */
+    CU_ASSERT_EQUAL_FATAL(load_text(&c, "{\"cold_url\":null,\"cold_ca_path\":null,"
+                                        "\"cache\":{\"dir\":null,\"size\":2097152,"
+                                        "\"consistency\":\"ttl:3600\"}}",
+                                    0600, err, sizeof err), 0);
+    CU_ASSERT_PTR_NULL(c.cold_url);
+    CU_ASSERT_PTR_NULL(c.cold_ca_path);
+    CU_ASSERT_PTR_NULL(c.cache_dir);
+    CU_ASSERT_EQUAL(c.cache_size, 2097152u);
+    CU_ASSERT_EQUAL(c.consistency, CONF_CONSISTENCY_TTL);
+    CU_ASSERT_EQUAL(c.consistency_ttl_s, 3600);
+    CU_ASSERT_EQUAL(c.cache_high_pct, 95);
+    CU_ASSERT_EQUAL(c.cache_fill_workers, 32);
+    CU_ASSERT_TRUE(c.cache_on_write);
+    CU_ASSERT_EQUAL(c.cold_retries, 5);
+    CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), 0);
+    /* a bad later file leaves all of it as it was */
+    CU_ASSERT_EQUAL(load_text(&c, "{\"cache\":{\"dir\":\"/x\",\"size\":\"1K\"}}", 0600, err,
+                              sizeof err), -1);
+    CU_ASSERT_PTR_NULL(c.cache_dir);
+    CU_ASSERT_EQUAL(c.cache_size, 2097152u);
+    conf_free(&c);
+}
+
+/* Endpoints as they are written in practice; stored exactly as given. */
+static void cold_url_forms_are_accepted(void)
+{
+    static const char *const urls[] = {
+        "http://127.0.0.1:9000", "http://127.0.0.1:9000/", "https://s3.amazonaws.com",
+        "https://s3.eu-west-1.amazonaws.com/", "http://[::1]:9000", "https://[2001:db8::5]/",
+        "http://[::ffff:10.0.0.1]:80", "http://minio_1:9000", "http://MinIO.Local:65535",
+        "http://10.0.0.1", "http://a", "http://xn--bcher-kva.example:443",
+    };
+    for (size_t i = 0; i < sizeof urls / sizeof urls[0]; i++) {
+        struct conf c;
+        char err[1024] = "", json[256];
+        defaults(&c);
+        snprintf(json, sizeof json, "{\"cold_url\":\"%s\"}", urls[i]);
+        int rc = load_text(&c, json, 0600, err, sizeof err);
+        CHECK_CASE(rc == 0, urls[i], "rc %d: %s", rc, err);
+        CHECK_CASE(c.cold_url != NULL && strcmp(c.cold_url, urls[i]) == 0, urls[i], "stored as %s",
+                   c.cold_url ? c.cold_url : "(null)");
+        CHECK_CASE(conf_validate(&c, err, sizeof err) == 0, urls[i], "validate: %s", err);
+        conf_free(&c);
+    }
+}
+
+/* A URL may carry a password; a refusal must not repeat it. */
+static void cold_url_refusal_never_echoes_the_url(void)
+{
+    struct conf c;
+    char err[1024];
+    defaults(&c);
+    CU_ASSERT_EQUAL(load_text(&c, "{\"cold_url\":\"http://AK:SECRETPW@minio:9000\"}", 0600, err,
+                              sizeof err), -1);
+    CU_ASSERT_PTR_NULL(strstr(err, "SECRETPW"));
+    CU_ASSERT_EQUAL(conf_set_flag(&c, "cold", "https://u:SECRETPW@h", err, sizeof err), -1);
+    CU_ASSERT_PTR_NULL(strstr(err, "SECRETPW"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "--cold: must be http://"));
+    conf_free(&c);
+}
+
+/* ---- conf_size_parse ---- */
+
+struct size_case {
+    const char *in;
+    int rc;
+    uint64_t want;
+};
+
+static const struct size_case size_cases[] = {
+    { "0", 0, 0 },
+    { "1073741824", 0, 1073741824u },
+    { "18446744073709551615", 0, UINT64_MAX },
+    { "18446744073709551616", -1, 0 },
+    { "99999999999999999999999", -1, 0 },
+    { "512K", 0, 512u * 1024 },
+    { "512M", 0, 512ull << 20 },
+    { "10G", 0, 10ull << 30 },
+    { "2T", 0, 2ull << 40 },
+    { "1KiB", 0, 1024 },
+    { "64MiB", 0, 64ull << 20 },
+    { "1.5GiB", 0, 1610612736u },
+    { "1.5G", 0, 1610612736u },
+    { "0.5TiB", 0, 1ull << 39 },
+    { "1KB", 0, 1000 },
+    { "5MB", 0, 5000000u },
+    { "1.5GB", 0, 1500000000u },
+    { "3TB", 0, 3000000000000ull },
+    { "1.000001M", 0, 1048577u },        /* 1048577.048576, rounded down */
+    { "0.1K", 0, 102 },                  /* 102.4 */
+    { "007G", 0, 7ull << 30 },
+    { "16777215TiB", 0, 16777215ull << 40 },
+    { "16777216TiB", -1, 0 },            /* 2^64 */
+    { "16777215.999999TiB", 0, (16777215ull << 40) + 1099510528264ull },
+    { "18446744073.709552GB", -1, 0 },   /* just past 2^64 */
+    { "1.1234567G", -1, 0 },             /* more than 6 decimals */
+    { "", -1, 0 },
+    { "G", -1, 0 },
+    { ".5G", -1, 0 },
+    { "1.G", -1, 0 },
+    { "1.5", -1, 0 },                    /* a fraction of a byte: the unit is missing */
+    { "1..5G", -1, 0 },
+    { "-1", -1, 0 },
+    { "+1", -1, 0 },
+    { " 1G", -1, 0 },
+    { "1G ", -1, 0 },
+    { "1 G", -1, 0 },
+    { "1g", -1, 0 },
+    { "1gib", -1, 0 },
+    { "1Gi", -1, 0 },
+    { "1GIB", -1, 0 },
+    { "1B", -1, 0 },
+    { "1P", -1, 0 },
+    { "1e9", -1, 0 },
+    { "0x10", -1, 0 },
+    { "1,5G", -1, 0 },
+    { "10GG", -1, 0 },
+};
+
+static void size_parse_cases(void)
+{
+    for (size_t i = 0; i < sizeof size_cases / sizeof size_cases[0]; i++) {
+        const struct size_case *sc = &size_cases[i];
+        uint64_t v = 12345;
+        int rc = conf_size_parse(sc->in, &v);
+        CHECK_CASE(rc == sc->rc, sc->in, "rc %d, want %d", rc, sc->rc);
+        if (sc->rc == 0)
+            CHECK_CASE(v == sc->want, sc->in, "got %llu, want %llu", (unsigned long long)v,
+                       (unsigned long long)sc->want);
+        else
+            CHECK_CASE(v == 12345, sc->in, "a refused size changed *out");
+    }
+    uint64_t v = 7;
+    CU_ASSERT_EQUAL(conf_size_parse(NULL, &v), -1);
+    CU_ASSERT_EQUAL(v, 7);
 }
 
 static void users_in_file_replace_default_user(void)
@@ -502,7 +843,14 @@ static void example_config_loads_and_names_every_key(void)
                                         "\"max_header_bytes\"", "\"users\"", "\"name\"",
                                         "\"access_key\"", "\"secret_key\"",
                                         "\"secret_key_env\"", "\"permissions\"",
-                                        "\"buckets\"", "\"public_read\"" };
+                                        "\"buckets\"", "\"public_read\"", "\"cold_url\"",
+                                        "\"cold_ca_path\"", "\"cold_connect_timeout_ms\"",
+                                        "\"cold_request_timeout_ms\"", "\"cold_retries\"",
+                                        "\"spool_dir\"", "\"metrics_public\"", "\"cache\"",
+                                        "\"dir\"", "\"size\"", "\"high_watermark\"",
+                                        "\"low_watermark\"", "\"fill_workers\"",
+                                        "\"wait_timeout_ms\"", "\"on_write\"",
+                                        "\"consistency\"", "\"cold_bucket\"" };
     char root[512], path[1024], err[1024];
     src_root(root, sizeof root);
     snprintf(path, sizeof path, "%s/conf/shardgate.example.json", root);
@@ -522,6 +870,15 @@ static void example_config_loads_and_names_every_key(void)
     CU_ASSERT_FALSE(c.default_credentials);
     CU_ASSERT_TRUE(c.n_users >= 1);
     CU_ASSERT_PTR_NOT_NULL(c.vhost_domain);
+    CU_ASSERT_PTR_NOT_NULL(c.cache_dir);
+    int immutable = 0, renamed = 0;
+    for (size_t i = 0; i < c.n_buckets; i++) {
+        immutable += c.buckets[i].has_consistency
+                     && c.buckets[i].consistency == CONF_CONSISTENCY_IMMUTABLE;
+        renamed += c.buckets[i].cold_bucket != NULL;
+    }
+    CU_ASSERT_TRUE(immutable >= 1);
+    CU_ASSERT_TRUE(renamed >= 1);
     CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), 0);
     conf_free(&c);
     free(text);
@@ -605,7 +962,53 @@ static const struct env_case env_cases[] = {
       { { "SHARDGATE_LISTEN", "[::1]:8443" }, { "SHARDGATE_DATA_DIR", "/d" },
         { "SHARDGATE_LOG_LEVEL", "trace" } },
       "SHARDGATE_LOG_LEVEL" },
+    { "cold_url_ok", { { "SHARDGATE_COLD_URL", "http://minio:9000" } }, NULL },
+    { "cold_url_https_ipv6", { { "SHARDGATE_COLD_URL", "https://[::1]/" } }, NULL },
+    { "cold_url_empty_is_refused", { { "SHARDGATE_COLD_URL", "" } },
+      "SHARDGATE_COLD_URL: must be http://HOST[:PORT]" },
+    { "cold_url_with_path", { { "SHARDGATE_COLD_URL", "http://minio:9000/data" } },
+      "SHARDGATE_COLD_URL: must be http://" },
+    { "cache_dir_ok", { { "SHARDGATE_CACHE_DIR", "/nvme/sg" } }, NULL },
+    { "cache_dir_empty", { { "SHARDGATE_CACHE_DIR", "" } },
+      "SHARDGATE_CACHE_DIR: must be a non-empty path" },
+    { "cache_size_bytes", { { "SHARDGATE_CACHE_SIZE", "1073741824" } }, NULL },
+    { "cache_size_fraction", { { "SHARDGATE_CACHE_SIZE", "1.5GiB" } }, NULL },
+    { "cache_size_decimal_unit", { { "SHARDGATE_CACHE_SIZE", "500MB" } }, NULL },
+    { "cache_size_too_small", { { "SHARDGATE_CACHE_SIZE", "1023K" } },
+      "SHARDGATE_CACHE_SIZE: must be at least 1 MiB" },
+    { "cache_size_junk", { { "SHARDGATE_CACHE_SIZE", "lots" } }, "SHARDGATE_CACHE_SIZE:" },
+    { "cache_size_empty", { { "SHARDGATE_CACHE_SIZE", "" } }, "SHARDGATE_CACHE_SIZE:" },
+    { "consistency_immutable", { { "SHARDGATE_CONSISTENCY", "immutable" } }, NULL },
+    { "consistency_always", { { "SHARDGATE_CONSISTENCY", "always" } }, NULL },
+    { "consistency_ttl", { { "SHARDGATE_CONSISTENCY", "ttl:300" } }, NULL },
+    { "consistency_ttl_zero", { { "SHARDGATE_CONSISTENCY", "ttl:0" } },
+      "SHARDGATE_CONSISTENCY: must be \"immutable\", \"always\" or \"ttl:SECONDS\"" },
+    { "consistency_bare_number", { { "SHARDGATE_CONSISTENCY", "60" } }, "SHARDGATE_CONSISTENCY:" },
+    { "all_new_ok",
+      { { "SHARDGATE_COLD_URL", "https://s3.amazonaws.com" }, { "SHARDGATE_CACHE_DIR", "/c" },
+        { "SHARDGATE_CACHE_SIZE", "2T" }, { "SHARDGATE_CONSISTENCY", "ttl:31536000" } },
+      NULL },
+    { "one_bad_new_var_among_good_ones",
+      { { "SHARDGATE_COLD_URL", "https://s3.amazonaws.com" }, { "SHARDGATE_CACHE_DIR", "/c" },
+        { "SHARDGATE_CACHE_SIZE", "2X" } },
+      "SHARDGATE_CACHE_SIZE" },
 };
+
+/* What consistency_parse makes of `s` (the tests' own reading of the spec). */
+static int want_consistency(const char *s, enum conf_consistency *mode, unsigned *ttl)
+{
+    *ttl = 0;
+    if (strcmp(s, "immutable") == 0)
+        *mode = CONF_CONSISTENCY_IMMUTABLE;
+    else if (strcmp(s, "always") == 0)
+        *mode = CONF_CONSISTENCY_ALWAYS;
+    else if (strncmp(s, "ttl:", 4) == 0) {
+        *mode = CONF_CONSISTENCY_TTL;
+        *ttl = (unsigned)strtoul(s + 4, NULL, 10);
+    } else
+        return -1;
+    return 0;
+}
 
 /* Looks `var` up in the case; NULL when the case does not set it. */
 static const char *env_case_get(const struct env_case *ec, const char *var)
@@ -658,6 +1061,27 @@ static void env_cases_apply_or_fail_naming_variable(void)
             v = env_case_get(ec, "SHARDGATE_LOG_LEVEL");
             if (v != NULL)
                 CHECK_CASE(c.log_level == LOG_LVL_DEBUG, ec->name, "log level");
+            v = env_case_get(ec, "SHARDGATE_COLD_URL");
+            CHECK_CASE(v != NULL ? c.cold_url != NULL && strcmp(c.cold_url, v) == 0
+                                 : c.cold_url == NULL,
+                       ec->name, "cold_url");
+            v = env_case_get(ec, "SHARDGATE_CACHE_DIR");
+            CHECK_CASE(v != NULL ? c.cache_dir != NULL && strcmp(c.cache_dir, v) == 0
+                                 : c.cache_dir == NULL,
+                       ec->name, "cache_dir");
+            v = env_case_get(ec, "SHARDGATE_CACHE_SIZE");
+            uint64_t size = 10ull << 30;
+            if (v != NULL)
+                CHECK_CASE(conf_size_parse(v, &size) == 0, ec->name, "size %s", v);
+            CHECK_CASE(c.cache_size == size, ec->name, "cache_size %llu",
+                       (unsigned long long)c.cache_size);
+            v = env_case_get(ec, "SHARDGATE_CONSISTENCY");
+            enum conf_consistency mode = CONF_CONSISTENCY_TTL;
+            unsigned ttl = 60;
+            if (v != NULL)
+                CHECK_CASE(want_consistency(v, &mode, &ttl) == 0, ec->name, "consistency %s", v);
+            CHECK_CASE(c.consistency == mode && c.consistency_ttl_s == ttl, ec->name,
+                       "consistency %d ttl %u", (int)c.consistency, c.consistency_ttl_s);
             CHECK_CASE(conf_validate(&c, err, sizeof err) == 0, ec->name, "validate: %s", err);
         }
         conf_free(&c);
@@ -722,8 +1146,29 @@ static const struct flag_case flag_cases[] = {
     { "missing_value", "listen", NULL, "--listen: requires a value" },
     { "unknown_flag", "port", "80",
       "unknown flag \"--port\" (allowed: --listen, --data, --region, --vhost-domain, "
-      "--threads, --log-level)" },
+      "--threads, --log-level, --cold, --cache-dir, --cache-size, --consistency)" },
     { "underscore_spelling_is_unknown", "log_level", "info", "unknown flag \"--log_level\"" },
+    { "cold_http", "cold", "http://127.0.0.1:9100", NULL },
+    { "cold_https_slash", "cold", "https://storage.example.net/", NULL },
+    { "cold_empty", "cold", "", "--cold: must be http://HOST[:PORT] or https://HOST[:PORT]" },
+    { "cold_path", "cold", "http://h/p", "--cold: must be http://" },
+    { "cold_no_scheme", "cold", "minio:9000", "--cold: must be http://" },
+    { "cold_missing_value", "cold", NULL, "--cold: requires a value" },
+    { "cache_dir", "cache-dir", "/nvme/sg", NULL },
+    { "cache_dir_empty", "cache-dir", "", "--cache-dir: must be a non-empty path" },
+    { "cache_size_gib", "cache-size", "64GiB", NULL },
+    { "cache_size_exactly_1mib", "cache-size", "1MiB", NULL },
+    { "cache_size_1mb_is_too_small", "cache-size", "1MB", "--cache-size: must be at least 1 MiB" },
+    { "cache_size_negative", "cache-size", "-10G", "--cache-size: must be at least 1 MiB" },
+    { "cache_size_json_like", "cache-size", "\"10G\"", "--cache-size:" },
+    { "consistency_immutable", "consistency", "immutable", NULL },
+    { "consistency_ttl_max", "consistency", "ttl:31536000", NULL },
+    { "consistency_ttl_too_long", "consistency", "ttl:31536001",
+      "--consistency: must be \"immutable\", \"always\" or \"ttl:SECONDS\" with SECONDS from 1 "
+      "to 31536000" },
+    { "consistency_ttl_space", "consistency", "ttl: 60", "--consistency:" },
+    { "consistency_empty", "consistency", "", "--consistency:" },
+    { "cache_dir_underscore_is_unknown", "cache_dir", "/x", "unknown flag \"--cache_dir\"" },
 };
 
 static void flag_cases_apply_or_fail_naming_flag(void)
@@ -772,6 +1217,47 @@ static void flags_set_the_matching_fields(void)
     conf_free(&c);
 }
 
+/* Flags override what the file and the environment said. */
+static void new_flags_override_file_and_env(void)
+{
+    struct conf c;
+    char err[512];
+    defaults(&c);
+    CU_ASSERT_EQUAL_FATAL(load_text(&c, "{\"cold_url\":\"http://file:1\",\"cache\":{"
+                                        "\"dir\":\"/file\",\"size\":\"2G\","
+                                        "\"consistency\":\"always\"}}",
+                                    0600, err, sizeof err), 0);
+    env_clear();
+    setenv("SHARDGATE_COLD_URL", "http://env:2", 1);
+    setenv("SHARDGATE_CACHE_DIR", "/env", 1);
+    setenv("SHARDGATE_CACHE_SIZE", "3G", 1);
+    setenv("SHARDGATE_CONSISTENCY", "immutable", 1);
+    CU_ASSERT_EQUAL(conf_apply_env(&c, err, sizeof err), 0);
+    env_clear();
+    CU_ASSERT_STRING_EQUAL(c.cold_url, "http://env:2");
+    CU_ASSERT_STRING_EQUAL(c.cache_dir, "/env");
+    CU_ASSERT_EQUAL(c.cache_size, 3ull << 30);
+    CU_ASSERT_EQUAL(c.consistency, CONF_CONSISTENCY_IMMUTABLE);
+    CU_ASSERT_EQUAL(conf_set_flag(&c, "cold", "https://[fe80::2]:8443", err, sizeof err), 0);
+    CU_ASSERT_EQUAL(conf_set_flag(&c, "cache-dir", "/flag", err, sizeof err), 0);
+    CU_ASSERT_EQUAL(conf_set_flag(&c, "cache-size", "1.5GiB", err, sizeof err), 0);
+    CU_ASSERT_EQUAL(conf_set_flag(&c, "consistency", "ttl:5", err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(c.cold_url, "https://[fe80::2]:8443");
+    CU_ASSERT_STRING_EQUAL(c.cache_dir, "/flag");
+    CU_ASSERT_EQUAL(c.cache_size, 1610612736u);
+    CU_ASSERT_EQUAL(c.consistency, CONF_CONSISTENCY_TTL);
+    CU_ASSERT_EQUAL(c.consistency_ttl_s, 5);
+    /* a refused flag leaves the previous value */
+    CU_ASSERT_EQUAL(conf_set_flag(&c, "cache-size", "1.5", err, sizeof err), -1);
+    CU_ASSERT_EQUAL(c.cache_size, 1610612736u);
+    CU_ASSERT_EQUAL(conf_set_flag(&c, "consistency", "ttl:0", err, sizeof err), -1);
+    CU_ASSERT_EQUAL(c.consistency_ttl_s, 5);
+    CU_ASSERT_EQUAL(conf_set_flag(&c, "cold", "", err, sizeof err), -1);
+    CU_ASSERT_STRING_EQUAL(c.cold_url, "https://[fe80::2]:8443");
+    CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), 0);
+    conf_free(&c);
+}
+
 /* ---- conf_validate ---- */
 
 struct validate_case {
@@ -799,6 +1285,59 @@ static void mut_duplicate_keys(struct conf *c)
     c->n_users = 2;
 }
 
+static void mut_low_equals_high(struct conf *c) { c->cache_low_pct = c->cache_high_pct = 90; }
+static void mut_low_above_high(struct conf *c) { c->cache_high_pct = 50; }
+static void mut_low_zero(struct conf *c) { c->cache_low_pct = 0; }
+static void mut_high_one(struct conf *c) { c->cache_high_pct = 1; c->cache_low_pct = 1; }
+static void mut_high_over_100(struct conf *c) { c->cache_high_pct = 101; }
+static void mut_cache_small(struct conf *c) { c->cache_size = 1024 * 1024 - 1; }
+static void mut_fill_workers_zero(struct conf *c) { c->cache_fill_workers = 0; }
+static void mut_fill_workers_high(struct conf *c) { c->cache_fill_workers = 257; }
+static void mut_wait_short(struct conf *c) { c->cache_wait_ms = 99; }
+static void mut_wait_long(struct conf *c) { c->cache_wait_ms = 600001; }
+static void mut_ttl_zero(struct conf *c) { c->consistency_ttl_s = 0; }
+static void mut_ttl_long(struct conf *c) { c->consistency_ttl_s = 31536001; }
+static void mut_consistency_bogus(struct conf *c) { c->consistency = (enum conf_consistency)7; }
+static void mut_spool_empty(struct conf *c) { c->spool_dir[0] = '\0'; }
+static void mut_connect_zero(struct conf *c) { c->cold_connect_timeout_ms = 0; }
+static void mut_request_long(struct conf *c) { c->cold_request_timeout_ms = 3600001; }
+static void mut_retries_high(struct conf *c) { c->cold_retries = 11; }
+static void mut_cold_url_bad(struct conf *c) { c->cold_url = strdup("ftp://x"); }
+static void mut_cache_dir_empty(struct conf *c) { c->cache_dir = strdup(""); }
+static void mut_ca_path_empty(struct conf *c) { c->cold_ca_path = strdup(""); }
+
+/* Appends a bucket entry; `cold` may be NULL. */
+static struct conf_bucket *add_bucket(struct conf *c, const char *name, const char *cold)
+{
+    struct conf_bucket *bs = realloc(c->buckets, (c->n_buckets + 1) * sizeof *bs);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bs);
+    c->buckets = bs;
+    struct conf_bucket *b = &bs[c->n_buckets++];
+    memset(b, 0, sizeof *b);
+    b->name = strdup(name);
+    b->cold_bucket = cold != NULL ? strdup(cold) : NULL;
+    return b;
+}
+
+static void mut_bucket_ttl_zero(struct conf *c)
+{
+    struct conf_bucket *b = add_bucket(c, "b1", NULL);
+    b->has_consistency = true;
+    b->consistency = CONF_CONSISTENCY_TTL;
+    b->ttl_s = 0;
+}
+static void mut_bucket_cold_bad(struct conf *c) { add_bucket(c, "b1", "Bad_Name"); }
+static void mut_bucket_cold_alias_of_name(struct conf *c)
+{
+    add_bucket(c, "data", NULL);
+    add_bucket(c, "data2", "data");
+}
+static void mut_bucket_cold_alias_of_cold(struct conf *c)
+{
+    add_bucket(c, "one", "shared");
+    add_bucket(c, "two", "shared");
+}
+
 static const struct validate_case validate_cases[] = {
     { "port_zero", mut_port_zero, "listen: port must be from 1 to 65535" },
     { "data_dir_empty", mut_data_dir_empty, "data_dir: must not be empty" },
@@ -808,6 +1347,34 @@ static const struct validate_case validate_cases[] = {
     { "threads_out_of_range", mut_threads_high, "threads: must be an integer from 0 to 256" },
     { "duplicate_access_keys", mut_duplicate_keys,
       "users[1].access_key: same as users[0].access_key" },
+    { "low_watermark_equals_high", mut_low_equals_high,
+      "cache.low_watermark: must be an integer from 1 to 89, below cache.high_watermark (90)" },
+    { "low_watermark_above_high", mut_low_above_high,
+      "cache.low_watermark: must be an integer from 1 to 49, below cache.high_watermark (50)" },
+    { "low_watermark_zero", mut_low_zero, "cache.low_watermark: must be an integer from 1 to 89" },
+    { "high_watermark_one", mut_high_one, "cache.high_watermark: must be an integer from 2 to 100" },
+    { "high_watermark_over_100", mut_high_over_100, "cache.high_watermark:" },
+    { "cache_size_below_1mib", mut_cache_small, "cache.size: must be at least 1 MiB" },
+    { "fill_workers_zero", mut_fill_workers_zero, "cache.fill_workers: must be an integer from 1 to 256" },
+    { "fill_workers_high", mut_fill_workers_high, "cache.fill_workers:" },
+    { "wait_short", mut_wait_short, "cache.wait_timeout_ms: must be an integer from 100 to 600000" },
+    { "wait_long", mut_wait_long, "cache.wait_timeout_ms:" },
+    { "ttl_zero", mut_ttl_zero, "consistency: must be \"immutable\", \"always\" or \"ttl:SECONDS\"" },
+    { "ttl_long", mut_ttl_long, "consistency: must be" },
+    { "consistency_bogus", mut_consistency_bogus, "consistency: must be" },
+    { "spool_dir_empty", mut_spool_empty, "spool_dir: must not be empty" },
+    { "connect_timeout_zero", mut_connect_zero, "cold_connect_timeout_ms: must be an integer from 1 to 600000" },
+    { "request_timeout_long", mut_request_long, "cold_request_timeout_ms: must be an integer from 1 to 3600000" },
+    { "retries_high", mut_retries_high, "cold_retries: must be an integer from 0 to 10" },
+    { "cold_url_bad", mut_cold_url_bad, "cold_url: must be http://" },
+    { "cache_dir_empty", mut_cache_dir_empty, "cache.dir: must be a non-empty path or null" },
+    { "ca_path_empty", mut_ca_path_empty, "cold_ca_path: must be a non-empty path or null" },
+    { "bucket_ttl_zero", mut_bucket_ttl_zero, "buckets.b1.consistency: must be" },
+    { "bucket_cold_bad", mut_bucket_cold_bad, "buckets.b1.cold_bucket: must be null or an S3 bucket name" },
+    { "bucket_cold_alias_of_name", mut_bucket_cold_alias_of_name,
+      "buckets.data2.cold_bucket: \"data\" is already the cold bucket of buckets.data" },
+    { "bucket_cold_alias_of_cold", mut_bucket_cold_alias_of_cold,
+      "buckets.one.cold_bucket: \"shared\" is already the cold bucket of buckets.two" },
 };
 
 static void validate_cases_fail_naming_field(void)
@@ -962,6 +1529,85 @@ static void permissions_and_buckets_load(void)
     conf_free(&c);
 }
 
+static void bucket_consistency_and_cold_bucket_load(void)
+{
+    struct conf c;
+    char err[512];
+    defaults(&c);
+    const char *json =
+        "{\"cold_url\":\"http://minio:9000\","
+        "\"buckets\":{\"datasets\":{\"public_read\":true,\"consistency\":\"immutable\"},"
+        "\"ckpt\":{\"consistency\":\"always\",\"cold_bucket\":\"prod-ckpt.v2\"},"
+        "\"logs\":{\"consistency\":\"ttl:5\"},\"plain\":{}}}";
+    CU_ASSERT_EQUAL_FATAL(load_text(&c, json, 0600, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), 0);
+    /* twice: the second time after a merge step has deep-copied the buckets */
+    for (int pass = 0; pass < 2; pass++) {
+        const struct conf_bucket *b = conf_bucket_find(&c, "datasets");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+        CU_ASSERT_TRUE(b->public_read);
+        CU_ASSERT_TRUE(b->has_consistency);
+        CU_ASSERT_EQUAL(b->consistency, CONF_CONSISTENCY_IMMUTABLE);
+        CU_ASSERT_EQUAL(b->ttl_s, 0);
+        CU_ASSERT_PTR_NULL(b->cold_bucket);
+        b = conf_bucket_find(&c, "ckpt");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+        CU_ASSERT_EQUAL(b->consistency, CONF_CONSISTENCY_ALWAYS);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(b->cold_bucket);
+        CU_ASSERT_STRING_EQUAL(b->cold_bucket, "prod-ckpt.v2");
+        b = conf_bucket_find(&c, "logs");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+        CU_ASSERT_EQUAL(b->consistency, CONF_CONSISTENCY_TTL);
+        CU_ASSERT_EQUAL(b->ttl_s, 5);
+        b = conf_bucket_find(&c, "plain");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+        CU_ASSERT_FALSE(b->has_consistency);
+        CU_ASSERT_PTR_NULL(b->cold_bucket);
+        env_clear();
+        setenv("SHARDGATE_CONSISTENCY", "immutable", 1);
+        CU_ASSERT_EQUAL(conf_apply_env(&c, err, sizeof err), 0);
+        env_clear();
+    }
+    /* a failed merge keeps the buckets (and frees its own copy) */
+    setenv("SHARDGATE_CACHE_SIZE", "tiny", 1);
+    CU_ASSERT_EQUAL(conf_apply_env(&c, err, sizeof err), -1);
+    env_clear();
+    CU_ASSERT_EQUAL(c.n_buckets, 4);
+    /* a later "buckets" replaces the whole table */
+    CU_ASSERT_EQUAL_FATAL(load_text(&c, "{\"buckets\":{\"only\":{\"cold_bucket\":\"other\"}}}",
+                                    0600, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(c.n_buckets, 1);
+    CU_ASSERT_PTR_NULL(conf_bucket_find(&c, "ckpt"));
+    conf_free(&c);
+}
+
+/* low_watermark < high_watermark is checked once every source has spoken,
+ * so the file may name them in either order or in separate files. */
+static void watermarks_are_checked_together_at_validate(void)
+{
+    struct conf c;
+    char err[512];
+    defaults(&c);
+    CU_ASSERT_EQUAL_FATAL(load_text(&c, "{\"cache\":{\"high_watermark\":70}}", 0600, err,
+                                    sizeof err), 0);
+    CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "cache.low_watermark: must be an integer from 1 to 69, "
+                                      "below cache.high_watermark (70)"));
+    CU_ASSERT_EQUAL_FATAL(load_text(&c, "{\"cache\":{\"low_watermark\":60}}", 0600, err,
+                                    sizeof err), 0);
+    CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(load_text(&c, "{\"cache\":{\"low_watermark\":98,"
+                                        "\"high_watermark\":99}}", 0600, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(c.cache_low_pct, 98);
+    CU_ASSERT_EQUAL(c.cache_high_pct, 99);
+    CU_ASSERT_EQUAL_FATAL(load_text(&c, "{\"cache\":{\"low_watermark\":99,"
+                                        "\"high_watermark\":99}}", 0600, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "cache.low_watermark"));
+    conf_free(&c);
+}
+
 static void level_names_round_trip(void)
 {
     CU_ASSERT_STRING_EQUAL(conf_perm_level_name(CONF_PERM_NONE), "none");
@@ -1053,6 +1699,10 @@ static const struct test_entry file_tests[] = {
     T(directory_is_refused_as_config),
     T(good_files_load_and_validate),
     T(file_values_reach_every_field),
+    T(cold_and_cache_values_reach_every_field),
+    T(cold_url_forms_are_accepted),
+    T(cold_url_refusal_never_echoes_the_url),
+    T(size_parse_cases),
     T(users_in_file_replace_default_user),
     T(example_config_loads_and_names_every_key),
     T(secret_file_open_to_group_or_others_is_refused),
@@ -1069,18 +1719,21 @@ static const struct test_entry env_tests[] = {
 static const struct test_entry flag_tests[] = {
     T(flag_cases_apply_or_fail_naming_flag),
     T(flags_set_the_matching_fields),
+    T(new_flags_override_file_and_env),
     T(error_buffer_truncates_and_stays_terminated),
 };
 
 static const struct test_entry validate_tests[] = {
     T(validate_cases_fail_naming_field),
     T(validate_refuses_bad_permission_bucket),
+    T(watermarks_are_checked_together_at_validate),
 };
 
 static const struct test_entry perm_tests[] = {
     T(default_root_is_admin_on_every_bucket),
     T(env_root_without_users_is_admin),
     T(permissions_and_buckets_load),
+    T(bucket_consistency_and_cold_bucket_load),
     T(level_names_round_trip),
     T(secret_key_env_is_read_at_load_and_never_echoed),
     T(file_with_env_secrets_only_may_be_readable),

@@ -1,0 +1,1075 @@
+/* cache/cache.c - the cache tier's engine: hits from published entries,
+ * single-flight fills that stream to every reader as the bytes land, TTL
+ * revalidation, and the fill workers.
+ *
+ * A fill is run by one worker thread from start to end: it opens the object
+ * on the cold tier, writes the header block and then the bytes to the data
+ * file through its own io_uring (two 1 MiB buffers: one is read from the
+ * cold tier while the other is being written), advances `filled` in order
+ * as writes complete and resumes the readers waiting for those bytes. Only a
+ * complete, verified and fdatasync'ed file is published to the index.
+ *
+ * Why one worker per fill rather than one tier thread driving every fill
+ * from a single event loop: the cold tier's interface is a blocking reader
+ * (backend_obj_read), and a worker per fill keeps each fill a straight line
+ * of code; concurrency is bounded by the number of workers. The io_uring
+ * ring per worker keeps writes asynchronous so reading the next buffer from
+ * the cold tier overlaps writing the last one.
+ *
+ * Locks: c->mu (fill table, queue, stop flag) before f->mu (one fill's
+ * state and waiters); the index has its own locks and is never called with
+ * f->mu held. */
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "cache_index.h"
+#include "cache_int.h"
+#include "log.h"
+
+enum {
+    FILL_BUF = 1024 * 1024,      /* bytes per cold-tier read and cache write */
+    FILL_BUFS = 2,               /* read one while the other is written */
+    FILL_TABLE = 1024,           /* buckets of the fill table (fills in flight are few) */
+    REAPER_MS = 100,             /* deadline resolution for waiting readers */
+};
+
+enum fill_state { FILL_QUEUED, FILL_RUNNING, FILL_DONE, FILL_FAILED };
+
+struct fill {
+    struct fill *table_next;     /* chain in c->table */
+    struct fill *queue_next;     /* c->queue */
+    uint64_t id;                 /* the index entry; names the data file */
+    char *bucket, *key;
+    unsigned refs;               /* the table, the worker, attached readers; under c->mu */
+
+    pthread_mutex_t mu;          /* everything below */
+    enum fill_state state;
+    bool meta_known;
+    struct obj_meta meta;
+    uint64_t data_off;           /* where the object's bytes start in the file */
+    uint64_t filled;             /* object bytes written, contiguous from 0 */
+    enum cache_status err;       /* FILL_FAILED: why */
+    enum backend_status bst;
+    struct cache_waiter *waiters;
+};
+
+struct cache {
+    struct cidx *idx;
+    struct backend *cold;
+    struct cache_conf cf;        /* strings and bucket table borrowed */
+    char *dir;
+
+    pthread_mutex_t mu;
+    pthread_cond_t work;         /* signalled when the queue grows or on stop */
+    struct fill *table[FILL_TABLE];
+    struct fill *queue_head, *queue_tail;
+    bool stopping;
+    pthread_t *workers;
+    unsigned n_workers;
+    pthread_t reaper;
+    bool reaper_started;
+
+    atomic_uint_fast64_t hits, misses, fills_started, fills_done, fills_failed;
+    atomic_uint_fast64_t waiters_now, backend_bytes, revalidations, evictions;
+};
+
+struct cache_obj {
+    struct cache *c;
+    struct fill *f;              /* NULL for a hit */
+    int fd;                      /* the data file, read-only */
+    uint64_t data_off, size;
+    uint64_t id;
+    bool pinned;                 /* a hit pins its entry against eviction */
+};
+
+const char *cache_status_name(enum cache_status st)
+{
+    switch (st) {
+    case CACHE_OK: return "ok";
+    case CACHE_AGAIN: return "again";
+    case CACHE_END: return "end";
+    case CACHE_BACKEND: return "backend";
+    case CACHE_IO: return "cache-io";
+    case CACHE_TIMEOUT: return "timeout";
+    case CACHE_NOMEM: return "nomem";
+    }
+    return "?";
+}
+
+/* ---- small helpers ---- */
+
+static uint64_t hash_name(const char *bucket, const char *key)
+{
+    uint64_t h = 1469598103934665603ull;   /* FNV-1a */
+    for (const char *p = bucket; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;
+    for (const char *p = key; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    return h;
+}
+
+static bool deadline_passed(const struct timespec *d)
+{
+    if (d->tv_sec == 0 && d->tv_nsec == 0)
+        return false;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return now.tv_sec > d->tv_sec || (now.tv_sec == d->tv_sec && now.tv_nsec >= d->tv_nsec);
+}
+
+static const struct cache_bucket_conf *bucket_conf(const struct cache *c, const char *bucket)
+{
+    for (size_t i = 0; i < c->cf.n_buckets; i++)
+        if (strcmp(c->cf.buckets[i].bucket, bucket) == 0)
+            return &c->cf.buckets[i];
+    return NULL;
+}
+
+/* Must a READY entry validated at `at` be checked against the cold tier? */
+static bool needs_revalidation(const struct cache *c, const char *bucket, time_t at)
+{
+    const struct cache_bucket_conf *bc = bucket_conf(c, bucket);
+    enum cache_consistency cons = bc ? bc->consistency : c->cf.default_consistency;
+    unsigned ttl = bc ? bc->ttl_s : c->cf.default_ttl_s;
+    switch (cons) {
+    case CACHE_IMMUTABLE: return false;
+    case CACHE_ALWAYS: return true;
+    case CACHE_TTL: return time(NULL) - at >= (time_t)ttl;
+    }
+    return true;
+}
+
+/* ---- waiters (all under f->mu) ---- */
+
+static void waiter_add(struct fill *f, struct cache_waiter *w, bool for_meta, uint64_t need)
+{
+    w->for_meta = for_meta;
+    w->need = need;
+    w->expired = false;
+    w->queued = true;
+    w->next = f->waiters;
+    f->waiters = w;
+    w->suspend(w->arg);
+}
+
+/* Resumes the waiters whose condition now holds (all of them when the fill
+ * ended). A resumed waiter is out of the list before resume() runs: the
+ * connection may be freed right after. */
+static unsigned waiters_wake(struct fill *f)
+{
+    bool final = f->state == FILL_DONE || f->state == FILL_FAILED;
+    struct cache_waiter **pp = &f->waiters;
+    unsigned woken = 0;
+    while (*pp) {
+        struct cache_waiter *w = *pp;
+        bool ready = final || (w->for_meta ? f->meta_known : f->filled > w->need);
+        if (!ready) {
+            pp = &w->next;
+            continue;
+        }
+        *pp = w->next;
+        w->queued = false;
+        w->next = NULL;
+        if (f->state == FILL_FAILED) {
+            w->result = f->err;
+            w->bst = f->bst;
+        }
+        w->resume(w->arg);
+        woken++;
+    }
+    return woken;
+}
+
+/* ---- the fill table ---- */
+
+static struct fill *table_find(struct cache *c, const char *bucket, const char *key)
+{
+    struct fill *f = c->table[hash_name(bucket, key) % FILL_TABLE];
+    for (; f; f = f->table_next)
+        if (strcmp(f->bucket, bucket) == 0 && strcmp(f->key, key) == 0)
+            return f;
+    return NULL;
+}
+
+static void table_remove(struct cache *c, struct fill *f)
+{
+    struct fill **pp = &c->table[hash_name(f->bucket, f->key) % FILL_TABLE];
+    for (; *pp; pp = &(*pp)->table_next) {
+        if (*pp == f) {
+            *pp = f->table_next;
+            f->table_next = NULL;
+            return;
+        }
+    }
+}
+
+static void fill_free(struct fill *f)
+{
+    pthread_mutex_destroy(&f->mu);
+    obj_meta_clear(&f->meta);
+    free(f->bucket);
+    free(f->key);
+    free(f);
+}
+
+/* Drops one reference; under c->mu. */
+static void fill_unref_locked(struct fill *f)
+{
+    if (--f->refs == 0)
+        fill_free(f);
+}
+
+/* A fill's worker is done with it: drop the worker's reference and, if the
+ * fill is still the table's entry for its key, the table's. Under c->mu. */
+static void fill_retire_locked(struct cache *c, struct fill *f)
+{
+    if (table_find(c, f->bucket, f->key) == f) {
+        table_remove(c, f);
+        f->refs--;   /* the table's; the worker's below is never the last before it */
+    }
+    fill_unref_locked(f);
+}
+
+static void fill_unref(struct cache *c, struct fill *f)
+{
+    pthread_mutex_lock(&c->mu);
+    fill_unref_locked(f);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Creates and queues a fill for a new FILLING index entry; under c->mu. */
+static struct fill *fill_new_locked(struct cache *c, const char *bucket, const char *key,
+                                    uint64_t id)
+{
+    struct fill *f = calloc(1, sizeof *f);
+    if (!f)
+        return NULL;
+    f->bucket = strdup(bucket);
+    f->key = strdup(key);
+    if (!f->bucket || !f->key) {
+        free(f->bucket);
+        free(f->key);
+        free(f);
+        return NULL;
+    }
+    pthread_mutex_init(&f->mu, NULL);
+    f->id = id;
+    f->refs = 2;   /* the table and the worker that will run it */
+    f->state = FILL_QUEUED;
+    size_t h = hash_name(bucket, key) % FILL_TABLE;
+    f->table_next = c->table[h];
+    c->table[h] = f;
+    if (c->queue_tail)
+        c->queue_tail->queue_next = f;
+    else
+        c->queue_head = f;
+    c->queue_tail = f;
+    pthread_cond_signal(&c->work);
+    atomic_fetch_add(&c->misses, 1);
+    atomic_fetch_add(&c->fills_started, 1);
+    return f;
+}
+
+/* ---- opening ---- */
+
+static int open_data(struct cache *c, uint64_t id, int flags)
+{
+    char path[4096];
+    if (cidx_data_path(c->idx, id, path, sizeof path) != 0) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return open(path, flags | O_CLOEXEC, 0644);
+}
+
+/* Reads and decodes the header block of an open data file. */
+static int read_header(int fd, struct obj_meta *m, uint64_t *data_off)
+{
+    uint8_t *buf = malloc(CACHE_HDR_MAX);
+    if (!buf)
+        return -1;
+    ssize_t n = pread(fd, buf, CACHE_HDR_MAX, 0);
+    int rc = -1;
+    if (n >= 8 && cache_hdr_decode(buf, (size_t)n, m) == 0) {
+        uint32_t body = 0;
+        for (int i = 0; i < 4; i++)
+            body |= (uint32_t)buf[4 + i] << (8 * i);
+        *data_off = cache_hdr_data_offset(8 + (size_t)body);
+        rc = 0;
+    }
+    free(buf);
+    return rc;
+}
+
+/* A hit on a READY entry (pinned by the lookup). CACHE_OK, or CACHE_AGAIN
+ * meaning "treat as a miss" (the entry was dropped). */
+static enum cache_status open_hit(struct cache *c, const char *bucket, const char *key,
+                                  const struct cidx_info *info, struct obj_meta *meta,
+                                  enum backend_status *bst, struct cache_obj **out)
+{
+    if (needs_revalidation(c, bucket, info->validated_at)) {
+        struct obj_meta cold;
+        memset(&cold, 0, sizeof cold);
+        enum backend_status st = backend_object_head(c->cold, bucket, key, &cold);
+        atomic_fetch_add(&c->revalidations, 1);
+        bool same = st == BACKEND_OK && strcmp(cold.etag, info->etag) == 0 &&
+                    cold.size == info->size;
+        obj_meta_clear(&cold);
+        if (st == BACKEND_OK && same) {
+            cidx_touch_validated(c->idx, info->id, time(NULL));
+        } else if (st == BACKEND_OK || st == BACKEND_NO_KEY || st == BACKEND_NO_BUCKET) {
+            /* changed or gone in the cold tier: the cached copy is stale */
+            cidx_unpin(c->idx, info->id);
+            cidx_invalidate(c->idx, bucket, key);
+            if (st != BACKEND_OK) {
+                *bst = st;
+                return CACHE_BACKEND;
+            }
+            return CACHE_AGAIN;
+        } else {
+            /* The cold tier cannot answer: serving the copy we have beats
+             * failing the read (availability over freshness, logged). */
+            log_msg(LOG_LVL_WARN, "cache", "revalidation of %s/%s failed (%s): serving the "
+                    "cached copy", bucket, key, backend_status_name(st));
+        }
+    }
+    int fd = open_data(c, info->id, O_RDONLY);
+    struct obj_meta m;
+    memset(&m, 0, sizeof m);
+    uint64_t data_off = 0;
+    if (fd < 0 || read_header(fd, &m, &data_off) != 0 || m.size != info->size) {
+        log_msg(LOG_LVL_WARN, "cache", "entry %s/%s has no usable data file (%s): dropped",
+                bucket, key, fd < 0 ? strerror(errno) : "bad header");
+        if (fd >= 0)
+            close(fd);
+        obj_meta_clear(&m);
+        cidx_unpin(c->idx, info->id);
+        cidx_invalidate(c->idx, bucket, key);
+        return CACHE_AGAIN;
+    }
+    struct cache_obj *o = calloc(1, sizeof *o);
+    if (!o) {
+        close(fd);
+        obj_meta_clear(&m);
+        cidx_unpin(c->idx, info->id);
+        return CACHE_NOMEM;
+    }
+    o->c = c;
+    o->fd = fd;
+    o->data_off = data_off;
+    o->size = m.size;
+    o->id = info->id;
+    o->pinned = true;
+    *meta = m;
+    *out = o;
+    atomic_fetch_add(&c->hits, 1);
+    return CACHE_OK;
+}
+
+enum cache_status cache_obj_open(struct cache *c, const char *bucket, const char *key,
+                                 struct cache_waiter *w, struct obj_meta *meta,
+                                 enum backend_status *bst, struct cache_obj **out)
+{
+    *out = NULL;
+    *bst = BACKEND_OK;
+    if (w->expired) {
+        w->expired = false;
+        return CACHE_TIMEOUT;
+    }
+    if (w->result != CACHE_OK) {   /* the fill this waiter waited for failed */
+        enum cache_status r = w->result;
+        *bst = w->bst;
+        w->result = CACHE_OK;
+        return r;
+    }
+    for (int attempt = 0; attempt < 4; attempt++) {
+        struct cidx_info info;
+        enum cidx_status is = cidx_lookup_pin(c->idx, bucket, key, &info);
+        if (is == CIDX_OK) {
+            enum cache_status st = open_hit(c, bucket, key, &info, meta, bst, out);
+            if (st != CACHE_AGAIN)
+                return st;
+            continue;   /* dropped: miss */
+        }
+
+        pthread_mutex_lock(&c->mu);
+        if (c->stopping) {
+            pthread_mutex_unlock(&c->mu);
+            return CACHE_IO;
+        }
+        struct fill *f = table_find(c, bucket, key);
+        if (!f) {
+            uint64_t id;
+            enum cidx_state state;
+            is = cidx_begin_fill(c->idx, bucket, key, &id, &state);
+            if (is == CIDX_EXISTS && state == CIDX_STATE_READY) {
+                pthread_mutex_unlock(&c->mu);
+                continue;   /* published meanwhile: a hit after all */
+            }
+            if (is != CIDX_OK) {
+                /* a FILLING entry without a fill (cannot happen while the
+                 * table is right), or no memory: read around the cache */
+                pthread_mutex_unlock(&c->mu);
+                return CACHE_IO;
+            }
+            f = fill_new_locked(c, bucket, key, id);
+            if (!f) {
+                cidx_fill_abort(c->idx, id);
+                pthread_mutex_unlock(&c->mu);
+                return CACHE_NOMEM;
+            }
+        }
+        f->refs++;
+        pthread_mutex_unlock(&c->mu);
+
+        pthread_mutex_lock(&f->mu);
+        if (f->state == FILL_FAILED) {
+            enum cache_status r = f->err;
+            *bst = f->bst;
+            pthread_mutex_unlock(&f->mu);
+            fill_unref(c, f);
+            return r;
+        }
+        if (!f->meta_known) {
+            waiter_add(f, w, true, 0);
+            atomic_fetch_add(&c->waiters_now, 1);
+            pthread_mutex_unlock(&f->mu);
+            fill_unref(c, f);
+            return CACHE_AGAIN;
+        }
+        struct cache_obj *o = calloc(1, sizeof *o);
+        int fd = o ? open_data(c, f->id, O_RDONLY) : -1;
+        if (!o || fd < 0 || obj_meta_copy_hdrs(meta, &f->meta) != 0) {
+            pthread_mutex_unlock(&f->mu);
+            if (fd >= 0)
+                close(fd);
+            free(o);
+            fill_unref(c, f);
+            return fd < 0 && o ? CACHE_IO : CACHE_NOMEM;
+        }
+        meta->size = f->meta.size;
+        meta->mtime = f->meta.mtime;
+        memcpy(meta->etag, f->meta.etag, sizeof meta->etag);
+        o->c = c;
+        o->f = f;   /* keeps our reference */
+        o->fd = fd;
+        o->data_off = f->data_off;
+        o->size = f->meta.size;
+        o->id = f->id;
+        pthread_mutex_unlock(&f->mu);
+        *out = o;
+        return CACHE_OK;
+    }
+    return CACHE_IO;   /* entries keep vanishing under us: read around the cache */
+}
+
+bool cache_obj_complete(const struct cache_obj *o)
+{
+    if (!o->f)
+        return true;
+    pthread_mutex_lock(&o->f->mu);
+    bool done = o->f->state == FILL_DONE;
+    pthread_mutex_unlock(&o->f->mu);
+    return done;
+}
+
+int cache_obj_fd(const struct cache_obj *o)
+{
+    return o->fd;
+}
+
+uint64_t cache_obj_data_offset(const struct cache_obj *o)
+{
+    return o->data_off;
+}
+
+static enum cache_status read_file(struct cache_obj *o, uint64_t off, void *buf, size_t len,
+                                   size_t *got)
+{
+    ssize_t n;
+    do
+        n = pread(o->fd, buf, len, (off_t)(o->data_off + off));
+    while (n < 0 && errno == EINTR);
+    if (n <= 0) {
+        log_msg(LOG_LVL_ERROR, "cache", "read of cache file %016llx at %llu: %s",
+                (unsigned long long)o->id, (unsigned long long)off,
+                n < 0 ? strerror(errno) : "unexpected end of file");
+        return CACHE_IO;
+    }
+    *got = (size_t)n;
+    return CACHE_OK;
+}
+
+enum cache_status cache_obj_read(struct cache_obj *o, uint64_t off, void *buf, size_t len,
+                                 size_t *got, struct cache_waiter *w)
+{
+    *got = 0;
+    if (off >= o->size || len == 0)
+        return CACHE_END;
+    if (o->size - off < len)
+        len = (size_t)(o->size - off);
+    if (!o->f)
+        return read_file(o, off, buf, len, got);
+    if (w->expired) {
+        w->expired = false;
+        return CACHE_TIMEOUT;
+    }
+    struct fill *f = o->f;
+    pthread_mutex_lock(&f->mu);
+    if (f->filled > off) {
+        uint64_t avail = f->filled - off;
+        pthread_mutex_unlock(&f->mu);
+        return read_file(o, off, buf, avail < len ? (size_t)avail : len, got);
+    }
+    if (f->state == FILL_FAILED) {
+        enum cache_status r = f->err;
+        pthread_mutex_unlock(&f->mu);
+        return r;
+    }
+    waiter_add(f, w, false, off);
+    atomic_fetch_add(&o->c->waiters_now, 1);
+    pthread_mutex_unlock(&f->mu);
+    return CACHE_AGAIN;
+}
+
+void cache_obj_cancel_wait(struct cache_obj *o, struct cache_waiter *w)
+{
+    if (!o || !o->f || !w->queued)
+        return;
+    pthread_mutex_lock(&o->f->mu);
+    for (struct cache_waiter **pp = &o->f->waiters; *pp; pp = &(*pp)->next) {
+        if (*pp == w) {
+            *pp = w->next;
+            w->queued = false;
+            atomic_fetch_sub(&o->c->waiters_now, 1);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&o->f->mu);
+}
+
+void cache_obj_close(struct cache_obj *o)
+{
+    if (!o)
+        return;
+    if (o->fd >= 0)
+        close(o->fd);
+    if (o->pinned)
+        cidx_unpin(o->c->idx, o->id);
+    if (o->f)
+        fill_unref(o->c, o->f);
+    free(o);
+}
+
+void cache_invalidate(struct cache *c, const char *bucket, const char *key)
+{
+    /* The index dooms a FILLING entry (its publish is refused) and drops a
+     * READY one; the fill in the table goes on for the readers attached to
+     * it, who asked before the write. The next open starts a fresh fill. */
+    pthread_mutex_lock(&c->mu);
+    struct fill *f = table_find(c, bucket, key);
+    if (f) {
+        table_remove(c, f);
+        fill_unref_locked(f);   /* the table's reference */
+    }
+    pthread_mutex_unlock(&c->mu);
+    cidx_invalidate(c->idx, bucket, key);
+}
+
+/* ---- the fill worker ---- */
+
+/* One write in flight: owned by the kernel from submit until reaped. */
+struct fill_slot {
+    uint64_t off;                /* file offset of the write */
+    size_t len, done;            /* bytes to write, bytes written */
+    bool complete;
+    unsigned buf;                /* which of io->buf */
+};
+
+struct fill_io {
+    struct io_uring ring;
+    unsigned char *buf[FILL_BUFS];
+    struct fill_slot slot[FILL_BUFS];
+    unsigned head, count;        /* in-order FIFO of slots in flight */
+};
+
+/* Writes len bytes at off through the ring and waits (the header block). */
+static int ring_write_sync(struct io_uring *ring, int fd, const void *buf, size_t len,
+                           uint64_t off)
+{
+    size_t done = 0;
+    while (done < len) {
+        struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+        if (!sqe)
+            return -EBUSY;
+        io_uring_prep_write(sqe, fd, (const char *)buf + done, (unsigned)(len - done),
+                            off + done);
+        io_uring_sqe_set_data64(sqe, UINT64_MAX);
+        int rc = io_uring_submit(ring);
+        if (rc < 0)
+            return rc;
+        struct io_uring_cqe *cqe;
+        while ((rc = io_uring_wait_cqe(ring, &cqe)) == -EINTR)
+            ;
+        if (rc < 0)
+            return rc;
+        int res = cqe->res;
+        io_uring_cqe_seen(ring, cqe);
+        if (res == -EAGAIN || res == -EINTR)
+            continue;
+        if (res <= 0)
+            return res < 0 ? res : -EIO;
+        done += (size_t)res;
+    }
+    return 0;
+}
+
+static void fill_fail(struct cache *c, struct fill *f, enum cache_status err,
+                      enum backend_status bst)
+{
+    pthread_mutex_lock(&f->mu);
+    f->state = FILL_FAILED;
+    f->err = err;
+    f->bst = bst;
+    unsigned woken = waiters_wake(f);
+    pthread_mutex_unlock(&f->mu);
+    atomic_fetch_sub(&c->waiters_now, woken);
+    atomic_fetch_add(&c->fills_failed, 1);
+    cidx_fill_abort(c->idx, f->id);
+}
+
+static int submit_write(struct fill_io *io, int fd, unsigned s)
+{
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&io->ring);
+    if (!sqe)
+        return -EBUSY;
+    io_uring_prep_write(sqe, fd, io->buf[io->slot[s].buf] + io->slot[s].done,
+                        (unsigned)(io->slot[s].len - io->slot[s].done),
+                        io->slot[s].off + io->slot[s].done);
+    io_uring_sqe_set_data64(sqe, s);
+    int rc = io_uring_submit(&io->ring);
+    return rc < 0 ? rc : 0;
+}
+
+/* Waits for one completion; advances `filled` over the writes completed in
+ * order and wakes their readers. 0, or a negative errno. */
+static int reap_one(struct cache *c, struct fill *f, struct fill_io *io, int fd)
+{
+    struct io_uring_cqe *cqe;
+    int rc;
+    do
+        rc = io_uring_wait_cqe(&io->ring, &cqe);
+    while (rc == -EINTR);
+    if (rc < 0)
+        return rc;
+    unsigned s = (unsigned)io_uring_cqe_get_data64(cqe);
+    int res = cqe->res;
+    io_uring_cqe_seen(&io->ring, cqe);
+    if (res == -EAGAIN || res == -EINTR)
+        return submit_write(io, fd, s);
+    if (res < 0)
+        return res;
+    io->slot[s].done += (size_t)res;
+    if (io->slot[s].done < io->slot[s].len)   /* short write: the rest */
+        return res == 0 ? -EIO : submit_write(io, fd, s);
+    io->slot[s].complete = true;
+    uint64_t advance = 0;
+    while (io->count && io->slot[io->head].complete) {
+        advance += io->slot[io->head].len;
+        io->slot[io->head].complete = false;
+        io->head = (io->head + 1) % FILL_BUFS;
+        io->count--;
+    }
+    if (advance) {
+        pthread_mutex_lock(&f->mu);
+        f->filled += advance;
+        unsigned woken = waiters_wake(f);
+        pthread_mutex_unlock(&f->mu);
+        atomic_fetch_sub(&c->waiters_now, woken);
+    }
+    return 0;
+}
+
+static bool stopping(struct cache *c)
+{
+    pthread_mutex_lock(&c->mu);
+    bool s = c->stopping;
+    pthread_mutex_unlock(&c->mu);
+    return s;
+}
+
+/* Makes room for `size` more bytes: evicts down to the low watermark when
+ * the reservation takes usage above the high one. */
+static void make_room(struct cache *c)
+{
+    uint64_t used, reserved, objects;
+    cidx_usage(c->idx, &used, &reserved, &objects);
+    uint64_t high = c->cf.capacity / 100 * c->cf.high_pct;
+    if (used + reserved <= high)
+        return;
+    uint64_t freed = 0;
+    unsigned count = 0;
+    cidx_evict(c->idx, c->cf.capacity / 100 * c->cf.low_pct, &freed, &count);
+    atomic_fetch_add(&c->evictions, count);
+}
+
+static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
+{
+    struct obj_meta meta;
+    memset(&meta, 0, sizeof meta);
+    struct backend_obj *bo = NULL;
+    int fd = -1;
+    EVP_MD_CTX *md5 = NULL;
+    uint8_t *hdr = NULL;
+
+    enum backend_status bs = backend_object_open(c->cold, f->bucket, f->key, &meta, &bo);
+    if (bs != BACKEND_OK) {
+        fill_fail(c, f, CACHE_BACKEND, bs);
+        goto out;
+    }
+    if (cidx_fill_size(c->idx, f->id, meta.size) != CIDX_OK) {
+        /* larger than the whole cache: the readers go around it */
+        fill_fail(c, f, CACHE_IO, BACKEND_OK);
+        goto out;
+    }
+    make_room(c);
+    fd = open_data(c, f->id, O_WRONLY | O_CREAT | O_TRUNC);
+    size_t hlen = 0;
+    hdr = calloc(1, CACHE_HDR_MAX);
+    if (fd < 0 || !hdr || cache_hdr_encode(&meta, hdr, CACHE_HDR_MAX, &hlen) != 0) {
+        log_msg(LOG_LVL_ERROR, "cache", "cannot start the cache file of %s/%s: %s", f->bucket,
+                f->key, fd < 0 ? strerror(errno) : "metadata too large");
+        fill_fail(c, f, CACHE_IO, BACKEND_OK);
+        goto out;
+    }
+    uint64_t data_off = cache_hdr_data_offset(hlen);
+    /* the header block goes through the ring like every other write */
+    io->head = io->count = 0;
+    int rc = ring_write_sync(&io->ring, fd, hdr, hlen, 0);
+    if (rc < 0)
+        goto io_fail;
+    pthread_mutex_lock(&f->mu);
+    f->data_off = data_off;
+    f->meta = meta;
+    memset(&meta, 0, sizeof meta);   /* the fill owns the strings now */
+    f->meta_known = true;
+    f->state = FILL_RUNNING;
+    unsigned woken = waiters_wake(f);
+    uint64_t size = f->meta.size;
+    bool verify = cache_etag_is_md5(f->meta.etag);
+    char want_md5[72];
+    memcpy(want_md5, f->meta.etag, sizeof want_md5);
+    pthread_mutex_unlock(&f->mu);
+    atomic_fetch_sub(&c->waiters_now, woken);
+
+    md5 = verify ? EVP_MD_CTX_new() : NULL;
+    if (verify && (!md5 || !EVP_DigestInit_ex(md5, EVP_md5(), NULL))) {
+        fill_fail(c, f, CACHE_NOMEM, BACKEND_OK);
+        goto out;
+    }
+    unsigned next_buf = 0;
+    for (uint64_t off = 0; off < size;) {
+        if (stopping(c)) {
+            fill_fail(c, f, CACHE_IO, BACKEND_OK);
+            goto out;
+        }
+        while (io->count == FILL_BUFS)
+            if ((rc = reap_one(c, f, io, fd)) < 0)
+                goto io_fail;
+        unsigned s = (io->head + io->count) % FILL_BUFS;
+        unsigned b = next_buf;
+        next_buf = (next_buf + 1) % FILL_BUFS;
+        size_t want = size - off < FILL_BUF ? (size_t)(size - off) : FILL_BUF;
+        size_t got = 0;
+        while (got < want) {
+            size_t n = 0;
+            bs = backend_obj_read(bo, off + got, io->buf[b] + got, want - got, &n);
+            if (bs != BACKEND_OK || n == 0) {
+                log_msg(LOG_LVL_WARN, "cache", "cold read of %s/%s failed at %llu: %s",
+                        f->bucket, f->key, (unsigned long long)(off + got),
+                        bs != BACKEND_OK ? backend_status_name(bs) : "object shorter than "
+                        "its size");
+                while (io->count && reap_one(c, f, io, fd) == 0)
+                    ;
+                fill_fail(c, f, CACHE_BACKEND, bs != BACKEND_OK ? bs : BACKEND_IO);
+                goto out;
+            }
+            got += n;
+        }
+        atomic_fetch_add(&c->backend_bytes, got);
+        if (md5 && !EVP_DigestUpdate(md5, io->buf[b], got)) {
+            fill_fail(c, f, CACHE_NOMEM, BACKEND_OK);
+            goto out;
+        }
+        io->slot[s] = (struct fill_slot){ data_off + off, got, 0, false, b };
+        io->count++;
+        if ((rc = submit_write(io, fd, s)) < 0)
+            goto io_fail;
+        off += got;
+    }
+    while (io->count)
+        if ((rc = reap_one(c, f, io, fd)) < 0)
+            goto io_fail;
+    if (md5) {
+        unsigned char d[16];
+        unsigned dl = 0;
+        char hex[33];
+        EVP_DigestFinal_ex(md5, d, &dl);
+        for (int i = 0; i < 16; i++)
+            snprintf(hex + 2 * i, 3, "%02x", d[i]);
+        if (strcasecmp(hex, want_md5) != 0) {
+            log_msg(LOG_LVL_ERROR, "cache", "%s/%s: bytes from the cold tier do not match its "
+                    "ETag (md5 %s, etag %s): not cached", f->bucket, f->key, hex, want_md5);
+            fill_fail(c, f, CACHE_BACKEND, BACKEND_IO);
+            goto out;
+        }
+    }
+    /* durable before published: a published entry always has its bytes */
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&io->ring);
+    io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
+    io_uring_sqe_set_data64(sqe, FILL_BUFS);
+    io_uring_submit(&io->ring);
+    struct io_uring_cqe *cqe;
+    while ((rc = io_uring_wait_cqe(&io->ring, &cqe)) == -EINTR)
+        ;
+    if (rc == 0) {
+        rc = cqe->res;
+        io_uring_cqe_seen(&io->ring, cqe);
+    }
+    if (rc < 0)
+        goto io_fail;
+    pthread_mutex_lock(&f->mu);
+    struct timespec mtime = f->meta.mtime;
+    char etag[72];
+    memcpy(etag, f->meta.etag, sizeof etag);
+    pthread_mutex_unlock(&f->mu);
+    enum cidx_status ps = cidx_publish(c->idx, f->id, size, etag, mtime);
+    if (ps != CIDX_OK && ps != CIDX_STALE)
+        log_msg(LOG_LVL_WARN, "cache", "%s/%s: publish failed (%d)", f->bucket, f->key, ps);
+    pthread_mutex_lock(&f->mu);
+    f->state = FILL_DONE;
+    woken = waiters_wake(f);
+    pthread_mutex_unlock(&f->mu);
+    atomic_fetch_sub(&c->waiters_now, woken);
+    atomic_fetch_add(&c->fills_done, 1);
+    goto out;
+
+io_fail:
+    log_msg(LOG_LVL_ERROR, "cache", "write to the cache file of %s/%s failed: %s", f->bucket,
+            f->key, strerror(-rc));
+    while (io->count && reap_one(c, f, io, fd) == 0)
+        ;
+    fill_fail(c, f, CACHE_IO, BACKEND_OK);
+out:
+    /* drain anything still in flight before the buffers are reused */
+    while (io->count) {
+        struct io_uring_cqe *cq;
+        if (io_uring_wait_cqe(&io->ring, &cq) != 0)
+            break;
+        io_uring_cqe_seen(&io->ring, cq);
+        io->count--;
+    }
+    io->head = io->count = 0;
+    if (md5)
+        EVP_MD_CTX_free(md5);
+    free(hdr);
+    if (fd >= 0)
+        close(fd);
+    if (bo)
+        backend_obj_close(bo);
+    obj_meta_clear(&meta);
+    pthread_mutex_lock(&c->mu);
+    fill_retire_locked(c, f);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void *worker_main(void *arg)
+{
+    struct cache *c = arg;
+    struct fill_io io;
+    memset(&io, 0, sizeof io);
+    int rc = io_uring_queue_init(8, &io.ring, 0);
+    for (int i = 0; i < FILL_BUFS; i++)
+        if (posix_memalign((void **)&io.buf[i], 4096, FILL_BUF) != 0)
+            io.buf[i] = NULL;
+    bool ok = rc == 0 && io.buf[0] && io.buf[1];
+    if (!ok)
+        log_msg(LOG_LVL_ERROR, "cache", "fill worker cannot start: io_uring %s",
+                rc < 0 ? strerror(-rc) : "buffers");
+    for (;;) {
+        pthread_mutex_lock(&c->mu);
+        while (!c->stopping && !c->queue_head)
+            pthread_cond_wait(&c->work, &c->mu);
+        if (c->stopping) {
+            pthread_mutex_unlock(&c->mu);
+            break;
+        }
+        struct fill *f = c->queue_head;
+        c->queue_head = f->queue_next;
+        if (!c->queue_head)
+            c->queue_tail = NULL;
+        f->queue_next = NULL;
+        pthread_mutex_unlock(&c->mu);
+        if (ok) {
+            run_fill(c, f, &io);
+        } else {
+            fill_fail(c, f, CACHE_IO, BACKEND_OK);
+            pthread_mutex_lock(&c->mu);
+            fill_retire_locked(c, f);
+            pthread_mutex_unlock(&c->mu);
+        }
+    }
+    for (int i = 0; i < FILL_BUFS; i++)
+        free(io.buf[i]);
+    if (rc == 0)
+        io_uring_queue_exit(&io.ring);
+    return NULL;
+}
+
+/* Resumes waiters whose deadline passed; their next call answers
+ * CACHE_TIMEOUT. A suspended connection never times out by itself. */
+static void *reaper_main(void *arg)
+{
+    struct cache *c = arg;
+    for (;;) {
+        struct timespec ts = { 0, REAPER_MS * 1000000L };
+        nanosleep(&ts, NULL);
+        pthread_mutex_lock(&c->mu);
+        if (c->stopping) {
+            pthread_mutex_unlock(&c->mu);
+            return NULL;
+        }
+        for (size_t i = 0; i < FILL_TABLE; i++) {
+            for (struct fill *f = c->table[i]; f; f = f->table_next) {
+                pthread_mutex_lock(&f->mu);
+                struct cache_waiter **pp = &f->waiters;
+                while (*pp) {
+                    struct cache_waiter *w = *pp;
+                    if (!deadline_passed(&w->deadline)) {
+                        pp = &w->next;
+                        continue;
+                    }
+                    *pp = w->next;
+                    w->queued = false;
+                    w->expired = true;
+                    w->resume(w->arg);
+                    atomic_fetch_sub(&c->waiters_now, 1);
+                }
+                pthread_mutex_unlock(&f->mu);
+            }
+        }
+        pthread_mutex_unlock(&c->mu);
+    }
+}
+
+/* ---- open, stop, close ---- */
+
+int cache_open(const struct cache_conf *cf, struct backend *cold, struct cache **out)
+{
+    struct cache *c = calloc(1, sizeof *c);
+    if (!c)
+        return -1;
+    c->cf = *cf;
+    if (!c->cf.high_pct || c->cf.high_pct > 100)
+        c->cf.high_pct = 90;
+    if (!c->cf.low_pct || c->cf.low_pct >= c->cf.high_pct)
+        c->cf.low_pct = c->cf.high_pct > 10 ? c->cf.high_pct - 10 : c->cf.high_pct / 2;
+    if (!c->cf.fill_workers)
+        c->cf.fill_workers = 8;
+    c->cold = cold;
+    c->dir = strdup(cf->dir);
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->work, NULL);
+    if (!c->dir || cidx_open(cf->dir, cf->capacity, &c->idx) != CIDX_OK) {
+        log_msg(LOG_LVL_ERROR, "cache", "cannot open the cache directory %s", cf->dir);
+        free(c->dir);
+        free(c);
+        return -1;
+    }
+    c->workers = calloc(c->cf.fill_workers, sizeof *c->workers);
+    for (unsigned i = 0; c->workers && i < c->cf.fill_workers; i++) {
+        if (pthread_create(&c->workers[i], NULL, worker_main, c) != 0)
+            break;
+        c->n_workers++;
+    }
+    c->reaper_started = pthread_create(&c->reaper, NULL, reaper_main, c) == 0;
+    if (c->n_workers == 0 || !c->reaper_started) {
+        log_msg(LOG_LVL_ERROR, "cache", "cannot start the fill workers");
+        cache_stop(c);
+        cache_close(c);
+        return -1;
+    }
+    *out = c;
+    return 0;
+}
+
+void cache_stop(struct cache *c)
+{
+    pthread_mutex_lock(&c->mu);
+    if (c->stopping) {
+        pthread_mutex_unlock(&c->mu);
+        return;
+    }
+    c->stopping = true;
+    pthread_cond_broadcast(&c->work);
+    /* fills that never started: nobody else will end them */
+    struct fill *q = c->queue_head;
+    c->queue_head = c->queue_tail = NULL;
+    pthread_mutex_unlock(&c->mu);
+    while (q) {
+        struct fill *next = q->queue_next;
+        fill_fail(c, q, CACHE_IO, BACKEND_OK);
+        pthread_mutex_lock(&c->mu);
+        fill_retire_locked(c, q);
+        pthread_mutex_unlock(&c->mu);
+        q = next;
+    }
+    for (unsigned i = 0; i < c->n_workers; i++)
+        pthread_join(c->workers[i], NULL);
+    c->n_workers = 0;
+    if (c->reaper_started)
+        pthread_join(c->reaper, NULL);
+    c->reaper_started = false;
+}
+
+void cache_close(struct cache *c)
+{
+    if (!c)
+        return;
+    cache_stop(c);
+    cidx_close(c->idx);
+    free(c->workers);
+    pthread_cond_destroy(&c->work);
+    pthread_mutex_destroy(&c->mu);
+    free(c->dir);
+    free(c);
+}
+
+void cache_stats_get(struct cache *c, struct cache_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->hits = atomic_load(&c->hits);
+    out->misses = atomic_load(&c->misses);
+    out->fills_started = atomic_load(&c->fills_started);
+    out->fills_done = atomic_load(&c->fills_done);
+    out->fills_failed = atomic_load(&c->fills_failed);
+    out->fill_waiters = atomic_load(&c->waiters_now);
+    out->evictions = atomic_load(&c->evictions);
+    out->backend_bytes = atomic_load(&c->backend_bytes);
+    out->revalidations = atomic_load(&c->revalidations);
+    uint64_t reserved;
+    cidx_usage(c->idx, &out->bytes_used, &reserved, &out->objects);
+    out->capacity = c->cf.capacity;
+}

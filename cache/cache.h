@@ -1,0 +1,130 @@
+/* cache/cache.h - the NVMe cache tier: objects read from the cold tier are
+ * kept as files in a local cache directory. A miss starts one *fill*: a fill
+ * worker reads the object from the cold tier, writes it to its cache file
+ * through io_uring, and every reader of that object - the one that missed,
+ * later ones, ranges, HEADs - reads from the same fill as the bytes land.
+ * The entry is published only when complete and verified.
+ *
+ * The gateway never blocks on the cache: where data is not there yet, the
+ * call returns CACHE_AGAIN after calling the waiter's suspend callback, and
+ * calls its resume callback exactly once when the caller should try again. */
+#ifndef SHARDGATE_CACHE_H
+#define SHARDGATE_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "backend.h"
+
+struct cache;        /* opaque: one cache directory and its fill workers */
+struct cache_obj;    /* opaque: one reader's handle on a cached or filling object */
+
+enum cache_status {
+    CACHE_OK = 0,
+    CACHE_AGAIN,       /* not there yet: the waiter was suspended and will be resumed */
+    CACHE_END,         /* no more bytes (cache_obj_read) */
+    CACHE_BACKEND,     /* the cold tier answered an error: see *bst */
+    CACHE_IO,          /* the cache directory failed (EIO, ENOSPC): fall back to the cold tier */
+    CACHE_TIMEOUT,     /* a waiter's deadline passed */
+    CACHE_NOMEM,
+};
+
+const char *cache_status_name(enum cache_status st);
+
+/* How a bucket's cached objects stay consistent with the cold tier. */
+enum cache_consistency {
+    CACHE_IMMUTABLE,   /* never revalidate (datasets) */
+    CACHE_TTL,         /* revalidate after ttl_s seconds */
+    CACHE_ALWAYS,      /* revalidate every read */
+};
+
+struct cache_bucket_conf {
+    const char *bucket;
+    enum cache_consistency consistency;
+    unsigned ttl_s;
+};
+
+struct cache_conf {
+    const char *dir;              /* created if missing */
+    uint64_t capacity;            /* bytes of object data */
+    unsigned high_pct, low_pct;   /* evict from high to low watermark (90, 80) */
+    unsigned fill_workers;        /* concurrent fills (8) */
+    unsigned wait_timeout_ms;     /* a reader waits at most this long for bytes (30000) */
+    enum cache_consistency default_consistency;
+    unsigned default_ttl_s;
+    const struct cache_bucket_conf *buckets;  /* per-bucket overrides (borrowed) */
+    size_t n_buckets;
+};
+
+/* Opens the cache directory (the index is loaded, not rebuilt), starts the
+ * fill workers. Borrows cold, which must outlive the cache. 0 or -1. */
+int cache_open(const struct cache_conf *cf, struct backend *cold, struct cache **out);
+/* Fails every fill in progress and resumes every waiter (so a server can
+ * stop: libmicrohttpd needs every suspended connection resumed), then stops
+ * the workers. cache_obj handles stay usable until closed. */
+void cache_stop(struct cache *c);
+/* Persists the index and frees the cache; every cache_obj must be closed. */
+void cache_close(struct cache *c);
+
+/* A suspended reader. The cache calls suspend(arg) before returning
+ * CACHE_AGAIN and resume(arg) once, later, from another thread; both under
+ * the same lock, so a resume can never overtake its suspend. deadline is
+ * CLOCK_MONOTONIC; past it the waiter is resumed and the next call answers
+ * CACHE_TIMEOUT. */
+struct cache_waiter {
+    void (*suspend)(void *arg);
+    void (*resume)(void *arg);
+    void *arg;
+    struct timespec deadline;
+    /* private to the cache */
+    struct cache_waiter *next;
+    uint64_t need;                /* resume once more than this many bytes are in */
+    bool queued;
+    bool for_meta;                /* waiting for the fill's metadata, not bytes */
+    bool expired;                 /* resumed by its deadline */
+    enum cache_status result;     /* a fill's failure, kept for the retry */
+    enum backend_status bst;
+};
+
+/* Opens bucket/key for reading. CACHE_OK: *out is a new handle and *meta
+ * (caller clears) holds what the cold tier said of the object. On a miss
+ * the fill is started (or joined) and, until its metadata is known, the
+ * waiter is suspended (CACHE_AGAIN): call again after resume. CACHE_BACKEND
+ * with *bst for NoSuchKey and other cold-tier errors. Callable from any
+ * thread. `w` must stay valid until resumed. */
+enum cache_status cache_obj_open(struct cache *c, const char *bucket, const char *key,
+                                 struct cache_waiter *w, struct obj_meta *meta,
+                                 enum backend_status *bst, struct cache_obj **out);
+
+/* True when the object is complete in the cache: then cache_obj_fd() may be
+ * sent with sendfile at cache_obj_data_offset() + the object offset. */
+bool cache_obj_complete(const struct cache_obj *o);
+int cache_obj_fd(const struct cache_obj *o);
+uint64_t cache_obj_data_offset(const struct cache_obj *o);
+
+/* Reads up to len bytes at off. CACHE_OK with *got > 0; CACHE_AGAIN when
+ * the fill has not reached off yet (w suspended); CACHE_END at the end; an
+ * error when the fill failed (the caller ends the response with an error,
+ * never with silently truncated data). */
+enum cache_status cache_obj_read(struct cache_obj *o, uint64_t off, void *buf, size_t len,
+                                 size_t *got, struct cache_waiter *w);
+
+/* Withdraws w if it is queued (the client went away). */
+void cache_obj_cancel_wait(struct cache_obj *o, struct cache_waiter *w);
+void cache_obj_close(struct cache_obj *o);
+
+/* A write through the gateway changed bucket/key: drop the cached copy (a
+ * fill in progress is not published). */
+void cache_invalidate(struct cache *c, const char *bucket, const char *key);
+
+/* Counters for /metrics. */
+struct cache_stats {
+    uint64_t hits, misses, fills_started, fills_done, fills_failed, fill_waiters;
+    uint64_t evictions, bytes_used, objects, backend_bytes, revalidations;
+    uint64_t capacity;
+};
+void cache_stats_get(struct cache *c, struct cache_stats *out);
+
+#endif

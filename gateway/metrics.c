@@ -1,0 +1,174 @@
+/* gateway/metrics.c - GET /metrics in the Prometheus text format: requests
+ * by operation and status, request latency of cache hits and misses, and
+ * the cache's and the cold tier's counters. Counters are atomics bumped
+ * once per request at completion; rendering reads them without locks. */
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gw_int.h"
+
+/* The HTTP statuses S3 answers with, each a label value; others count as
+ * "other". */
+static const unsigned codes[] = { 200, 204, 206, 304, 400, 403, 404, 405, 409, 411, 412,
+                                  416, 500, 501, 503, 507 };
+#define N_CODES (sizeof codes / sizeof codes[0])
+
+static const double bounds_s[] = { 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                   0.25, 0.5, 1, 2.5, 5, 10 };
+#define N_BOUNDS (sizeof bounds_s / sizeof bounds_s[0])
+
+struct histogram {
+    atomic_uint_fast64_t buckets[N_BOUNDS + 1];
+    atomic_uint_fast64_t count, sum_ns;
+};
+
+static atomic_uint_fast64_t requests[GW_OP_COUNT][N_CODES + 1];
+static struct histogram lat_hit, lat_miss;
+
+static void observe(struct histogram *h, uint64_t ns)
+{
+    double s = (double)ns / 1e9;
+    size_t b = 0;
+    while (b < N_BOUNDS && s > bounds_s[b])
+        b++;
+    atomic_fetch_add(&h->buckets[b], 1);
+    atomic_fetch_add(&h->count, 1);
+    atomic_fetch_add(&h->sum_ns, ns);
+}
+
+void gw_metrics_request(enum gw_op op, unsigned status, uint64_t ns, enum gw_cache_use use)
+{
+    size_t c = N_CODES;
+    for (size_t i = 0; i < N_CODES; i++)
+        if (codes[i] == status)
+            c = i;
+    atomic_fetch_add(&requests[op][c], 1);
+    if (use == GW_CACHE_HIT)
+        observe(&lat_hit, ns);
+    else if (use == GW_CACHE_MISS)
+        observe(&lat_miss, ns);
+}
+
+static int render_histogram(struct gw_buf *b, const char *name, const char *help,
+                            const uint64_t *per_bucket, uint64_t count, double sum_s,
+                            const double *bounds, size_t n, const char *labels)
+{
+    int rc = gw_buf_printf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    uint64_t cum = 0;
+    for (size_t i = 0; i < n; i++) {
+        cum += per_bucket[i];
+        rc |= gw_buf_printf(b, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels,
+                            *labels ? "," : "", bounds[i], (unsigned long long)cum);
+    }
+    cum += per_bucket[n];
+    rc |= gw_buf_printf(b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels,
+                        *labels ? "," : "", (unsigned long long)cum);
+    rc |= gw_buf_printf(b, "%s_sum%s%s%s %.6f\n%s_count%s%s%s %llu\n", name,
+                        *labels ? "{" : "", labels, *labels ? "}" : "", sum_s, name,
+                        *labels ? "{" : "", labels, *labels ? "}" : "",
+                        (unsigned long long)count);
+    return rc;
+}
+
+static int render_gw_histogram(struct gw_buf *b, const char *name, const char *help,
+                               struct histogram *h)
+{
+    uint64_t per[N_BOUNDS + 1];
+    for (size_t i = 0; i <= N_BOUNDS; i++)
+        per[i] = atomic_load(&h->buckets[i]);
+    return render_histogram(b, name, help, per, atomic_load(&h->count),
+                            (double)atomic_load(&h->sum_ns) / 1e9, bounds_s, N_BOUNDS, "");
+}
+
+void gw_h_metrics(struct gw_req *r)
+{
+    struct gw_buf b;
+    gw_buf_init(&b, 1024 * 1024);
+    int rc = gw_buf_puts(&b, "# HELP shardgate_requests_total S3 requests by operation and "
+                             "HTTP status.\n# TYPE shardgate_requests_total counter\n");
+    for (int op = 0; op < GW_OP_COUNT; op++) {
+        for (size_t c = 0; c <= N_CODES; c++) {
+            uint64_t v = atomic_load(&requests[op][c]);
+            if (!v)
+                continue;
+            char code[8];
+            if (c < N_CODES)
+                snprintf(code, sizeof code, "%u", codes[c]);
+            else
+                snprintf(code, sizeof code, "other");
+            rc |= gw_buf_printf(&b, "shardgate_requests_total{op=\"%s\",code=\"%s\"} %llu\n",
+                                gw_op_name((enum gw_op)op), code, (unsigned long long)v);
+        }
+    }
+    rc |= render_gw_histogram(&b, "shardgate_hit_duration_seconds",
+                              "GET/HEAD requests served from a complete cache file.", &lat_hit);
+    rc |= render_gw_histogram(&b, "shardgate_miss_duration_seconds",
+                              "GET/HEAD requests that read from a fill.", &lat_miss);
+
+    struct cache_stats cs;
+    memset(&cs, 0, sizeof cs);
+    if (r->cache)
+        cache_stats_get(r->cache, &cs);
+    static const struct { const char *name, *type, *help; size_t off; } cache_metrics[] = {
+        { "shardgate_cache_hits_total", "counter", "Reads served by a published cache entry.",
+          offsetof(struct cache_stats, hits) },
+        { "shardgate_cache_misses_total", "counter", "Reads that started a fill.",
+          offsetof(struct cache_stats, misses) },
+        { "shardgate_cache_bytes", "gauge", "Bytes of cached object data.",
+          offsetof(struct cache_stats, bytes_used) },
+        { "shardgate_cache_capacity_bytes", "gauge", "The cache's capacity.",
+          offsetof(struct cache_stats, capacity) },
+        { "shardgate_cache_objects", "gauge", "Published cache entries.",
+          offsetof(struct cache_stats, objects) },
+        { "shardgate_cache_evictions_total", "counter", "Entries evicted for space.",
+          offsetof(struct cache_stats, evictions) },
+        { "shardgate_cache_fills_total", "counter", "Fills started.",
+          offsetof(struct cache_stats, fills_started) },
+        { "shardgate_cache_fills_failed_total", "counter", "Fills that failed.",
+          offsetof(struct cache_stats, fills_failed) },
+        { "shardgate_cache_revalidations_total", "counter",
+          "Cached entries checked against the cold tier.",
+          offsetof(struct cache_stats, revalidations) },
+        { "shardgate_fill_waiters", "gauge", "Readers waiting for bytes of a fill.",
+          offsetof(struct cache_stats, fill_waiters) },
+    };
+    for (size_t i = 0; i < sizeof cache_metrics / sizeof cache_metrics[0]; i++) {
+        uint64_t v;
+        memcpy(&v, (const char *)&cs + cache_metrics[i].off, sizeof v);
+        rc |= gw_buf_printf(&b, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", cache_metrics[i].name,
+                            cache_metrics[i].help, cache_metrics[i].name,
+                            cache_metrics[i].type, cache_metrics[i].name,
+                            (unsigned long long)v);
+    }
+
+    struct backend_stats bs;
+    backend_stats_get(&bs);
+    rc |= gw_buf_puts(&b, "# HELP shardgate_backend_requests_total Calls to the cold tier.\n"
+                          "# TYPE shardgate_backend_requests_total counter\n");
+    for (int op = 0; op < BACKEND_OP_COUNT; op++)
+        rc |= gw_buf_printf(&b, "shardgate_backend_requests_total{op=\"%s\"} %llu\n",
+                            backend_op_name((enum backend_op)op),
+                            (unsigned long long)bs.calls[op]);
+    rc |= gw_buf_printf(&b, "# HELP shardgate_backend_errors_total Cold-tier calls that "
+                            "failed.\n# TYPE shardgate_backend_errors_total counter\n"
+                            "shardgate_backend_errors_total %llu\n",
+                        (unsigned long long)bs.errors);
+    rc |= gw_buf_printf(&b, "# HELP shardgate_backend_bytes_total Object bytes read from the "
+                            "cold tier.\n# TYPE shardgate_backend_bytes_total counter\n"
+                            "shardgate_backend_bytes_total %llu\n",
+                        (unsigned long long)bs.bytes_read);
+    rc |= render_histogram(&b, "shardgate_backend_duration_seconds",
+                           "Latency of cold-tier calls.", bs.lat_buckets, bs.lat_count,
+                           bs.lat_sum_s, backend_lat_bounds_s, BACKEND_LAT_BUCKETS, "");
+    if (rc) {
+        gw_buf_free(&b);
+        gw_reply_error(r, S3E_INTERNAL, NULL, NULL);
+        return;
+    }
+    size_t len;
+    char *body = gw_buf_take(&b, &len);
+    gw_reply_body(r, 200, "text/plain; version=0.0.4", body, len);
+}

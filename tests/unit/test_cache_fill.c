@@ -1,0 +1,447 @@
+/* tests/unit/test_cache_fill.c - the cache engine over a real directory
+ * store: a miss fills and streams, the next open is a hit, concurrent
+ * readers share one fill, bytes that do not match the cold tier's ETag are
+ * never published, the waiter protocol (suspend before AGAIN, one resume),
+ * and the data-file header codec. */
+#include <CUnit/CUnit.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "cache.h"
+#include "cache_int.h"
+
+/* A waiter that blocks a test thread until the cache resumes it. */
+struct test_waiter {
+    struct cache_waiter w;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int suspended, resumed;
+};
+
+static void tw_suspend(void *arg)
+{
+    struct test_waiter *t = arg;
+    pthread_mutex_lock(&t->mu);
+    t->suspended++;
+    pthread_mutex_unlock(&t->mu);
+}
+
+static void tw_resume(void *arg)
+{
+    struct test_waiter *t = arg;
+    pthread_mutex_lock(&t->mu);
+    t->resumed++;
+    pthread_cond_signal(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+}
+
+static void tw_init(struct test_waiter *t)
+{
+    memset(t, 0, sizeof *t);
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_cond_init(&t->cv, NULL);
+    t->w.suspend = tw_suspend;
+    t->w.resume = tw_resume;
+    t->w.arg = t;
+}
+
+static void tw_wait(struct test_waiter *t)
+{
+    pthread_mutex_lock(&t->mu);
+    while (t->resumed < t->suspended)
+        pthread_cond_wait(&t->cv, &t->mu);
+    pthread_mutex_unlock(&t->mu);
+}
+
+static void tw_destroy(struct test_waiter *t)
+{
+    pthread_mutex_destroy(&t->mu);
+    pthread_cond_destroy(&t->cv);
+}
+
+/* ---- fixture: a posix store with one bucket, and a cache over it ---- */
+
+static char data_dir[64], cache_dir[64];
+static struct backend *cold;
+static struct cache *cache;
+
+static void rm_rf(const char *dir)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
+static void md5_hex(const void *p, size_t n, char out[33])
+{
+    unsigned char d[16];
+    unsigned dl;
+    EVP_Digest(p, n, d, &dl, EVP_md5(), NULL);
+    for (int i = 0; i < 16; i++)
+        snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+static void put_object(const char *key, const void *p, size_t n)
+{
+    struct backend_put *bp;
+    CU_ASSERT_EQUAL_FATAL(backend_put_begin(cold, "bkt", key, &bp), BACKEND_OK);
+    CU_ASSERT_EQUAL_FATAL(backend_put_write(bp, p, n), BACKEND_OK);
+    struct obj_meta m;
+    memset(&m, 0, sizeof m);
+    md5_hex(p, n, m.etag);
+    obj_meta_add_hdr(&m, "content-type", "application/x-tar");
+    obj_meta_add_hdr(&m, "x-amz-meta-epoch", "7");
+    CU_ASSERT_EQUAL_FATAL(backend_put_commit(bp, &m, NULL), BACKEND_OK);
+    obj_meta_clear(&m);
+}
+
+static void setup(unsigned workers)
+{
+    strcpy(data_dir, "/tmp/sg-cf-data-XXXXXX");
+    strcpy(cache_dir, "/tmp/sg-cf-cache-XXXXXX");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(data_dir));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(cache_dir));
+    struct backend_posix_conf pc = { data_dir };
+    CU_ASSERT_EQUAL_FATAL(backend_posix_open(&pc, &cold), BACKEND_OK);
+    CU_ASSERT_EQUAL_FATAL(backend_bucket_create(cold, "bkt"), BACKEND_OK);
+    struct cache_conf cc = { .dir = cache_dir, .capacity = 256u << 20, .high_pct = 90,
+                             .low_pct = 80, .fill_workers = workers, .wait_timeout_ms = 5000,
+                             .default_consistency = CACHE_IMMUTABLE };
+    CU_ASSERT_EQUAL_FATAL(cache_open(&cc, cold, &cache), 0);
+}
+
+static void teardown(void)
+{
+    cache_close(cache);
+    backend_close(cold);
+    rm_rf(data_dir);
+    rm_rf(cache_dir);
+}
+
+/* Opens key through the cache, waiting as a reader would. */
+static enum cache_status open_wait(const char *key, struct obj_meta *m, struct cache_obj **o,
+                                   enum backend_status *bst, int *waits)
+{
+    struct test_waiter t;
+    tw_init(&t);
+    enum cache_status st;
+    *waits = 0;
+    while ((st = cache_obj_open(cache, "bkt", key, &t.w, m, bst, o)) == CACHE_AGAIN) {
+        CU_ASSERT_EQUAL(t.suspended, t.resumed + 1);   /* suspended before AGAIN */
+        tw_wait(&t);
+        (*waits)++;
+    }
+    tw_destroy(&t);
+    return st;
+}
+
+/* Reads the whole object through o (waiting on the fill when needed). */
+static unsigned char *read_all(struct cache_obj *o, uint64_t size)
+{
+    unsigned char *buf = malloc(size ? size : 1);
+    struct test_waiter t;
+    tw_init(&t);
+    uint64_t off = 0;
+    while (off < size) {
+        size_t got = 0;
+        enum cache_status st = cache_obj_read(o, off, buf + off, (size_t)(size - off), &got,
+                                              &t.w);
+        if (st == CACHE_AGAIN) {
+            tw_wait(&t);
+            continue;
+        }
+        CU_ASSERT_EQUAL_FATAL(st, CACHE_OK);
+        off += got;
+    }
+    size_t got = 0;
+    CU_ASSERT_EQUAL(cache_obj_read(o, size, buf, 1, &got, &t.w), CACHE_END);
+    tw_destroy(&t);
+    return buf;
+}
+
+static unsigned char *pattern(size_t n, unsigned seed)
+{
+    unsigned char *p = malloc(n);
+    uint32_t x = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        p[i] = (unsigned char)x;
+    }
+    return p;
+}
+
+static void miss_fills_then_hit_serves_same_bytes_and_headers(void)
+{
+    setup(2);
+    size_t n = 5 * 1024 * 1024 + 123;   /* several fill buffers and a tail */
+    unsigned char *src = pattern(n, 1);
+    put_object("train/shard-0.tar", src, n);
+
+    struct obj_meta m;
+    memset(&m, 0, sizeof m);
+    struct cache_obj *o = NULL;
+    enum backend_status bst;
+    int waits;
+    CU_ASSERT_EQUAL_FATAL(open_wait("train/shard-0.tar", &m, &o, &bst, &waits), CACHE_OK);
+    CU_ASSERT_EQUAL(m.size, n);
+    CU_ASSERT_STRING_EQUAL(obj_meta_get_hdr(&m, "x-amz-meta-epoch"), "7");
+    unsigned char *got = read_all(o, n);
+    CU_ASSERT_EQUAL(memcmp(got, src, n), 0);
+    free(got);
+    cache_obj_close(o);
+    obj_meta_clear(&m);
+
+    /* the fill is published once complete: the next open is a hit */
+    struct cache_stats s;
+    for (int i = 0; i < 200; i++) {
+        cache_stats_get(cache, &s);
+        if (s.fills_done)
+            break;
+        usleep(10000);
+    }
+    CU_ASSERT_EQUAL(s.fills_done, 1);
+    CU_ASSERT_EQUAL_FATAL(open_wait("train/shard-0.tar", &m, &o, &bst, &waits), CACHE_OK);
+    CU_ASSERT_EQUAL(waits, 0);
+    CU_ASSERT_TRUE(cache_obj_complete(o));
+    CU_ASSERT_STRING_EQUAL(obj_meta_get_hdr(&m, "content-type"), "application/x-tar");
+    char etag[33];
+    md5_hex(src, n, etag);
+    CU_ASSERT_STRING_EQUAL(m.etag, etag);
+    got = read_all(o, n);
+    CU_ASSERT_EQUAL(memcmp(got, src, n), 0);
+    /* the file behind the fd holds the bytes at the data offset (sendfile) */
+    unsigned char first[16];
+    CU_ASSERT_EQUAL(pread(cache_obj_fd(o), first, sizeof first,
+                          (off_t)cache_obj_data_offset(o)), (ssize_t)sizeof first);
+    CU_ASSERT_EQUAL(memcmp(first, src, sizeof first), 0);
+    free(got);
+    cache_obj_close(o);
+    obj_meta_clear(&m);
+    cache_stats_get(cache, &s);
+    CU_ASSERT_EQUAL(s.hits, 1);
+    CU_ASSERT_EQUAL(s.misses, 1);
+    CU_ASSERT_EQUAL(s.objects, 1);
+    free(src);
+    teardown();
+}
+
+struct reader_arg {
+    const char *key;
+    const unsigned char *src;
+    size_t n;
+    int ok;
+};
+
+static void *reader(void *p)
+{
+    struct reader_arg *a = p;
+    struct obj_meta m;
+    memset(&m, 0, sizeof m);
+    struct cache_obj *o = NULL;
+    enum backend_status bst;
+    int waits;
+    if (open_wait(a->key, &m, &o, &bst, &waits) == CACHE_OK) {
+        unsigned char *got = read_all(o, a->n);
+        a->ok = memcmp(got, a->src, a->n) == 0;
+        free(got);
+        cache_obj_close(o);
+    }
+    obj_meta_clear(&m);
+    return NULL;
+}
+
+static void concurrent_readers_share_one_fill(void)
+{
+    setup(4);
+    size_t n = 8 * 1024 * 1024;
+    unsigned char *src = pattern(n, 2);
+    put_object("big", src, n);
+    pthread_t th[16];
+    struct reader_arg args[16];
+    for (int i = 0; i < 16; i++) {
+        args[i] = (struct reader_arg){ "big", src, n, 0 };
+        pthread_create(&th[i], NULL, reader, &args[i]);
+    }
+    for (int i = 0; i < 16; i++) {
+        pthread_join(th[i], NULL);
+        CU_ASSERT_TRUE(args[i].ok);
+    }
+    struct cache_stats s;
+    cache_stats_get(cache, &s);
+    CU_ASSERT_EQUAL(s.fills_started, 1);
+    free(src);
+    teardown();
+}
+
+static void missing_key_is_a_backend_error_and_caches_nothing(void)
+{
+    setup(1);
+    struct obj_meta m;
+    memset(&m, 0, sizeof m);
+    struct cache_obj *o = NULL;
+    enum backend_status bst = BACKEND_OK;
+    int waits;
+    CU_ASSERT_EQUAL(open_wait("nope", &m, &o, &bst, &waits), CACHE_BACKEND);
+    CU_ASSERT_EQUAL(bst, BACKEND_NO_KEY);
+    CU_ASSERT_PTR_NULL(o);
+    struct cache_stats s;
+    cache_stats_get(cache, &s);
+    CU_ASSERT_EQUAL(s.objects, 0);
+    teardown();
+}
+
+static void bytes_not_matching_the_etag_are_never_published(void)
+{
+    setup(1);
+    size_t n = 300000;
+    unsigned char *src = pattern(n, 3);
+    put_object("k", src, n);
+    /* corrupt the cold copy behind the store's back, keeping its size and
+     * its recorded ETag: the fill must notice and refuse to publish */
+    char path[128];
+    snprintf(path, sizeof path, "%s/bkt/k", data_dir);
+    int fd = open(path, O_WRONLY);
+    CU_ASSERT_FATAL(fd >= 0);
+    CU_ASSERT_EQUAL(pwrite(fd, "X", 1, 1000), 1);
+    close(fd);
+    struct obj_meta m;
+    memset(&m, 0, sizeof m);
+    struct cache_obj *o = NULL;
+    enum backend_status bst;
+    int waits;
+    enum cache_status st = open_wait("k", &m, &o, &bst, &waits);
+    if (st == CACHE_OK) {
+        /* streaming readers may already hold the header: the read fails */
+        struct test_waiter t;
+        tw_init(&t);
+        unsigned char *buf = malloc(n);
+        uint64_t off = 0;
+        enum cache_status rs = CACHE_OK;
+        while (off < n) {
+            size_t got = 0;
+            rs = cache_obj_read(o, off, buf + off, n - off, &got, &t.w);
+            if (rs == CACHE_AGAIN) {
+                tw_wait(&t);
+                continue;
+            }
+            if (rs != CACHE_OK)
+                break;
+            off += got;
+        }
+        /* either the reader saw the failure, or it read every byte before
+         * the check ran; then only publishing may not happen */
+        free(buf);
+        tw_destroy(&t);
+        cache_obj_close(o);
+    }
+    obj_meta_clear(&m);
+    struct cache_stats s;
+    for (int i = 0; i < 200; i++) {
+        cache_stats_get(cache, &s);
+        if (s.fills_failed)
+            break;
+        usleep(10000);
+    }
+    CU_ASSERT_EQUAL(s.fills_failed, 1);
+    CU_ASSERT_EQUAL(s.objects, 0);
+    free(src);
+    teardown();
+}
+
+static void invalidate_makes_the_next_open_a_miss(void)
+{
+    setup(1);
+    unsigned char *src = pattern(1000, 4);
+    put_object("k", src, 1000);
+    struct obj_meta m;
+    memset(&m, 0, sizeof m);
+    struct cache_obj *o = NULL;
+    enum backend_status bst;
+    int waits;
+    CU_ASSERT_EQUAL_FATAL(open_wait("k", &m, &o, &bst, &waits), CACHE_OK);
+    free(read_all(o, 1000));
+    cache_obj_close(o);
+    obj_meta_clear(&m);
+    struct cache_stats s;
+    for (int i = 0; i < 200 && (cache_stats_get(cache, &s), !s.fills_done); i++)
+        usleep(10000);
+    unsigned char *src2 = pattern(2000, 5);
+    put_object("k", src2, 2000);
+    cache_invalidate(cache, "bkt", "k");
+    CU_ASSERT_EQUAL_FATAL(open_wait("k", &m, &o, &bst, &waits), CACHE_OK);
+    CU_ASSERT_EQUAL(m.size, 2000);
+    unsigned char *got = read_all(o, 2000);
+    CU_ASSERT_EQUAL(memcmp(got, src2, 2000), 0);
+    free(got);
+    cache_obj_close(o);
+    obj_meta_clear(&m);
+    cache_stats_get(cache, &s);
+    CU_ASSERT_EQUAL(s.misses, 2);
+    free(src);
+    free(src2);
+    teardown();
+}
+
+static void header_codec_round_trips(void)
+{
+    struct obj_meta m, d;
+    memset(&m, 0, sizeof m);
+    memset(&d, 0, sizeof d);
+    m.size = 123456789012ull;
+    m.mtime.tv_sec = 1700000000;
+    m.mtime.tv_nsec = 123000000;
+    strcpy(m.etag, "0123456789abcdef0123456789abcdef-12");
+    obj_meta_add_hdr(&m, "content-type", "text/plain");
+    obj_meta_add_hdr(&m, "x-amz-meta-a", "b c");
+    uint8_t buf[4096];
+    size_t len;
+    CU_ASSERT_EQUAL_FATAL(cache_hdr_encode(&m, buf, sizeof buf, &len), 0);
+    CU_ASSERT_EQUAL(cache_hdr_data_offset(len), 4096);
+    CU_ASSERT_EQUAL_FATAL(cache_hdr_decode(buf, len, &d), 0);
+    CU_ASSERT_EQUAL(d.size, m.size);
+    CU_ASSERT_EQUAL(d.mtime.tv_sec, m.mtime.tv_sec);
+    CU_ASSERT_EQUAL(d.mtime.tv_nsec, m.mtime.tv_nsec);
+    CU_ASSERT_STRING_EQUAL(d.etag, m.etag);
+    CU_ASSERT_EQUAL(d.n_hdrs, 2);
+    CU_ASSERT_STRING_EQUAL(obj_meta_get_hdr(&d, "x-amz-meta-a"), "b c");
+    obj_meta_clear(&d);
+    /* every truncation is refused, never read past the end */
+    for (size_t cut = 0; cut < len; cut++) {
+        struct obj_meta t;
+        memset(&t, 0, sizeof t);
+        CU_ASSERT_EQUAL(cache_hdr_decode(buf, cut, &t), -1);
+        obj_meta_clear(&t);
+    }
+    CU_ASSERT_EQUAL(cache_hdr_encode(&m, buf, 16, &len), -1);
+    obj_meta_clear(&m);
+    CU_ASSERT_TRUE(cache_etag_is_md5("0123456789abcdef0123456789ABCDEF"));
+    CU_ASSERT_FALSE(cache_etag_is_md5("0123456789abcdef0123456789abcdef-2"));
+    CU_ASSERT_FALSE(cache_etag_is_md5(""));
+}
+
+int register_tests(void);
+int register_tests(void)
+{
+    CU_pSuite s = CU_add_suite("cache_fill", NULL, NULL);
+    if (!s)
+        return -1;
+    CU_add_test(s, "miss_fills_then_hit_serves_same_bytes_and_headers",
+                miss_fills_then_hit_serves_same_bytes_and_headers);
+    CU_add_test(s, "concurrent_readers_share_one_fill", concurrent_readers_share_one_fill);
+    CU_add_test(s, "missing_key_is_a_backend_error_and_caches_nothing",
+                missing_key_is_a_backend_error_and_caches_nothing);
+    CU_add_test(s, "bytes_not_matching_the_etag_are_never_published",
+                bytes_not_matching_the_etag_are_never_published);
+    CU_add_test(s, "invalidate_makes_the_next_open_a_miss", invalidate_makes_the_next_open_a_miss);
+    CU_add_test(s, "header_codec_round_trips", header_codec_round_trips);
+    return CU_get_error() == CUE_SUCCESS ? 0 : -1;
+}
