@@ -2,7 +2,9 @@
  * to any S3 server over libcurl, signed by libcurl's CURLOPT_AWS_SIGV4.
  * Blocking calls on a pool of reused easy handles (keep-alive connections);
  * retries with full-jitter backoff for idempotent calls; uploads spooled to
- * an unlinked temp file so nothing reaches the cold tier before commit. */
+ * an unlinked temp file so nothing reaches the cold tier before commit. An
+ * open object streams its body from one GET, driven by a curl multi handle
+ * from the reading thread. */
 #include "backend_int.h"
 #include "s3_int.h"
 #include "posix_int.h"   /* posix_rollup, posix_hex_to_md5: pure helpers */
@@ -35,21 +37,15 @@ struct s3_store {
     unsigned retries;
     struct backend_bucket_map *map;
     size_t n_map;
-    pthread_mutex_t mu;         /* guards pool */
+    pthread_mutex_t mu;         /* guards pool and mpool */
     CURL *pool[S3_POOL_MAX];
     size_t n_pool;
-};
-
-struct s3_obj {
-    struct backend_obj base;    /* first */
-    struct s3_store *s;
-    char *bucket, *key;         /* cold names */
-    char etag[72];              /* pinned version: If-Match on every GET */
-    uint64_t size;
-    unsigned char *win;         /* read-ahead window, <= S3_READ_WINDOW */
-    uint64_t win_off;
-    size_t win_len;
-    pthread_mutex_t mu;         /* a reader per object at a time */
+    /* Idle multi handles of open objects' streams. Each keeps the keep-alive
+     * connections of its finished transfers (a multi has its own connection
+     * cache), so the next object open reuses one instead of a new TCP/TLS
+     * handshake. */
+    CURLM *mpool[S3_POOL_MAX];
+    size_t n_mpool;
 };
 
 struct s3_put {
@@ -89,6 +85,42 @@ struct s3_call {
     size_t rh_bytes;
     uint64_t fd_pos;            /* upload read position */
     char code[64];              /* S3 error code */
+    bool hdrs_done;             /* the blank line after a final (>= 200) status */
+};
+
+/* The GET sent by s3_object_open, its body still streaming. Driven by a
+ * multi handle from the reading thread only (inside s3_obj_read): no thread
+ * of our own, nothing runs while nobody reads. */
+struct s3_stream {
+    CURLM *multi;               /* from the store's mpool; back there at close */
+    CURL *h;                    /* from the store's pool */
+    bool attached;              /* h is in multi */
+    struct curl_slist *hl;
+    char *url;
+    struct s3_call c;           /* status, headers, error body */
+    struct s3_ring ring;        /* body bytes not yet read, object offsets
+                                   [pos, pos + ring.len) */
+    uint64_t pos;               /* offset of the next byte handed out */
+    uint64_t recvd;             /* body bytes received */
+    uint64_t last_ms;           /* when a byte last arrived (or we resumed) */
+    bool paused;                /* the write callback paused: ring full */
+    bool done;                  /* the transfer ended; rc says how */
+    CURLcode rc;
+    bool overrun, nomem;        /* why the write callback failed */
+    enum backend_status fail;   /* sticky once the stream failed mid-body */
+};
+
+struct s3_obj {
+    struct backend_obj base;    /* first */
+    struct s3_store *s;
+    char *bucket, *key;         /* cold names */
+    char etag[72];              /* of the GET of open: If-Match on ranged GETs */
+    uint64_t size;
+    struct s3_stream st;        /* st.multi NULL: no stream (never, or stopped) */
+    unsigned char *win;         /* read-ahead window, <= S3_READ_WINDOW */
+    uint64_t win_off;
+    size_t win_len;
+    pthread_mutex_t mu;         /* a reader per object at a time */
 };
 
 static const struct backend_ops s3_ops;
@@ -303,6 +335,56 @@ int s3_meta_from_headers(const struct obj_meta *resp, struct obj_meta *m)
     return 0;
 }
 
+int s3_ring_init(struct s3_ring *r, size_t cap)
+{
+    memset(r, 0, sizeof *r);
+    r->buf = malloc(cap ? cap : 1);
+    if (!r->buf)
+        return -1;
+    r->cap = cap;
+    return 0;
+}
+
+void s3_ring_free(struct s3_ring *r)
+{
+    free(r->buf);
+    memset(r, 0, sizeof *r);
+}
+
+bool s3_ring_put(struct s3_ring *r, const void *buf, size_t len)
+{
+    if (len > r->cap - r->len)
+        return false;
+    size_t tail = (r->head + r->len) % (r->cap ? r->cap : 1);
+    size_t first = r->cap - tail < len ? r->cap - tail : len;
+    memcpy(r->buf + tail, buf, first);
+    memcpy(r->buf, (const unsigned char *)buf + first, len - first);
+    r->len += len;
+    return true;
+}
+
+size_t s3_ring_get(struct s3_ring *r, void *out, size_t len)
+{
+    size_t n = len < r->len ? len : r->len;
+    size_t first = r->cap - r->head < n ? r->cap - r->head : n;
+    if (out) {
+        memcpy(out, r->buf + r->head, first);
+        memcpy((unsigned char *)out + first, r->buf, n - first);
+    }
+    r->len -= n;
+    r->head = r->len ? (r->head + n) % r->cap : 0;
+    return n;
+}
+
+enum s3_read_path s3_read_path_pick(bool stream_usable, uint64_t stream_pos, uint64_t off)
+{
+    if (!stream_usable || off < stream_pos)
+        return S3_READ_RANGED;
+    if (off == stream_pos)
+        return S3_READ_STREAM;
+    return off - stream_pos <= S3_STREAM_SKIP_MAX ? S3_READ_SKIP : S3_READ_RANGED;
+}
+
 /* ---- the store ---- */
 
 static const char *cold_bucket(const struct s3_store *s, const char *bucket)
@@ -355,8 +437,13 @@ static size_t on_header(char *buf, size_t size, size_t n, void *arg)
         /* A new response (100 Continue, a retry): forget earlier headers. */
         obj_meta_clear(&c->rh);
         c->rh_bytes = 0;
+        c->hdrs_done = false;
         const char *sp = memchr(buf, ' ', len);
         c->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+        return len;
+    }
+    if (len <= 2 && (buf[0] == '\r' || buf[0] == '\n')) {
+        c->hdrs_done = c->status >= 200;   /* not after a 100 Continue */
         return len;
     }
     c->rh_bytes += len;
@@ -492,9 +579,9 @@ static void call_free(struct s3_call *c)
     obj_meta_clear(&c->rh);
 }
 
-/* One attempt. Returns the curl result; fills c's response. */
-static CURLcode attempt(struct s3_store *s, CURL *h, struct s3_call *c, const char *url,
-                        struct curl_slist *hl)
+/* Sets every option of one attempt of c on h. */
+static void easy_setup(struct s3_store *s, CURL *h, struct s3_call *c, const char *url,
+                       struct curl_slist *hl)
 {
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -545,18 +632,22 @@ static CURLcode attempt(struct s3_store *s, CURL *h, struct s3_call *c, const ch
         curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, c->method);
     }
     call_reset_response(c);
+}
+
+/* One attempt. Returns the curl result; fills c's response. */
+static CURLcode attempt(struct s3_store *s, CURL *h, struct s3_call *c, const char *url,
+                        struct curl_slist *hl)
+{
+    easy_setup(s, h, c, url, hl);
     return curl_easy_perform(h);
 }
 
-/* Runs a call with retries. BACKEND_OK for a 2xx answer; else the mapped
- * error (c->status, c->code say more). */
-static enum backend_status s3_do(struct s3_store *s, struct s3_call *c)
+/* The request headers of c (its own, then those every request carries)
+ * into *out (new, curl_slist_free_all). BACKEND_OK or BACKEND_NOMEM. */
+static enum backend_status call_hdr_list(const struct s3_store *s, const struct s3_call *c,
+                                         struct curl_slist **out)
 {
-    char *url = s3_url_build(s->endpoint, s->vhost, c->bucket, c->key, c->query);
-    if (!url)
-        return BACKEND_NOMEM;
-    if (!c->rmax)
-        c->rmax = S3_ERR_BODY_MAX;
+    *out = NULL;
     /* Headers every request carries. x-amz-content-sha256: the hash of an
      * in-memory body; UNSIGNED-PAYLOAD for a spooled one (which Content-MD5
      * protects where we have it). */
@@ -582,6 +673,34 @@ static enum backend_status s3_do(struct s3_store *s, struct s3_call *c)
     }
     if (!ok) {
         curl_slist_free_all(hl);
+        return BACKEND_NOMEM;
+    }
+    *out = hl;
+    return BACKEND_OK;
+}
+
+/* Sleeps the backoff before retry number att+1. */
+static void backoff_sleep(unsigned att)
+{
+    uint64_t r = 0;
+    (void)RAND_bytes((unsigned char *)&r, sizeof r);
+    uint64_t ms = s3_backoff_ms(att, 50, 1000, r);
+    struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* Runs a call with retries. BACKEND_OK for a 2xx answer; else the mapped
+ * error (c->status, c->code say more). */
+static enum backend_status s3_do(struct s3_store *s, struct s3_call *c)
+{
+    char *url = s3_url_build(s->endpoint, s->vhost, c->bucket, c->key, c->query);
+    if (!url)
+        return BACKEND_NOMEM;
+    if (!c->rmax)
+        c->rmax = S3_ERR_BODY_MAX;
+    struct curl_slist *hl = NULL;
+    if (call_hdr_list(s, c, &hl) != BACKEND_OK) {
         free(url);
         return BACKEND_NOMEM;
     }
@@ -633,12 +752,7 @@ static enum backend_status s3_do(struct s3_store *s, struct s3_call *c)
          * about two connect timeouts of our time in total. */
         if (rc != CURLE_OK && now_ms() - t0 >= (uint64_t)s->connect_ms * 2)
             break;
-        uint64_t r = 0;
-        (void)RAND_bytes((unsigned char *)&r, sizeof r);
-        uint64_t ms = s3_backoff_ms(att, 50, 1000, r);
-        struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-            ;
+        backoff_sleep(att);
     }
     handle_put(s, h);
     curl_slist_free_all(hl);
@@ -666,6 +780,8 @@ static void s3_close(struct backend *base)
     struct s3_store *s = (struct s3_store *)base;
     for (size_t i = 0; i < s->n_pool; i++)
         curl_easy_cleanup(s->pool[i]);
+    for (size_t i = 0; i < s->n_mpool; i++)
+        curl_multi_cleanup(s->mpool[i]);
     for (size_t i = 0; i < s->n_map; i++) {
         free((char *)s->map[i].gateway);
         free((char *)s->map[i].cold);
@@ -853,8 +969,295 @@ static enum backend_status s3_object_head(struct backend *base, const char *buck
     return st;
 }
 
+/* ---- the streaming GET of an open object ---- */
+
+static CURLM *multi_get(struct s3_store *s)
+{
+    CURLM *m = NULL;
+    pthread_mutex_lock(&s->mu);
+    if (s->n_mpool)
+        m = s->mpool[--s->n_mpool];
+    pthread_mutex_unlock(&s->mu);
+    return m ? m : curl_multi_init();
+}
+
+static void multi_put(struct s3_store *s, CURLM *m)
+{
+    pthread_mutex_lock(&s->mu);
+    if (s->n_mpool < S3_POOL_MAX) {
+        s->mpool[s->n_mpool++] = m;
+        m = NULL;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (m)
+        curl_multi_cleanup(m);
+}
+
+/* Content-Length of the stream's response; false when it has none. */
+static bool stream_length(const struct s3_stream *t, uint64_t *len)
+{
+    const char *v = obj_meta_get_hdr(&t->c.rh, "content-length");
+    if (!v || *v < '0' || *v > '9')
+        return false;
+    char *e = NULL;
+    errno = 0;
+    unsigned long long n = strtoull(v, &e, 10);
+    if (errno || *e)
+        return false;
+    *len = n;
+    return true;
+}
+
+/* The write callback of the stream: body bytes go to the ring, and the
+ * transfer pauses while the ring is full (curl hands the same bytes again
+ * after curl_easy_pause(CONT)). An error body goes to c.rbuf. */
+static size_t on_stream_body(char *buf, size_t size, size_t n, void *arg)
+{
+    struct s3_obj *o = arg;
+    struct s3_stream *t = &o->st;
+    size_t len = size * n;
+    if (t->c.status < 200 || t->c.status >= 300)
+        return on_body(buf, size, n, &t->c);
+    if (!t->ring.buf) {
+        /* First body bytes: the headers are all in, open has not seen them
+         * yet. Without a Content-Length we cannot tell a short body. */
+        if (!stream_length(t, &o->size)) {
+            t->overrun = true;
+            return 0;
+        }
+        size_t cap = o->size < S3_STREAM_RING ? (size_t)o->size : S3_STREAM_RING;
+        if (s3_ring_init(&t->ring, cap) != 0) {
+            t->nomem = true;
+            return 0;
+        }
+    }
+    if (len > o->size - t->recvd || len > t->ring.cap) {
+        t->overrun = true;   /* more than Content-Length said */
+        return 0;
+    }
+    if (!s3_ring_put(&t->ring, buf, len)) {
+        t->paused = true;
+        return CURL_WRITEFUNC_PAUSE;
+    }
+    t->recvd += len;
+    return len;
+}
+
+/* Lets curl move the transfer: waits up to wait_ms for its sockets (0: no
+ * wait), then performs. Sets t->done and t->rc when the transfer ended. */
+static enum backend_status stream_step(struct s3_stream *t, int wait_ms)
+{
+    CURLMcode mc = CURLM_OK;
+    int running = 0;
+    if (wait_ms > 0)
+        mc = curl_multi_poll(t->multi, NULL, 0, wait_ms, NULL);
+    if (mc == CURLM_OK)
+        mc = curl_multi_perform(t->multi, &running);
+    if (mc != CURLM_OK) {
+        log_msg(LOG_LVL_ERROR, "backend", "s3: curl multi: %s", curl_multi_strerror(mc));
+        return mc == CURLM_OUT_OF_MEMORY ? BACKEND_NOMEM : BACKEND_IO;
+    }
+    CURLMsg *m;
+    int left = 0;
+    while ((m = curl_multi_info_read(t->multi, &left)) != NULL)
+        if (m->msg == CURLMSG_DONE && m->easy_handle == t->h) {
+            t->done = true;
+            t->rc = m->data.result;
+        }
+    return BACKEND_OK;
+}
+
+/* Why a transfer that ended with t->rc failed. */
+static enum backend_status stream_rc_status(const struct s3_stream *t)
+{
+    if (t->nomem || t->rc == CURLE_OUT_OF_MEMORY)
+        return BACKEND_NOMEM;
+    if (t->overrun)
+        return BACKEND_IO;
+    return conn_error(t->rc) ? BACKEND_UNAVAILABLE : BACKEND_IO;
+}
+
+/* Ends the stream. An unfinished transfer is aborted: curl closes its
+ * connection, so no more of the body is read. The handles go back to the
+ * store's pools (the easy handle of an aborted transfer is dropped rather
+ * than reused). Safe on a stream that never started. */
+static void stream_stop(struct s3_store *s, struct s3_stream *t)
+{
+    if (t->attached)
+        curl_multi_remove_handle(t->multi, t->h);
+    t->attached = false;
+    if (t->h) {
+        if (t->done)
+            handle_put(s, t->h);
+        else
+            curl_easy_cleanup(t->h);
+    }
+    t->h = NULL;
+    if (t->multi)
+        multi_put(s, t->multi);
+    t->multi = NULL;
+    curl_slist_free_all(t->hl);
+    t->hl = NULL;
+    free(t->url);
+    t->url = NULL;
+    call_free(&t->c);
+    s3_ring_free(&t->ring);
+}
+
+/* (Re)starts the GET of the stream (t->url, t->hl, t->c set up). */
+static enum backend_status stream_start(struct s3_obj *o)
+{
+    struct s3_store *s = o->s;
+    struct s3_stream *t = &o->st;
+    if (t->attached)
+        curl_multi_remove_handle(t->multi, t->h);   /* the attempt before */
+    t->attached = false;
+    if (!t->multi && !(t->multi = multi_get(s)))
+        return BACKEND_NOMEM;
+    if (!t->h && !(t->h = handle_get(s)))
+        return BACKEND_NOMEM;
+    easy_setup(s, t->h, &t->c, t->url, t->hl);   /* long_transfer: low-speed limit only */
+    curl_easy_setopt(t->h, CURLOPT_WRITEFUNCTION, on_stream_body);
+    curl_easy_setopt(t->h, CURLOPT_WRITEDATA, o);
+    /* HTTP/1.1: pausing an HTTP/2 stream in the libcurl we build against
+     * (7.88) has had flow-control bugs; S3 speaks 1.1 anyway. */
+    curl_easy_setopt(t->h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(t->h, CURLOPT_BUFFERSIZE, 128L * 1024);
+    t->ring.head = t->ring.len = 0;
+    t->pos = t->recvd = 0;
+    t->paused = t->done = t->overrun = t->nomem = false;
+    t->rc = CURLE_OK;
+    t->fail = BACKEND_OK;
+    CURLMcode mc = curl_multi_add_handle(t->multi, t->h);
+    if (mc != CURLM_OK) {
+        log_msg(LOG_LVL_ERROR, "backend", "s3: curl multi: %s", curl_multi_strerror(mc));
+        return mc == CURLM_OUT_OF_MEMORY ? BACKEND_NOMEM : BACKEND_IO;
+    }
+    t->attached = true;
+    return BACKEND_OK;
+}
+
+/* One attempt of the GET of open: returns once the headers of a 2xx answer
+ * are in (body bytes may or may not have arrived), or with the mapped error
+ * once an error answer is complete. *retry: worth another attempt. */
+static enum backend_status stream_open_attempt(struct s3_obj *o, bool *retry)
+{
+    struct s3_store *s = o->s;
+    struct s3_stream *t = &o->st;
+    *retry = false;
+    enum backend_status st = stream_start(o);
+    if (st != BACKEND_OK)
+        return st;
+    /* No total timeout on the transfer (a big body may take long), so the
+     * answer itself gets one: the request timeout, as any other request. */
+    uint64_t deadline = now_ms() + (uint64_t)s->request_ms;
+    while (!t->done && !(t->c.hdrs_done && t->c.status >= 200 && t->c.status < 300)) {
+        if (now_ms() >= deadline) {
+            log_msg(LOG_LVL_WARN, "backend", "s3: GET %s: no answer within %ld ms", t->url,
+                    s->request_ms);
+            *retry = true;
+            return BACKEND_UNAVAILABLE;
+        }
+        if ((st = stream_step(t, 100)) != BACKEND_OK)
+            return st;
+    }
+    long code = t->c.hdrs_done ? t->c.status : 0;
+    if (code >= 200 && code < 300)
+        return BACKEND_OK;
+    if (code == 0) {
+        /* No answer: refused, reset, timed out. */
+        st = t->rc == CURLE_OK ? BACKEND_IO : stream_rc_status(t);
+        *retry = conn_error(t->rc);
+        log_msg(*retry ? LOG_LVL_DEBUG : LOG_LVL_WARN, "backend", "s3: GET %s: %s", t->url,
+                curl_easy_strerror(t->rc));
+        return st;
+    }
+    if (t->c.rbuf)
+        (void)s3_xml_error_code(t->c.rbuf, t->c.rlen, t->c.code, sizeof t->c.code);
+    st = s3_status_from_code(t->c.code, code);
+    if (st == BACKEND_OK)
+        st = BACKEND_IO;
+    *retry = s3_retryable(t->c.code, code);
+    if (st == BACKEND_IO || st == BACKEND_UNAVAILABLE || st == BACKEND_DENIED)
+        log_msg(LOG_LVL_WARN, "backend", "s3: GET %s: HTTP %ld %s", t->url, code, t->c.code);
+    return st;
+}
+
+/* A failure mid-body: remembered (every later read of the stream gets it;
+ * no silent resume) and the transfer is dropped. */
+static enum backend_status stream_failed(struct s3_obj *o, enum backend_status st)
+{
+    stream_stop(o->s, &o->st);
+    o->st.fail = st;
+    return st;
+}
+
+static void stream_resume(struct s3_stream *t)
+{
+    t->paused = false;
+    /* May call on_stream_body at once with the held bytes (and pause
+     * again when they still do not fit). */
+    CURLcode rc = curl_easy_pause(t->h, CURLPAUSE_CONT);
+    if (rc != CURLE_OK && !t->done) {
+        t->done = true;
+        t->rc = rc;
+    }
+}
+
+/* Hands out up to len bytes at the stream's position (buf NULL: drops
+ * them). Returns what is buffered without waiting for more; waits only when
+ * nothing is, for at most the request timeout without a byte. */
+static enum backend_status stream_take(struct s3_obj *o, void *buf, size_t len, size_t *got)
+{
+    struct s3_stream *t = &o->st;
+    enum backend_status st;
+    *got = 0;
+    if (t->fail != BACKEND_OK)
+        return t->fail;
+    if (!t->done && !t->paused && (st = stream_step(t, 0)) != BACKEND_OK)
+        return stream_failed(o, st);
+    uint64_t wait_start = now_ms();
+    while (t->ring.len == 0) {
+        if (t->done) {
+            st = t->rc == CURLE_OK ? BACKEND_IO : stream_rc_status(t);
+            log_msg(LOG_LVL_WARN, "backend", "s3: GET %s/%s broke at %llu of %llu: %s",
+                    o->bucket, o->key, (unsigned long long)t->pos,
+                    (unsigned long long)o->size,
+                    t->overrun ? "more bytes than Content-Length"
+                    : t->rc == CURLE_OK ? "body shorter than Content-Length"
+                                        : curl_easy_strerror(t->rc));
+            return stream_failed(o, st);
+        }
+        if (t->paused) {
+            stream_resume(t);   /* a held chunk larger than the free space */
+            continue;
+        }
+        /* curl's low-speed limit should end a stalled transfer first; this
+         * bounds the wait whatever curl does. */
+        if (now_ms() - wait_start >= (uint64_t)o->s->request_ms) {
+            log_msg(LOG_LVL_WARN, "backend", "s3: GET %s/%s stalled at %llu of %llu: no byte "
+                    "for %ld ms", o->bucket, o->key, (unsigned long long)t->pos,
+                    (unsigned long long)o->size, o->s->request_ms);
+            return stream_failed(o, BACKEND_UNAVAILABLE);
+        }
+        if ((st = stream_step(t, 1000)) != BACKEND_OK)
+            return stream_failed(o, st);
+    }
+    size_t n = s3_ring_get(&t->ring, buf, len);
+    t->pos += n;
+    *got = n;
+    /* Resume once half the ring is free, not at every read: fewer
+     * pause/resume round trips through curl. */
+    if (t->paused && !t->done && t->ring.cap - t->ring.len >= t->ring.cap / 2)
+        stream_resume(t);
+    return BACKEND_OK;
+}
+
+/* ---- open / read / close ---- */
+
 static void obj_free(struct s3_obj *o)
 {
+    stream_stop(o->s, &o->st);
     free(o->bucket);
     free(o->key);
     free(o->win);
@@ -868,30 +1271,65 @@ static enum backend_status s3_object_open(struct backend *base, const char *buck
 {
     struct s3_store *s = (struct s3_store *)base;
     *out = NULL;
-    /* HEAD, then ranged GETs pinned to its ETag (If-Match): meta and bytes
-     * agree, and an overwrite meanwhile fails the read instead of mixing. */
-    enum backend_status st = s3_object_head(base, bucket, key, meta);
-    if (st != BACKEND_OK)
-        return st;
+    memset(meta, 0, sizeof *meta);
+    /* One GET whose headers give the meta and whose body is read as it
+     * streams: meta and bytes come from the same response, and a cold
+     * fetch costs the cold tier one request. Reads elsewhere than the
+     * stream's position use ranged GETs pinned to its ETag (If-Match). */
     struct s3_obj *o = calloc(1, sizeof *o);
-    if (!o) {
-        obj_meta_clear(meta);
+    if (!o)
         return BACKEND_NOMEM;
-    }
     o->base.ops = &s3_ops;
     o->s = s;
     pthread_mutex_init(&o->mu, NULL);
+    enum backend_status st = BACKEND_NOMEM;
+    struct s3_stream *t = &o->st;
     o->bucket = strdup(cold_bucket(s, bucket));
     o->key = strdup(key);
+    if (!o->bucket || !o->key)
+        goto out;
+    t->c = (struct s3_call){ .method = "GET", .bucket = o->bucket, .key = o->key,
+                             .body_fd = -1, .idempotent = true, .long_transfer = true,
+                             .rmax = S3_ERR_BODY_MAX };
+    t->url = s3_url_build(s->endpoint, s->vhost, o->bucket, o->key, NULL);
+    if (!t->url || call_hdr_list(s, &t->c, &t->hl) != BACKEND_OK)
+        goto out;
+    uint64_t t0 = now_ms();
+    for (unsigned att = 0;; att++) {
+        bool retry = false;
+        st = stream_open_attempt(o, &retry);
+        if (st == BACKEND_OK || !retry || att >= s->retries)
+            break;
+        /* As in s3_do: a tier that does not answer gets about two connect
+         * timeouts of our time in total. */
+        if (!(t->c.hdrs_done) && now_ms() - t0 >= (uint64_t)s->connect_ms * 2)
+            break;
+        backoff_sleep(att);
+    }
+    if (st != BACKEND_OK) {
+        st = not_found(s, bucket, st, t->c.code);
+        goto out;
+    }
+    if (!stream_length(t, &o->size)) {
+        /* A server that streams without Content-Length: we could not tell
+         * a short body. Fall back to HEAD + ranged GETs. */
+        log_msg(LOG_LVL_WARN, "backend", "s3: GET %s: no Content-Length; reading by ranges",
+                t->url);
+        stream_stop(s, t);
+        st = s3_object_head(base, bucket, key, meta);
+        if (st != BACKEND_OK)
+            goto out;
+    } else if (s3_meta_from_headers(&t->c.rh, meta) != 0) {
+        goto out;
+    }
     memcpy(o->etag, meta->etag, sizeof o->etag);
     o->size = meta->size;
-    if (!o->bucket || !o->key) {
-        obj_free(o);
-        obj_meta_clear(meta);
-        return BACKEND_NOMEM;
-    }
     *out = &o->base;
     return BACKEND_OK;
+out:
+    obj_meta_clear(meta);
+    obj_free(o);
+    return st;
 }
 
 static int s3_obj_fd(const struct backend_obj *o)
@@ -915,7 +1353,7 @@ static enum backend_status window_fill(struct s3_obj *o, uint64_t off)
     snprintf(range, sizeof range, "Range: bytes=%llu-%llu", (unsigned long long)off,
              (unsigned long long)(off + want - 1));
     snprintf(ifm, sizeof ifm, "If-Match: \"%s\"", o->etag);
-    struct curl_slist h2 = { ifm, NULL }, h1 = { range, &h2 };
+    struct curl_slist h2 = { ifm, NULL }, h1 = { range, o->etag[0] ? &h2 : NULL };
     struct s3_call c = { .method = "GET", .bucket = o->bucket, .key = o->key, .hdrs = &h1,
                          .body_fd = -1, .idempotent = true, .long_transfer = true,
                          .sink = o->win, .sink_cap = (size_t)want };
@@ -950,8 +1388,26 @@ static enum backend_status s3_obj_read(struct backend_obj *base, uint64_t off, v
         return BACKEND_OK;
     pthread_mutex_lock(&o->mu);
     enum backend_status st = BACKEND_OK;
-    if (!(off >= o->win_off && off < o->win_off + o->win_len))
-        st = window_fill(o, off);
+    if (!(off >= o->win_off && off < o->win_off + o->win_len)) {
+        /* A stream that failed stays "usable": its reads get the failure. */
+        bool stream = o->st.multi || o->st.fail != BACKEND_OK;
+        switch (s3_read_path_pick(stream, o->st.pos, off)) {
+        case S3_READ_SKIP:
+            while (st == BACKEND_OK && o->st.pos < off) {
+                size_t n = 0;
+                st = stream_take(o, NULL, (size_t)(off - o->st.pos), &n);
+            }
+            if (st != BACKEND_OK)
+                goto out;
+            /* fall through */
+        case S3_READ_STREAM:
+            st = stream_take(o, buf, len, got);
+            goto out;
+        case S3_READ_RANGED:
+            st = window_fill(o, off);
+            break;
+        }
+    }
     if (st == BACKEND_OK) {
         size_t at = (size_t)(off - o->win_off);
         size_t n = o->win_len - at;
@@ -960,6 +1416,7 @@ static enum backend_status s3_obj_read(struct backend_obj *base, uint64_t off, v
         memcpy(buf, o->win + at, n);
         *got = n;
     }
+out:
     pthread_mutex_unlock(&o->mu);
     return st;
 }

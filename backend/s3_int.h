@@ -1,6 +1,7 @@
 /* backend/s3_int.h - internals of the S3 cold tier (s3.c, s3_xml.c) shared
  * with tests/unit/test_backend_s3.c: the pure parts (URL building, S3 error
- * mapping, response headers -> obj_meta, XML parsing, backoff). Nothing
+ * mapping, response headers -> obj_meta, XML parsing, backoff, the body ring
+ * and read-path choice of an open object). Nothing
  * outside backend/ and tests/unit/test_backend_*.c includes this. */
 #ifndef SHARDGATE_BACKEND_S3_INT_H
 #define SHARDGATE_BACKEND_S3_INT_H
@@ -17,8 +18,16 @@
 #define S3_XML_MAX      (8u * 1024 * 1024)
 #define S3_ERR_BODY_MAX (64u * 1024)
 #define S3_HDRS_MAX     (64u * 1024)
-/* Read-ahead window of an open object: each miss fetches one ranged GET of
- * this size, so memory per open object is bounded whatever its size. */
+/* An open object streams its body from the one GET sent at open into a ring
+ * of this size; the transfer pauses while the ring is full, so memory per
+ * open object is bounded whatever the object's size. */
+#define S3_STREAM_RING  (4u * 1024 * 1024)
+/* A read that starts at most this far past the stream's position skips
+ * forward in the stream (cheaper than a second request); further away, or
+ * behind it, it takes the ranged-GET path below. */
+#define S3_STREAM_SKIP_MAX S3_STREAM_RING
+/* Read-ahead window of a read off the stream (random access): each miss
+ * fetches one ranged GET of this size, pinned by If-Match. */
 #define S3_READ_WINDOW  (8u * 1024 * 1024)
 /* Spooled objects above this go up as a multipart upload. */
 #define S3_MPU_THRESHOLD (64ull * 1024 * 1024)
@@ -57,6 +66,29 @@ int s3_meta_from_headers(const struct obj_meta *resp, struct obj_meta *m);
 int s3_parse_iso8601(const char *s, struct timespec *ts);
 /* Copies an ETag without its quotes into out[72]. */
 void s3_etag_bare(const char *in, char out[72]);
+
+/* A byte ring of fixed capacity (the body buffer of an open object). */
+struct s3_ring {
+    unsigned char *buf;         /* cap bytes; owned */
+    size_t cap, head, len;      /* head: index of the oldest byte */
+};
+/* Allocates cap bytes. 0, or -1 when out of memory. */
+int s3_ring_init(struct s3_ring *r, size_t cap);
+void s3_ring_free(struct s3_ring *r);
+/* Appends all of buf, or nothing when it does not fit: the write callback
+ * then pauses the transfer and curl hands the same bytes again later. */
+bool s3_ring_put(struct s3_ring *r, const void *buf, size_t len);
+/* Moves up to len of the oldest bytes to out (out NULL: drops them).
+ * Returns how many. */
+size_t s3_ring_get(struct s3_ring *r, void *out, size_t len);
+
+/* How a read at `off` of an open object is served. */
+enum s3_read_path {
+    S3_READ_STREAM,     /* off is the stream's position: from the GET of open */
+    S3_READ_SKIP,       /* a little ahead of it: skip forward in the stream */
+    S3_READ_RANGED,     /* anywhere else (or no usable stream): ranged GET */
+};
+enum s3_read_path s3_read_path_pick(bool stream_usable, uint64_t stream_pos, uint64_t off);
 
 /* ---- XML (s3_xml.c) ---- */
 

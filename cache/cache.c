@@ -48,7 +48,9 @@ enum fill_state { FILL_QUEUED, FILL_RUNNING, FILL_DONE, FILL_FAILED };
 
 struct fill {
     struct fill *table_next;     /* chain in c->table */
-    struct fill *queue_next;     /* c->queue */
+    struct fill *queue_next;     /* c->queue or c->bg_queue */
+    bool background;             /* a staging fill (no reader asked yet); under c->mu */
+    struct cache_stage_obs *observers;   /* prefetch jobs told at the end; under c->mu */
     uint64_t id;                 /* the index entry; names the data file */
     char *bucket, *key;
     unsigned refs;               /* the table, the worker, attached readers; under c->mu */
@@ -73,8 +75,11 @@ struct cache {
     pthread_mutex_t mu;
     pthread_cond_t work;         /* signalled when the queue grows or on stop */
     struct fill *table[FILL_TABLE];
-    struct fill *queue_head, *queue_tail;
+    struct fill *queue_head, *queue_tail;         /* reader misses: first */
+    struct fill *bg_head, *bg_tail;               /* staging: when no miss waits */
+    unsigned bg_inflight, bg_limit;               /* staging fills queued or running */
     bool stopping;
+    struct cache_prefetch *pf;
     pthread_t *workers;
     unsigned n_workers;
     pthread_t reaper;
@@ -232,14 +237,47 @@ static void fill_unref_locked(struct fill *f)
 }
 
 /* A fill's worker is done with it: drop the worker's reference and, if the
- * fill is still the table's entry for its key, the table's. Under c->mu. */
-static void fill_retire_locked(struct cache *c, struct fill *f)
+ * fill is still the table's entry for its key, the table's. Returns the
+ * prefetch observers to tell (after c->mu is released). Under c->mu. */
+static struct cache_stage_obs *fill_retire_locked(struct cache *c, struct fill *f)
 {
+    struct cache_stage_obs *obs = f->observers;
+    f->observers = NULL;
+    if (f->background) {
+        f->background = false;
+        c->bg_inflight--;
+    }
     if (table_find(c, f->bucket, f->key) == f) {
         table_remove(c, f);
         f->refs--;   /* the table's; the worker's below is never the last before it */
     }
     fill_unref_locked(f);
+    return obs;
+}
+
+static void observers_tell(struct cache_stage_obs *obs, bool ok, uint64_t size,
+                           enum backend_status bst)
+{
+    while (obs) {
+        struct cache_stage_obs *next = obs->next;
+        obs->next = NULL;
+        obs->done(obs, ok, size, bst);
+        obs = next;
+    }
+}
+
+/* Retires f from its worker and tells the observers how it ended. */
+static void fill_retire(struct cache *c, struct fill *f)
+{
+    pthread_mutex_lock(&f->mu);
+    bool ok = f->state == FILL_DONE;
+    uint64_t size = f->meta_known ? f->meta.size : 0;
+    enum backend_status bst = f->state == FILL_FAILED ? f->bst : BACKEND_OK;
+    pthread_mutex_unlock(&f->mu);
+    pthread_mutex_lock(&c->mu);
+    struct cache_stage_obs *obs = fill_retire_locked(c, f);
+    pthread_mutex_unlock(&c->mu);
+    observers_tell(obs, ok, size, bst);
 }
 
 static void fill_unref(struct cache *c, struct fill *f)
@@ -250,8 +288,50 @@ static void fill_unref(struct cache *c, struct fill *f)
 }
 
 /* Creates and queues a fill for a new FILLING index entry; under c->mu. */
+static void queue_push(struct fill **head, struct fill **tail, struct fill *f)
+{
+    f->queue_next = NULL;
+    if (*tail)
+        (*tail)->queue_next = f;
+    else
+        *head = f;
+    *tail = f;
+}
+
+/* Takes f out of a queue; false when it is not in it. */
+static bool queue_remove(struct fill **head, struct fill **tail, struct fill *f)
+{
+    struct fill *prev = NULL;
+    for (struct fill *q = *head; q; prev = q, q = q->queue_next) {
+        if (q != f)
+            continue;
+        if (prev)
+            prev->queue_next = f->queue_next;
+        else
+            *head = f->queue_next;
+        if (*tail == f)
+            *tail = prev;
+        f->queue_next = NULL;
+        return true;
+    }
+    return false;
+}
+
+/* A reader wants a fill that was queued as staging: it moves to the front
+ * queue (a reader's miss goes before staging work). Under c->mu. */
+static void fill_promote_locked(struct cache *c, struct fill *f)
+{
+    if (!f->background)
+        return;
+    f->background = false;
+    c->bg_inflight--;
+    if (queue_remove(&c->bg_head, &c->bg_tail, f))
+        queue_push(&c->queue_head, &c->queue_tail, f);
+    pthread_cond_signal(&c->work);
+}
+
 static struct fill *fill_new_locked(struct cache *c, const char *bucket, const char *key,
-                                    uint64_t id)
+                                    uint64_t id, bool background)
 {
     struct fill *f = calloc(1, sizeof *f);
     if (!f)
@@ -268,16 +348,18 @@ static struct fill *fill_new_locked(struct cache *c, const char *bucket, const c
     f->id = id;
     f->refs = 2;   /* the table and the worker that will run it */
     f->state = FILL_QUEUED;
+    f->background = background;
     size_t h = hash_name(bucket, key) % FILL_TABLE;
     f->table_next = c->table[h];
     c->table[h] = f;
-    if (c->queue_tail)
-        c->queue_tail->queue_next = f;
-    else
-        c->queue_head = f;
-    c->queue_tail = f;
+    if (background) {
+        queue_push(&c->bg_head, &c->bg_tail, f);
+        c->bg_inflight++;
+    } else {
+        queue_push(&c->queue_head, &c->queue_tail, f);
+        atomic_fetch_add(&c->misses, 1);
+    }
     pthread_cond_signal(&c->work);
-    atomic_fetch_add(&c->misses, 1);
     atomic_fetch_add(&c->fills_started, 1);
     return f;
 }
@@ -424,13 +506,14 @@ enum cache_status cache_obj_open(struct cache *c, const char *bucket, const char
                 pthread_mutex_unlock(&c->mu);
                 return CACHE_IO;
             }
-            f = fill_new_locked(c, bucket, key, id);
+            f = fill_new_locked(c, bucket, key, id, false);
             if (!f) {
                 cidx_fill_abort(c->idx, id);
                 pthread_mutex_unlock(&c->mu);
                 return CACHE_NOMEM;
             }
         }
+        fill_promote_locked(c, f);
         f->refs++;
         pthread_mutex_unlock(&c->mu);
 
@@ -710,9 +793,13 @@ static bool stopping(struct cache *c)
     return s;
 }
 
-/* Makes room for `size` more bytes: evicts down to the low watermark when
- * the reservation takes usage above the high one. */
-static void make_room(struct cache *c)
+/* Makes room once a reservation takes usage above the high watermark. With
+ * LRU, eviction goes down to the low watermark (in batches, so a burst of
+ * misses does not evict one object per fill). While ordered hints guide
+ * eviction, and for staging fills, it evicts only what is needed: a batch
+ * takes victims that are still going to be read, each a miss later (the
+ * stager checked only the first victim). */
+static void make_room(struct cache *c, bool staging)
 {
     uint64_t used, reserved, objects;
     cidx_usage(c->idx, &used, &reserved, &objects);
@@ -721,7 +808,8 @@ static void make_room(struct cache *c)
         return;
     uint64_t freed = 0;
     unsigned count = 0;
-    cidx_evict(c->idx, c->cf.capacity / 100 * c->cf.low_pct, &freed, &count);
+    bool exact = staging || cidx_get_policy(c->idx) == CIDX_POLICY_NEXT_USE;
+    cidx_evict(c->idx, exact ? high : c->cf.capacity / 100 * c->cf.low_pct, &freed, &count);
     atomic_fetch_add(&c->evictions, count);
 }
 
@@ -744,7 +832,10 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
         fill_fail(c, f, CACHE_IO, BACKEND_OK);
         goto out;
     }
-    make_room(c);
+    pthread_mutex_lock(&c->mu);
+    bool staging = f->background;
+    pthread_mutex_unlock(&c->mu);
+    make_room(c, staging);
     fd = open_data(c, f->id, O_WRONLY | O_CREAT | O_TRUNC);
     size_t hlen = 0;
     hdr = calloc(1, CACHE_HDR_MAX);
@@ -858,6 +949,8 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
     enum cidx_status ps = cidx_publish(c->idx, f->id, size, etag, mtime);
     if (ps != CIDX_OK && ps != CIDX_STALE)
         log_msg(LOG_LVL_WARN, "cache", "%s/%s: publish failed (%d)", f->bucket, f->key, ps);
+    if (ps == CIDX_OK && c->pf)
+        cache_prefetch_on_ready(c->pf, f->bucket, f->key, f->id);
     pthread_mutex_lock(&f->mu);
     f->state = FILL_DONE;
     woken = waiters_wake(f);
@@ -890,9 +983,7 @@ out:
     if (bo)
         backend_obj_close(bo);
     obj_meta_clear(&meta);
-    pthread_mutex_lock(&c->mu);
-    fill_retire_locked(c, f);
-    pthread_mutex_unlock(&c->mu);
+    fill_retire(c, f);
 }
 
 static void *worker_main(void *arg)
@@ -910,25 +1001,23 @@ static void *worker_main(void *arg)
                 rc < 0 ? strerror(-rc) : "buffers");
     for (;;) {
         pthread_mutex_lock(&c->mu);
-        while (!c->stopping && !c->queue_head)
+        while (!c->stopping && !c->queue_head && !c->bg_head)
             pthread_cond_wait(&c->work, &c->mu);
         if (c->stopping) {
             pthread_mutex_unlock(&c->mu);
             break;
         }
-        struct fill *f = c->queue_head;
-        c->queue_head = f->queue_next;
-        if (!c->queue_head)
-            c->queue_tail = NULL;
-        f->queue_next = NULL;
+        struct fill *f = c->queue_head ? c->queue_head : c->bg_head;
+        if (f == c->queue_head)
+            queue_remove(&c->queue_head, &c->queue_tail, f);
+        else
+            queue_remove(&c->bg_head, &c->bg_tail, f);
         pthread_mutex_unlock(&c->mu);
         if (ok) {
             run_fill(c, f, &io);
         } else {
             fill_fail(c, f, CACHE_IO, BACKEND_OK);
-            pthread_mutex_lock(&c->mu);
-            fill_retire_locked(c, f);
-            pthread_mutex_unlock(&c->mu);
+            fill_retire(c, f);
         }
     }
     for (int i = 0; i < FILL_BUFS; i++)
@@ -1005,7 +1094,10 @@ int cache_open(const struct cache_conf *cf, struct backend *cold, struct cache *
         c->n_workers++;
     }
     c->reaper_started = pthread_create(&c->reaper, NULL, reaper_main, c) == 0;
-    if (c->n_workers == 0 || !c->reaper_started) {
+    /* Staging uses at most half the workers, so reader misses always find one. */
+    c->bg_limit = c->n_workers > 1 ? c->n_workers / 2 : 1;
+    c->pf = cache_prefetch_new(c);
+    if (c->n_workers == 0 || !c->reaper_started || !c->pf) {
         log_msg(LOG_LVL_ERROR, "cache", "cannot start the fill workers");
         cache_stop(c);
         cache_close(c);
@@ -1025,15 +1117,23 @@ void cache_stop(struct cache *c)
     c->stopping = true;
     pthread_cond_broadcast(&c->work);
     /* fills that never started: nobody else will end them */
+    if (c->bg_head) {
+        if (c->queue_tail)
+            c->queue_tail->queue_next = c->bg_head;
+        else
+            c->queue_head = c->bg_head;
+        c->bg_head = c->bg_tail = NULL;
+    }
     struct fill *q = c->queue_head;
     c->queue_head = c->queue_tail = NULL;
+    struct cache_prefetch *pf = c->pf;
     pthread_mutex_unlock(&c->mu);
+    if (pf)
+        cache_prefetch_stop(pf);   /* no new staging from here on */
     while (q) {
         struct fill *next = q->queue_next;
         fill_fail(c, q, CACHE_IO, BACKEND_OK);
-        pthread_mutex_lock(&c->mu);
-        fill_retire_locked(c, q);
-        pthread_mutex_unlock(&c->mu);
+        fill_retire(c, q);
         q = next;
     }
     for (unsigned i = 0; i < c->n_workers; i++)
@@ -1049,6 +1149,8 @@ void cache_close(struct cache *c)
     if (!c)
         return;
     cache_stop(c);
+    if (c->pf)
+        cache_prefetch_free(c->pf);
     cidx_close(c->idx);
     free(c->workers);
     pthread_cond_destroy(&c->work);
@@ -1072,4 +1174,91 @@ void cache_stats_get(struct cache *c, struct cache_stats *out)
     uint64_t reserved;
     cidx_usage(c->idx, &out->bytes_used, &reserved, &out->objects);
     out->capacity = c->cf.capacity;
+}
+
+/* ---- staging, for prefetch jobs ---- */
+
+enum cache_stage_result cache_stage(struct cache *c, const char *bucket, const char *key,
+                                    struct cache_stage_obs *obs, uint64_t *size)
+{
+    struct cidx_info info;
+    if (cidx_lookup(c->idx, bucket, key, &info) == CIDX_OK) {
+        *size = info.size;
+        return CACHE_STAGE_CACHED;
+    }
+    pthread_mutex_lock(&c->mu);
+    if (c->stopping) {
+        pthread_mutex_unlock(&c->mu);
+        return CACHE_STAGE_ERROR;
+    }
+    struct fill *f = table_find(c, bucket, key);
+    if (f) {
+        obs->next = f->observers;
+        f->observers = obs;
+        pthread_mutex_unlock(&c->mu);
+        return CACHE_STAGE_STARTED;
+    }
+    if (c->bg_inflight >= c->bg_limit) {
+        pthread_mutex_unlock(&c->mu);
+        return CACHE_STAGE_BUSY;
+    }
+    uint64_t id;
+    enum cidx_state state;
+    enum cidx_status is = cidx_begin_fill(c->idx, bucket, key, &id, &state);
+    if (is == CIDX_EXISTS && state == CIDX_STATE_READY) {
+        pthread_mutex_unlock(&c->mu);
+        if (cidx_lookup(c->idx, bucket, key, &info) == CIDX_OK) {
+            *size = info.size;
+            return CACHE_STAGE_CACHED;
+        }
+        return CACHE_STAGE_BUSY;   /* evicted meanwhile: the next round stages it */
+    }
+    if (is != CIDX_OK) {
+        pthread_mutex_unlock(&c->mu);
+        return CACHE_STAGE_ERROR;
+    }
+    f = fill_new_locked(c, bucket, key, id, true);
+    if (!f) {
+        cidx_fill_abort(c->idx, id);
+        pthread_mutex_unlock(&c->mu);
+        return CACHE_STAGE_ERROR;
+    }
+    obs->next = NULL;
+    f->observers = obs;
+    pthread_mutex_unlock(&c->mu);
+    return CACHE_STAGE_STARTED;
+}
+
+unsigned cache_stage_inflight(struct cache *c, unsigned *limit)
+{
+    pthread_mutex_lock(&c->mu);
+    unsigned n = c->bg_inflight;
+    *limit = c->bg_limit;
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}
+
+struct cidx *cache_index_of(struct cache *c)
+{
+    return c->idx;
+}
+
+struct cache_prefetch *cache_prefetch_of(struct cache *c)
+{
+    return c->pf;
+}
+
+uint64_t cache_capacity_of(const struct cache *c)
+{
+    return c->cf.capacity;
+}
+
+unsigned cache_low_pct_of(const struct cache *c)
+{
+    return c->cf.low_pct;
+}
+
+unsigned cache_high_pct_of(const struct cache *c)
+{
+    return c->cf.high_pct;
 }

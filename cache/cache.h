@@ -127,4 +127,69 @@ struct cache_stats {
 };
 void cache_stats_get(struct cache *c, struct cache_stats *out);
 
+/* ---- prefetch jobs (cache/prefetch.c) ---- */
+
+/* A prefetch hint as the gateway parsed it. cache_job_submit takes keys (and
+ * the strings in it) and sizes; everything else is copied. */
+struct cache_hint {
+    const char *bucket;
+    char **keys;              /* in reading order */
+    size_t n_keys;
+    uint64_t *sizes;          /* sizes from a listing, or NULL when unknown */
+    bool ordered;
+    bool has_epoch;
+    uint64_t epoch;
+    const char *consumer;     /* NULL: none */
+    uint64_t window_bytes;    /* ordered: 0 = the default (half the low watermark) */
+    unsigned window_objects;  /* ordered: 0 = no object limit */
+    bool pin;
+};
+
+#define CACHE_JOB_ID_LEN 17   /* 16 hex + NUL */
+#define CACHE_JOB_ERRORS 20   /* errors kept per job */
+
+enum cache_job_state { CACHE_JOB_QUEUED, CACHE_JOB_RUNNING, CACHE_JOB_DONE, CACHE_JOB_FAILED,
+                       CACHE_JOB_CANCELLED };
+const char *cache_job_state_name(enum cache_job_state st);
+
+struct cache_job_error {
+    char *key;
+    enum backend_status st;
+};
+
+/* A snapshot of a job; free with cache_job_info_clear(). */
+struct cache_job_info {
+    char id[CACHE_JOB_ID_LEN];
+    char *bucket;
+    char *consumer;           /* NULL: none */
+    enum cache_job_state state;
+    bool ordered, has_epoch;
+    uint64_t epoch;
+    uint64_t total, cached, staged, failed, pending;
+    uint64_t bytes_total, bytes_done;   /* total: sizes known so far */
+    double rate_bytes_s;      /* recent staging rate, 0 when idle */
+    double eta_s;             /* < 0 when unknown */
+    uint64_t position;        /* ordered: hinted objects the reader has read */
+    struct cache_job_error errors[CACHE_JOB_ERRORS];
+    size_t n_errors;
+    struct timespec created, ended;   /* CLOCK_REALTIME; ended 0 while active */
+};
+void cache_job_info_clear(struct cache_job_info *ji);
+
+/* Starts a job. 0 and its id in id_out, or -1 (out of memory / stopping). */
+int cache_job_submit(struct cache *c, struct cache_hint *h, char id_out[CACHE_JOB_ID_LEN]);
+/* 0 with *out filled, -1 when bucket has no job id. */
+int cache_job_get(struct cache *c, const char *bucket, const char *id,
+                  struct cache_job_info *out);
+/* The bucket's jobs, newest first: *out is a malloc'd array of *n infos
+ * (clear each, free the array). 0 or -1 (no memory). */
+int cache_job_list(struct cache *c, const char *bucket, struct cache_job_info **out, size_t *n);
+/* Cancels: no new staging starts (fills running finish). 0 with the job's
+ * state in *out, -1 when there is no such job. */
+int cache_job_cancel(struct cache *c, const char *bucket, const char *id,
+                     struct cache_job_info *out);
+/* A reader read bucket/key: advances the position of ordered jobs that
+ * hinted it, and retires what it will not need again from their plans. */
+void cache_note_read(struct cache *c, const char *bucket, const char *key);
+
 #endif

@@ -7,6 +7,7 @@
 #define SHARDGATE_CACHE_INDEX_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -154,6 +155,13 @@ enum cidx_status cidx_unpin(struct cidx *x, uint64_t id);
  * CIDX_NEXT_USE_NONE. Counts as a use for LRU. Not persisted. */
 enum cidx_status cidx_set_next_use(struct cidx *x, uint64_t id, uint64_t next_use_seq);
 void cidx_set_policy(struct cidx *x, enum cidx_policy p);
+enum cidx_policy cidx_get_policy(const struct cidx *x);
+/* What the next-use policy would evict next: false when nothing is evictable;
+ * else *next_use is CIDX_NEXT_USE_NONE when some evictable entry has no declared
+ * next use, or the furthest declared next use among them. Lets a stager check
+ * that staging an object needed at use N would only evict something needed
+ * after N. Takes each shard lock in turn (a snapshot, not atomic). */
+bool cidx_victim_next_use(struct cidx *x, uint64_t *next_use);
 
 /* used: bytes of READY entries; reserved: bytes reserved by fills; objects: READY. */
 void cidx_usage(struct cidx *x, uint64_t *used, uint64_t *reserved, uint64_t *objects);

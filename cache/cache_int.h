@@ -3,6 +3,7 @@
 #ifndef SHARDGATE_CACHE_INT_H
 #define SHARDGATE_CACHE_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,5 +26,48 @@ uint64_t cache_hdr_data_offset(size_t hdr_len);
 
 /* Is etag (bare) a plain MD5 - 32 hex digits - that a fill can verify? */
 int cache_etag_is_md5(const char *etag);
+
+/* ---- between the fill engine (cache.c) and prefetch jobs (prefetch.c) ---- */
+
+struct cache;
+struct cidx;
+struct cache_prefetch;
+
+/* Told when a staged object's fill ends. Called from a fill worker with no
+ * cache lock held; the observer is the job's to free. */
+struct cache_stage_obs {
+    void (*done)(struct cache_stage_obs *obs, bool ok, uint64_t size, enum backend_status bst);
+    struct cache_stage_obs *next;   /* private to cache.c */
+    void *job;
+    size_t index;
+};
+
+enum cache_stage_result {
+    CACHE_STAGE_CACHED,    /* already published: *size set, obs not used */
+    CACHE_STAGE_STARTED,   /* a fill started or was joined: obs->done will be called */
+    CACHE_STAGE_BUSY,      /* the background fill limit is reached: try later */
+    CACHE_STAGE_ERROR,     /* cannot stage (stopping, no memory, index refused) */
+};
+
+/* Stages bucket/key with no reader: a background fill (reader misses always
+ * go first), or joins the fill in progress. Any thread. */
+enum cache_stage_result cache_stage(struct cache *c, const char *bucket, const char *key,
+                                    struct cache_stage_obs *obs, uint64_t *size);
+/* Background fills queued or running now, and the limit. */
+unsigned cache_stage_inflight(struct cache *c, unsigned *limit);
+struct cidx *cache_index_of(struct cache *c);
+struct cache_prefetch *cache_prefetch_of(struct cache *c);
+uint64_t cache_capacity_of(const struct cache *c);
+unsigned cache_low_pct_of(const struct cache *c);
+unsigned cache_high_pct_of(const struct cache *c);
+
+/* prefetch.c: created and ended by cache_open / cache_stop / cache_close. */
+struct cache_prefetch *cache_prefetch_new(struct cache *c);
+void cache_prefetch_stop(struct cache_prefetch *pf);
+void cache_prefetch_free(struct cache_prefetch *pf);
+/* A fill of bucket/key was published as index entry id (declares its next
+ * use if an ordered job will read it). */
+void cache_prefetch_on_ready(struct cache_prefetch *pf, const char *bucket, const char *key,
+                             uint64_t id);
 
 #endif

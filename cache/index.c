@@ -1189,6 +1189,34 @@ void cidx_set_policy(struct cidx *x, enum cidx_policy p)
     atomic_store(&x->policy, (int)p);
 }
 
+enum cidx_policy cidx_get_policy(const struct cidx *x)
+{
+    return (enum cidx_policy)atomic_load(&((struct cidx *)x)->policy);
+}
+
+bool cidx_victim_next_use(struct cidx *x, uint64_t *next_use)
+{
+    bool any = false;
+    uint64_t best = 0;
+    for (unsigned i = 0; i < CIDX_NSHARD; i++) {
+        struct cidx_shard *s = &x->shards[i];
+        pthread_mutex_lock(&s->mu);
+        if (s->plain.head) {
+            any = true;
+            best = CIDX_NEXT_USE_NONE;
+        } else if (s->heap_n) {
+            any = true;
+            if (s->heap[0]->next_use > best)
+                best = s->heap[0]->next_use;
+        }
+        pthread_mutex_unlock(&s->mu);
+        if (best == CIDX_NEXT_USE_NONE)
+            break;   /* nothing is needed later than "never" */
+    }
+    *next_use = best;
+    return any;
+}
+
 void cidx_usage(struct cidx *x, uint64_t *used, uint64_t *reserved, uint64_t *objects)
 {
     if (used != NULL)

@@ -3,11 +3,17 @@
   1. moto (an independent S3 server; checks no signatures) as the cold tier;
   2. "gateway behind gateway": shardgate A (--data DIR, verifies SigV4) as the
      cold tier of shardgate B, which proves libcurl's SigV4 signing.
+In the second setup a cold read must cost A exactly one GetObject and no
+HeadObject (counted from A's /metrics, else its access log), ranged reads
+through B must return the right bytes, and B's log must hold no sanitizer
+report (run with an ASan build as SHARDGATE_BIN to make that count).
 Then the cold tier is stopped: B must answer 503 within 2 s.
 Skips (77) when moto or boto3 is missing."""
 
 import hashlib
+import http.client
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -246,6 +252,82 @@ def suite(tag):
          "BucketNotEmpty")
 
 
+def a_requests(port):
+    """A's requests by (op, code): from its GET /metrics, else counted from
+    its access log ("access: req=... GET GetObject bucket=... status=200")."""
+    url = "http://127.0.0.1:%d/metrics" % port
+    hdrs = H.sign_headers("GET", url, access=COLD_ACCESS, secret=COLD_SECRET)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("GET", "/metrics", headers=hdrs)
+        r = conn.getresponse()
+        body = r.read().decode("utf-8", "replace")
+    finally:
+        conn.close()
+    out = {}
+    if r.status == 200 and "shardgate_requests_total" in body:
+        for m in re.finditer(r'^shardgate_requests_total\{op="(\w+)",code="(\w+)"\} (\d+)$',
+                             body, re.M):
+            out[(m.group(1), m.group(2))] = int(m.group(3))
+        return out
+    with open(os.path.join(H.S.tmp, "gateway-a.log"), errors="replace") as f:
+        for line in f:
+            m = re.search(r"access: req=\S+ \S+ (\w+) .*status=(\d+)", line)
+            if m:
+                out[(m.group(1), m.group(2))] = out.get((m.group(1), m.group(2)), 0) + 1
+    return out
+
+
+def object_reads(a_port):
+    """A cold object read through B costs A one GET (no HEAD); ranges are right."""
+    c = H.boto3_client()
+    b = "cold-sg"
+    data = os.urandom(40 * H.MB + 777)
+    c.put_object(Bucket=b, Key="forty", Body=data)
+
+    def delta(before):
+        after = a_requests(a_port)
+        return {k: after.get(k, 0) - before.get(k, 0) for k in set(after) | set(before)
+                if k[0] in ("GetObject", "HeadObject") and after.get(k, 0) != before.get(k, 0)}
+
+    before = a_requests(a_port)
+    r = c.get_object(Bucket=b, Key="forty")
+    got = r["Body"].read()
+    d = delta(before)
+    H.eq("[sg] full GET of 40 MiB through B: bytes", hashlib.sha256(got).hexdigest(),
+         hashlib.sha256(data).hexdigest())
+    H.eq("[sg] full GET of 40 MiB through B: one GetObject, no HeadObject on A", d,
+         {("GetObject", "200"): 1})
+    n = len(data)
+    for (lo, hi) in [(0, 0), (1000, 1999), (4 * H.MB - 3, 4 * H.MB + 3),
+                     (8 * H.MB + 1, 8 * H.MB + 100), (20 * H.MB, 33 * H.MB), (n - 10, n - 1)]:
+        r = c.get_object(Bucket=b, Key="forty", Range="bytes=%d-%d" % (lo, hi))
+        H.check("[sg] 40 MiB range %d-%d through B" % (lo, hi), r["Body"].read() == data[lo:hi + 1])
+    r = c.get_object(Bucket=b, Key="forty", Range="bytes=-100")
+    H.check("[sg] 40 MiB suffix range through B", r["Body"].read() == data[-100:])
+    # a reader that stops early: B closes the object with its GET unfinished
+    gets = lambda: sum(v for k, v in a_requests(a_port).items() if k[0] == "GetObject")
+    n0 = gets()
+    r = c.get_object(Bucket=b, Key="forty")
+    H.check("[sg] first MiB of a full GET", r["Body"].read(H.MB) == data[:H.MB])
+    r["Body"].close()
+    deadline = time.time() + 10   # A counts the GET when it sees it aborted
+    while gets() < n0 + 1 and time.time() < deadline:
+        time.sleep(0.05)
+    H.eq("[sg] early close: A saw the one GET end", gets(), n0 + 1)
+    before = a_requests(a_port)
+    r = c.get_object(Bucket=b, Key="forty")
+    H.check("[sg] full GET again after an early close", r["Body"].read() == data)
+    H.eq("[sg] full GET again: one GetObject on A", delta(before), {("GetObject", "200"): 1})
+
+
+def sanitizer_clean(tag):
+    with open(H.S.log_path, errors="replace") as f:
+        bad = [ln for ln in f if "AddressSanitizer" in ln or "LeakSanitizer" in ln
+               or "runtime error:" in ln]
+    H.check("[%s] no sanitizer report in B's log" % tag, not bad, "".join(bad[:5]))
+
+
 def tier_down(tag, cold_proc):
     import botocore.exceptions
     cold_proc.terminate()
@@ -277,16 +359,24 @@ def main():
     start_gateway_b("http://127.0.0.1:%d" % moto_port, "moto", "moto", "moto")
     suite("moto")
     tier_down("moto", moto_p)
+    log_path = H.S.log_path
     H._stop_gateway(report=True)
+    H.S.log_path = log_path
+    sanitizer_clean("moto")
 
     a, a_port = start_gateway_a()
     start_gateway_b("http://127.0.0.1:%d" % a_port, COLD_ACCESS, COLD_SECRET, "sg")
     suite("sg")
+    object_reads(a_port)
     # The posix cold tier refuses what it cannot store (a "." segment).
     H.eq("[sg] key the cold tier refuses: InvalidArgument",
          client_error_code(H.boto3_client().put_object, Bucket="cold-sg", Key="d/./e",
                            Body=b"x")[0], "InvalidArgument")
     tier_down("sg", a)
+    log_path = H.S.log_path
+    H._stop_gateway(report=True)
+    H.S.log_path = log_path
+    sanitizer_clean("sg")
 
 
 H.run(main)

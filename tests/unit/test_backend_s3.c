@@ -1,11 +1,26 @@
 /* tests/unit/test_backend_s3.c - the pure parts of the S3 cold tier
  * (backend/s3.c, backend/s3_xml.c): URL building for tricky keys, S3 error
  * mapping, response headers -> obj_meta, XML parsing of listings and
- * errors, backoff, and that a down tier fails fast with UNAVAILABLE. */
+ * errors, backoff, and that a down tier fails fast with UNAVAILABLE; then
+ * the streaming GET of an open object against a scripted loopback server
+ * (one request per sequential read, ranged GETs off the stream, stalls,
+ * drops and early closes). */
 #include <CUnit/CUnit.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "s3_int.h"
@@ -256,6 +271,482 @@ static void down_tier_fails_fast_with_unavailable(void)
     CU_ASSERT_EQUAL(backend_s3_open(&bad, &b), BACKEND_IO);
 }
 
+/* ---- the streaming GET of an open object, against a scripted server ---- */
+
+static void ring_wraps_and_is_all_or_nothing(void)
+{
+    struct s3_ring r;
+    CU_ASSERT_EQUAL_FATAL(s3_ring_init(&r, 8), 0);
+    unsigned char out[16];
+    CU_ASSERT_TRUE(s3_ring_put(&r, "abcdef", 6));
+    CU_ASSERT_FALSE(s3_ring_put(&r, "xyz", 3));          /* 2 free: nothing taken */
+    CU_ASSERT_EQUAL(r.len, 6);
+    CU_ASSERT_EQUAL(s3_ring_get(&r, out, 4), 4);
+    CU_ASSERT_EQUAL(memcmp(out, "abcd", 4), 0);
+    CU_ASSERT_TRUE(s3_ring_put(&r, "ghijkl", 6));         /* wraps */
+    CU_ASSERT_EQUAL(r.len, 8);
+    CU_ASSERT_EQUAL(s3_ring_get(&r, NULL, 1), 1);         /* dropped */
+    CU_ASSERT_EQUAL(s3_ring_get(&r, out, sizeof out), 7);
+    CU_ASSERT_EQUAL(memcmp(out, "fghijkl", 7), 0);
+    CU_ASSERT_EQUAL(s3_ring_get(&r, out, sizeof out), 0);
+    CU_ASSERT_EQUAL(r.head, 0);
+    CU_ASSERT_TRUE(s3_ring_put(&r, "12345678", 8));       /* exactly full */
+    CU_ASSERT_EQUAL(s3_ring_get(&r, out, 8), 8);
+    CU_ASSERT_EQUAL(memcmp(out, "12345678", 8), 0);
+    s3_ring_free(&r);
+}
+
+static void read_path_table(void)
+{
+    static const struct {
+        bool usable;
+        uint64_t pos, off;
+        enum s3_read_path want;
+    } t[] = {
+        { true, 0, 0, S3_READ_STREAM },
+        { true, 5, 5, S3_READ_STREAM },
+        { true, 5, 4, S3_READ_RANGED },                       /* behind: seek back */
+        { true, 0, 1, S3_READ_SKIP },
+        { true, 0, S3_STREAM_SKIP_MAX, S3_READ_SKIP },
+        { true, 0, S3_STREAM_SKIP_MAX + 1ull, S3_READ_RANGED },
+        { true, 100, 100 + S3_STREAM_SKIP_MAX + 1ull, S3_READ_RANGED },
+        { false, 0, 0, S3_READ_RANGED },                      /* no stream */
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        CU_ASSERT_EQUAL(s3_read_path_pick(t[i].usable, t[i].pos, t[i].off), t[i].want);
+}
+
+/* The server: one thread per connection, keep-alive. Objects by path:
+ *   /b/obj-N    N pattern bytes, ETag "abc"; honours Range and If-Match
+ *   /b/stall    Content-Length 1000000, 1000 bytes, then nothing for 4 s
+ *   /b/drop     Content-Length 1000000, 100000 bytes, then the connection closes
+ *   /b/late     headers at once, the 10 body bytes after 1.5 s
+ *   /b/flaky    503 SlowDown to the first GET, then as obj-5000
+ *   /b/missing  404 NoSuchKey;  /nob/k  404 NoSuchBucket */
+static struct fake {
+    int lfd, port;
+    pthread_t th;
+    atomic_bool stop;
+    atomic_int gets, heads, flaky_seen, aborted;
+    atomic_ullong body_sent;      /* of the last object body */
+    pthread_mutex_t mu;
+    char range[128], ifmatch[128];
+} F;
+
+static unsigned char pat(uint64_t i)
+{
+    return (unsigned char)(i * 7 + i / 4099);
+}
+
+static int send_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static void nap_ms(int ms)
+{
+    for (int i = 0; i < ms / 10 && !atomic_load(&F.stop); i++) {
+        struct timespec ts = { 0, 10000000L };
+        nanosleep(&ts, NULL);
+    }
+}
+
+static int send_pattern(int fd, uint64_t from, uint64_t n)
+{
+    unsigned char buf[65536];
+    uint64_t sent = 0;
+    atomic_store(&F.body_sent, 0);
+    while (sent < n) {
+        size_t k = n - sent < sizeof buf ? (size_t)(n - sent) : sizeof buf;
+        for (size_t i = 0; i < k; i++)
+            buf[i] = pat(from + sent + i);
+        if (send_all(fd, buf, k) != 0) {
+            atomic_fetch_add(&F.aborted, 1);
+            return -1;
+        }
+        sent += k;
+        atomic_store(&F.body_sent, sent);
+    }
+    return 0;
+}
+
+static const char *hdr_val(const char *req, const char *name, char *out, size_t cap)
+{
+    out[0] = '\0';
+    size_t nl = strlen(name);
+    for (const char *l = strstr(req, "\r\n"); l && l[2]; l = strstr(l + 2, "\r\n"))
+        if (strncasecmp(l + 2, name, nl) == 0 && l[2 + nl] == ':') {
+            const char *v = l + 3 + nl, *e = strstr(v, "\r\n");
+            while (*v == ' ')
+                v++;
+            snprintf(out, cap, "%.*s", (int)(e - v), v);
+            return out;
+        }
+    return NULL;
+}
+
+static int reply_error(int fd, int status, const char *code)
+{
+    char body[256], head[256];
+    int bl = snprintf(body, sizeof body, "<?xml version=\"1.0\"?><Error><Code>%s</Code>"
+                      "<Message>m</Message></Error>", code);
+    int hl = snprintf(head, sizeof head, "HTTP/1.1 %d X\r\nContent-Type: application/xml\r\n"
+                      "Content-Length: %d\r\n\r\n", status, bl);
+    return send_all(fd, head, (size_t)hl) || send_all(fd, body, (size_t)bl) ? -1 : 0;
+}
+
+/* One request; -1 closes the connection. */
+static int serve_one(int fd, const char *req)
+{
+    char method[8] = "", path[256] = "", v[128];
+    if (sscanf(req, "%7s %255s", method, path) != 2)
+        return -1;
+    bool head = strcmp(method, "HEAD") == 0;
+    atomic_fetch_add(head ? &F.heads : &F.gets, 1);
+    pthread_mutex_lock(&F.mu);
+    snprintf(F.range, sizeof F.range, "%s", hdr_val(req, "range", v, sizeof v) ? v : "");
+    snprintf(F.ifmatch, sizeof F.ifmatch, "%s", hdr_val(req, "if-match", v, sizeof v) ? v : "");
+    pthread_mutex_unlock(&F.mu);
+    char h[512];
+    if (strcmp(path, "/b/missing") == 0)
+        return reply_error(fd, 404, "NoSuchKey");
+    if (strncmp(path, "/nob/", 5) == 0)
+        return reply_error(fd, 404, "NoSuchBucket");
+    if (strcmp(path, "/b/flaky") == 0 && atomic_fetch_add(&F.flaky_seen, 1) == 0)
+        return reply_error(fd, 503, "SlowDown");
+    if (strcmp(path, "/b/stall") == 0 || strcmp(path, "/b/drop") == 0 ||
+        strcmp(path, "/b/late") == 0) {
+        bool late = path[3] == 'l';
+        int n = snprintf(h, sizeof h, "HTTP/1.1 200 OK\r\nETag: \"abc\"\r\nContent-Length: %d"
+                         "\r\n\r\n", late ? 10 : 1000000);
+        if (send_all(fd, h, (size_t)n) != 0)
+            return -1;
+        if (late) {
+            nap_ms(1500);
+            return send_pattern(fd, 0, 10);
+        }
+        if (send_pattern(fd, 0, path[3] == 's' ? 1000 : 100000) != 0)
+            return -1;
+        if (path[3] == 's')
+            nap_ms(4000);
+        return -1;
+    }
+    uint64_t size = 5000;
+    if (strncmp(path, "/b/obj-", 7) == 0)
+        size = strtoull(path + 7, NULL, 10);
+    else if (strcmp(path, "/b/flaky") != 0)
+        return reply_error(fd, 404, "NoSuchKey");
+    if (hdr_val(req, "if-match", v, sizeof v) && strcmp(v, "\"abc\"") != 0)
+        return reply_error(fd, 412, "PreconditionFailed");
+    uint64_t first = 0, last = size - 1;
+    bool ranged = hdr_val(req, "range", v, sizeof v) &&
+                  sscanf(v, "bytes=%" SCNu64 "-%" SCNu64, &first, &last) == 2;
+    if (ranged && last >= size)
+        last = size - 1;
+    int n = ranged ? snprintf(h, sizeof h, "HTTP/1.1 206 Partial\r\nETag: \"abc\"\r\n"
+                              "Content-Range: bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64 "\r\n"
+                              "Content-Length: %" PRIu64 "\r\n\r\n", first, last, size,
+                              last - first + 1)
+                   : snprintf(h, sizeof h, "HTTP/1.1 200 OK\r\nETag: \"abc\"\r\n"
+                              "Last-Modified: Wed, 21 Oct 2015 07:28:00 GMT\r\n"
+                              "Content-Type: text/x-test\r\nx-amz-meta-color: blue\r\n"
+                              "Content-Length: %" PRIu64 "\r\n\r\n", size);
+    if (send_all(fd, h, (size_t)n) != 0)
+        return -1;
+    if (head)
+        return 0;
+    return send_pattern(fd, first, size ? last - first + 1 : 0);
+}
+
+static void *fake_conn(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+    char req[16384];
+    size_t have = 0;
+    while (!atomic_load(&F.stop)) {
+        ssize_t r = recv(fd, req + have, sizeof req - 1 - have, 0);
+        if (r <= 0)
+            break;
+        have += (size_t)r;
+        req[have] = '\0';
+        char *end = strstr(req, "\r\n\r\n");
+        if (!end)
+            continue;
+        if (serve_one(fd, req) != 0)
+            break;
+        size_t used = (size_t)(end + 4 - req);
+        memmove(req, req + used, have - used);
+        have -= used;
+    }
+    close(fd);
+    return NULL;
+}
+
+static void *fake_main(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&F.stop)) {
+        struct pollfd p = { F.lfd, POLLIN, 0 };
+        if (poll(&p, 1, 50) <= 0)
+            continue;
+        int fd = accept(F.lfd, NULL, NULL);
+        if (fd < 0)
+            continue;
+        pthread_t t;
+        if (pthread_create(&t, NULL, fake_conn, (void *)(intptr_t)fd) == 0)
+            pthread_detach(t);
+        else
+            close(fd);
+    }
+    return NULL;
+}
+
+static int fake_start(void)
+{
+    memset(&F, 0, sizeof F);
+    pthread_mutex_init(&F.mu, NULL);
+    F.lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t al = sizeof a;
+    if (F.lfd < 0 || bind(F.lfd, (struct sockaddr *)&a, sizeof a) != 0 ||
+        listen(F.lfd, 16) != 0 || getsockname(F.lfd, (struct sockaddr *)&a, &al) != 0)
+        return -1;
+    F.port = ntohs(a.sin_port);
+    return pthread_create(&F.th, NULL, fake_main, NULL) == 0 ? 0 : -1;
+}
+
+static int fake_stop(void)
+{
+    atomic_store(&F.stop, true);
+    pthread_join(F.th, NULL);
+    close(F.lfd);
+    struct timespec ts = { 0, 200000000L };   /* connection threads see stop */
+    nanosleep(&ts, NULL);
+    return 0;
+}
+
+static struct backend *fake_backend(unsigned request_ms)
+{
+    char ep[64];
+    snprintf(ep, sizeof ep, "http://127.0.0.1:%d", F.port);
+    struct backend_s3_conf cf = { .endpoint = ep, .region = "us-east-1", .access_key = "a",
+                                  .secret_key = "s", .request_timeout_ms = request_ms };
+    struct backend *b = NULL;
+    CU_ASSERT_EQUAL(backend_s3_open(&cf, &b), BACKEND_OK);
+    atomic_store(&F.gets, 0);
+    atomic_store(&F.heads, 0);
+    atomic_store(&F.aborted, 0);
+    return b;
+}
+
+static double secs_since(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* Reads [off, off+len) in reads of at most `step`; checks the pattern. */
+static enum backend_status read_check(struct backend_obj *o, uint64_t off, uint64_t len,
+                                      size_t step, uint64_t *done)
+{
+    unsigned char *buf = malloc(step);
+    enum backend_status st = BACKEND_OK;
+    *done = 0;
+    while (*done < len) {
+        size_t got = 0;
+        size_t want = len - *done < step ? (size_t)(len - *done) : step;
+        st = backend_obj_read(o, off + *done, buf, want, &got);
+        if (st != BACKEND_OK || got == 0)
+            break;
+        for (size_t i = 0; i < got; i++)
+            if (buf[i] != pat(off + *done + i)) {
+                st = BACKEND_IO;
+                CU_FAIL("wrong byte");
+                break;
+            }
+        *done += got;
+        if (st != BACKEND_OK)
+            break;
+    }
+    free(buf);
+    return st;
+}
+
+static void open_is_one_get_and_sequential_reads_stream_from_it(void)
+{
+    struct backend *b = fake_backend(0);
+    struct obj_meta m;
+    struct backend_obj *o = NULL;
+    uint64_t size = 10 * 1024 * 1024 + 123, done = 0;   /* > the ring: pauses */
+    char key[32];
+    snprintf(key, sizeof key, "obj-%" PRIu64, size);
+    CU_ASSERT_EQUAL_FATAL(backend_object_open(b, "b", key, &m, &o), BACKEND_OK);
+    CU_ASSERT_EQUAL(m.size, size);
+    CU_ASSERT_STRING_EQUAL(m.etag, "abc");
+    CU_ASSERT_EQUAL(m.mtime.tv_sec, 1445412480);
+    CU_ASSERT_STRING_EQUAL(obj_meta_get_hdr(&m, "content-type"), "text/x-test");
+    CU_ASSERT_STRING_EQUAL(obj_meta_get_hdr(&m, "x-amz-meta-color"), "blue");
+    CU_ASSERT_EQUAL(read_check(o, 0, size, 1024 * 1024 - 7, &done), BACKEND_OK);
+    CU_ASSERT_EQUAL(done, size);
+    size_t got = 1;
+    char x;
+    CU_ASSERT_EQUAL(backend_obj_read(o, size, &x, 1, &got), BACKEND_OK);
+    CU_ASSERT_EQUAL(got, 0);
+    CU_ASSERT_EQUAL(atomic_load(&F.gets), 1);
+    CU_ASSERT_EQUAL(atomic_load(&F.heads), 0);
+    backend_obj_close(o);
+    obj_meta_clear(&m);
+    /* An empty object: open, end at once. */
+    CU_ASSERT_EQUAL_FATAL(backend_object_open(b, "b", "obj-0", &m, &o), BACKEND_OK);
+    CU_ASSERT_EQUAL(m.size, 0);
+    CU_ASSERT_EQUAL(backend_obj_read(o, 0, &x, 1, &got), BACKEND_OK);
+    CU_ASSERT_EQUAL(got, 0);
+    backend_obj_close(o);
+    obj_meta_clear(&m);
+    backend_close(b);
+}
+
+static void reads_off_the_stream_take_ranged_gets_pinned_by_etag(void)
+{
+    struct backend *b = fake_backend(0);
+    struct obj_meta m;
+    struct backend_obj *o = NULL;
+    uint64_t done = 0, size = 20 * 1024 * 1024;
+    CU_ASSERT_EQUAL_FATAL(backend_object_open(b, "b", "obj-20971520", &m, &o), BACKEND_OK);
+    CU_ASSERT_EQUAL(read_check(o, 0, 100, 100, &done), BACKEND_OK);
+    /* a little ahead: skipped in the stream, no new request */
+    CU_ASSERT_EQUAL(read_check(o, 1024 * 1024 + 5, 1000, 4096, &done), BACKEND_OK);
+    CU_ASSERT_EQUAL(atomic_load(&F.gets), 1);
+    /* far ahead: a ranged GET with If-Match */
+    CU_ASSERT_EQUAL(read_check(o, 15 * 1024 * 1024, 4096, 4096, &done), BACKEND_OK);
+    CU_ASSERT_EQUAL(atomic_load(&F.gets), 2);
+    pthread_mutex_lock(&F.mu);
+    CU_ASSERT_STRING_EQUAL(F.range, "bytes=15728640-20971519");
+    CU_ASSERT_STRING_EQUAL(F.ifmatch, "\"abc\"");
+    pthread_mutex_unlock(&F.mu);
+    /* behind the stream: ranged too; then the stream goes on where it was */
+    CU_ASSERT_EQUAL(read_check(o, 10, 10, 10, &done), BACKEND_OK);
+    CU_ASSERT_EQUAL(atomic_load(&F.gets), 3);
+    CU_ASSERT_EQUAL(read_check(o, 1024 * 1024 + 1005, size - (1024 * 1024 + 1005), 1 << 20,
+                               &done), BACKEND_OK);
+    CU_ASSERT_EQUAL(done, size - (1024 * 1024 + 1005));
+    CU_ASSERT_EQUAL(atomic_load(&F.heads), 0);
+    backend_obj_close(o);
+    obj_meta_clear(&m);
+    backend_close(b);
+}
+
+static void missing_key_and_bucket_come_from_the_error_body(void)
+{
+    struct backend *b = fake_backend(0);
+    struct obj_meta m;
+    struct backend_obj *o = NULL;
+    CU_ASSERT_EQUAL(backend_object_open(b, "b", "missing", &m, &o), BACKEND_NO_KEY);
+    CU_ASSERT_PTR_NULL(o);
+    CU_ASSERT_EQUAL(backend_object_open(b, "nob", "k", &m, &o), BACKEND_NO_BUCKET);
+    CU_ASSERT_PTR_NULL(o);
+    CU_ASSERT_EQUAL(atomic_load(&F.gets), 2);
+    CU_ASSERT_EQUAL(atomic_load(&F.heads), 0);
+    /* A 503 is retried (nothing was handed out yet). */
+    CU_ASSERT_EQUAL_FATAL(backend_object_open(b, "b", "flaky", &m, &o), BACKEND_OK);
+    CU_ASSERT_EQUAL(m.size, 5000);
+    uint64_t done = 0;
+    CU_ASSERT_EQUAL(read_check(o, 0, 5000, 5000, &done), BACKEND_OK);
+    CU_ASSERT_EQUAL(atomic_load(&F.gets), 4);
+    backend_obj_close(o);
+    obj_meta_clear(&m);
+    backend_close(b);
+}
+
+static void open_returns_at_the_headers(void)
+{
+    struct backend *b = fake_backend(0);
+    struct obj_meta m;
+    struct backend_obj *o = NULL;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CU_ASSERT_EQUAL_FATAL(backend_object_open(b, "b", "late", &m, &o), BACKEND_OK);
+    CU_ASSERT(secs_since(&t0) < 1.0);
+    CU_ASSERT_EQUAL(m.size, 10);
+    uint64_t done = 0;
+    CU_ASSERT_EQUAL(read_check(o, 0, 10, 10, &done), BACKEND_OK);
+    CU_ASSERT(secs_since(&t0) >= 1.4);
+    backend_obj_close(o);
+    obj_meta_clear(&m);
+    backend_close(b);
+}
+
+static void stalled_body_fails_the_read_with_unavailable(void)
+{
+    struct backend *b = fake_backend(1000);
+    struct obj_meta m;
+    struct backend_obj *o = NULL;
+    CU_ASSERT_EQUAL_FATAL(backend_object_open(b, "b", "stall", &m, &o), BACKEND_OK);
+    uint64_t done = 0;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CU_ASSERT_EQUAL(read_check(o, 0, m.size, 65536, &done), BACKEND_UNAVAILABLE);
+    CU_ASSERT_EQUAL(done, 1000);
+    double dt = secs_since(&t0);
+    CU_ASSERT(dt >= 0.9 && dt < 3.0);
+    /* no silent resume: the same read fails again, at once */
+    char x[10];
+    size_t got = 0;
+    CU_ASSERT_EQUAL(backend_obj_read(o, 1000, x, sizeof x, &got), BACKEND_UNAVAILABLE);
+    CU_ASSERT_EQUAL(atomic_load(&F.gets), 1);
+    backend_obj_close(o);
+    obj_meta_clear(&m);
+    backend_close(b);
+}
+
+static void dropped_connection_fails_the_read_never_short(void)
+{
+    struct backend *b = fake_backend(0);
+    struct obj_meta m;
+    struct backend_obj *o = NULL;
+    CU_ASSERT_EQUAL_FATAL(backend_object_open(b, "b", "drop", &m, &o), BACKEND_OK);
+    uint64_t done = 0;
+    enum backend_status st = read_check(o, 0, m.size, 65536, &done);
+    CU_ASSERT(st == BACKEND_UNAVAILABLE || st == BACKEND_IO);
+    CU_ASSERT_EQUAL(done, 100000);
+    backend_obj_close(o);
+    obj_meta_clear(&m);
+    backend_close(b);
+}
+
+static void close_before_the_end_stops_the_transfer(void)
+{
+    struct backend *b = fake_backend(0);
+    struct obj_meta m;
+    struct backend_obj *o = NULL;
+    uint64_t size = 256ull * 1024 * 1024, done = 0;
+    CU_ASSERT_EQUAL_FATAL(backend_object_open(b, "b", "obj-268435456", &m, &o), BACKEND_OK);
+    CU_ASSERT_EQUAL(read_check(o, 0, 1024 * 1024, 1024 * 1024, &done), BACKEND_OK);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    backend_obj_close(o);
+    CU_ASSERT(secs_since(&t0) < 0.5);
+    /* The server sees the connection go: its send fails. */
+    for (int i = 0; i < 200 && atomic_load(&F.aborted) == 0; i++)
+        nap_ms(10);
+    CU_ASSERT_EQUAL(atomic_load(&F.aborted), 1);
+    /* what it got out: the ring and the socket buffers, not the object */
+    CU_ASSERT(atomic_load(&F.body_sent) < size / 4);
+    obj_meta_clear(&m);
+    backend_close(b);
+}
+
 int register_tests(void)
 {
     CU_pSuite s = CU_add_suite("backend_s3_pure", NULL, NULL);
@@ -265,7 +756,18 @@ int register_tests(void)
     if (!T(url_building_table) || !T(error_codes_map_to_statuses) ||
         !T(backoff_is_full_jitter_and_capped) || !T(headers_map_to_obj_meta) ||
         !T(xml_error_code) || !T(xml_list_objects_v2) || !T(xml_list_parts_and_uploads) ||
-        !T(down_tier_fails_fast_with_unavailable))
+        !T(down_tier_fails_fast_with_unavailable) || !T(ring_wraps_and_is_all_or_nothing) ||
+        !T(read_path_table))
+        return -1;
+    s = CU_add_suite("backend_s3_stream", fake_start, fake_stop);
+    if (!s)
+        return -1;
+    if (!T(open_is_one_get_and_sequential_reads_stream_from_it) ||
+        !T(reads_off_the_stream_take_ranged_gets_pinned_by_etag) ||
+        !T(missing_key_and_bucket_come_from_the_error_body) ||
+        !T(open_returns_at_the_headers) || !T(stalled_body_fails_the_read_with_unavailable) ||
+        !T(dropped_connection_fails_the_read_never_short) ||
+        !T(close_before_the_end_stops_the_transfer))
         return -1;
 #undef T
     return 0;

@@ -1,0 +1,352 @@
+/* tests/unit/test_cache_prefetch.c - prefetch jobs over a real directory
+ * store: an unordered hint stages everything (then reads are hits), missing
+ * keys are reported, cancel stops staging, and - the point of hints - with
+ * a dataset twice the cache and a new shuffled order every epoch, ordered
+ * hints with next-use eviction read about (dataset - cache) from the cold
+ * tier per epoch, where LRU re-reads nearly everything. */
+#include <CUnit/CUnit.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "cache.h"
+
+#define MIB (1024u * 1024u)
+
+static char data_dir[64], cache_dir[64];
+static struct backend *cold;
+static struct cache *cache;
+
+static void noop(void *arg) { (void)arg; }
+
+struct sync_waiter {
+    struct cache_waiter w;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int pending;
+};
+
+static void sw_suspend(void *arg)
+{
+    struct sync_waiter *s = arg;
+    pthread_mutex_lock(&s->mu);
+    s->pending = 1;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void sw_resume(void *arg)
+{
+    struct sync_waiter *s = arg;
+    pthread_mutex_lock(&s->mu);
+    s->pending = 0;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void sw_wait(struct sync_waiter *s)
+{
+    pthread_mutex_lock(&s->mu);
+    while (s->pending)
+        pthread_cond_wait(&s->cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Reads bucket/key whole through the cache, as the gateway does; returns
+ * bytes read (the reader tells the cache, like a GET). */
+static uint64_t read_object(const char *key)
+{
+    struct sync_waiter s;
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.mu, NULL);
+    pthread_cond_init(&s.cv, NULL);
+    s.w.suspend = sw_suspend;
+    s.w.resume = sw_resume;
+    s.w.arg = &s;
+    struct obj_meta m;
+    memset(&m, 0, sizeof m);
+    struct cache_obj *o = NULL;
+    enum backend_status bst;
+    enum cache_status st;
+    while ((st = cache_obj_open(cache, "data", key, &s.w, &m, &bst, &o)) == CACHE_AGAIN)
+        sw_wait(&s);
+    uint64_t total = 0;
+    if (st == CACHE_OK) {
+        char *buf = malloc(MIB);
+        for (;;) {
+            size_t got = 0;
+            st = cache_obj_read(o, total, buf, MIB, &got, &s.w);
+            if (st == CACHE_AGAIN) {
+                sw_wait(&s);
+                continue;
+            }
+            if (st != CACHE_OK)
+                break;
+            total += got;
+        }
+        free(buf);
+        cache_obj_close(o);
+        cache_note_read(cache, "data", key);
+    }
+    obj_meta_clear(&m);
+    pthread_mutex_destroy(&s.mu);
+    pthread_cond_destroy(&s.cv);
+    return total;
+}
+
+static void put(const char *key, size_t n)
+{
+    unsigned char *p = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        p[i] = (unsigned char)(i * 31 + (unsigned char)key[strlen(key) - 1]);
+    struct backend_put *bp;
+    CU_ASSERT_EQUAL_FATAL(backend_put_begin(cold, "data", key, &bp), BACKEND_OK);
+    CU_ASSERT_EQUAL_FATAL(backend_put_write(bp, p, n), BACKEND_OK);
+    struct obj_meta m;
+    memset(&m, 0, sizeof m);
+    unsigned char d[16];
+    unsigned dl;
+    EVP_Digest(p, n, d, &dl, EVP_md5(), NULL);
+    for (int i = 0; i < 16; i++)
+        snprintf(m.etag + 2 * i, 3, "%02x", d[i]);
+    CU_ASSERT_EQUAL_FATAL(backend_put_commit(bp, &m, NULL), BACKEND_OK);
+    free(p);
+}
+
+static void setup(uint64_t capacity, unsigned high, unsigned low, unsigned workers)
+{
+    strcpy(data_dir, "/tmp/sg-pf-data-XXXXXX");
+    strcpy(cache_dir, "/tmp/sg-pf-cache-XXXXXX");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(data_dir));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(cache_dir));
+    struct backend_posix_conf pc = { data_dir };
+    CU_ASSERT_EQUAL_FATAL(backend_posix_open(&pc, &cold), BACKEND_OK);
+    CU_ASSERT_EQUAL_FATAL(backend_bucket_create(cold, "data"), BACKEND_OK);
+    struct cache_conf cc = { .dir = cache_dir, .capacity = capacity, .high_pct = high,
+                             .low_pct = low, .fill_workers = workers, .wait_timeout_ms = 10000,
+                             .default_consistency = CACHE_IMMUTABLE };
+    CU_ASSERT_EQUAL_FATAL(cache_open(&cc, cold, &cache), 0);
+}
+
+static void teardown(void)
+{
+    cache_close(cache);
+    backend_close(cold);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", data_dir, cache_dir);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
+static char **key_list(const char *const *names, size_t n)
+{
+    char **k = calloc(n, sizeof *k);
+    for (size_t i = 0; i < n; i++)
+        k[i] = strdup(names[i]);
+    return k;
+}
+
+static char *shard_name(unsigned i)
+{
+    char *s = malloc(32);
+    snprintf(s, 32, "shard-%04u.tar", i);
+    return s;
+}
+
+/* Polls until the job is final (10 s at most); returns its info. */
+static void wait_job(const char *id, struct cache_job_info *ji)
+{
+    for (int i = 0; i < 1000; i++) {
+        CU_ASSERT_EQUAL_FATAL(cache_job_get(cache, "data", id, ji), 0);
+        if (ji->state == CACHE_JOB_DONE || ji->state == CACHE_JOB_FAILED ||
+            ji->state == CACHE_JOB_CANCELLED)
+            return;
+        cache_job_info_clear(ji);
+        usleep(10000);
+    }
+    CU_FAIL("job did not end within 10 s");
+}
+
+static void unordered_hint_stages_everything_then_reads_are_hits(void)
+{
+    setup(64 * MIB, 90, 80, 4);
+    enum { N = 20 };
+    char **keys = calloc(N, sizeof *keys);
+    for (unsigned i = 0; i < N; i++) {
+        keys[i] = shard_name(i);
+        put(keys[i], 100000 + i);
+    }
+    struct cache_hint h = { .bucket = "data", .keys = keys, .n_keys = N };
+    char id[CACHE_JOB_ID_LEN];
+    CU_ASSERT_EQUAL_FATAL(cache_job_submit(cache, &h, id), 0);
+    CU_ASSERT_PTR_NULL(h.keys);   /* taken */
+    struct cache_job_info ji;
+    uint64_t last_done = 0;
+    for (;;) {   /* counters only ever grow */
+        CU_ASSERT_EQUAL_FATAL(cache_job_get(cache, "data", id, &ji), 0);
+        CU_ASSERT_TRUE(ji.bytes_done >= last_done);
+        CU_ASSERT_EQUAL(ji.cached + ji.staged + ji.failed + ji.pending, ji.total);
+        last_done = ji.bytes_done;
+        if (ji.state == CACHE_JOB_DONE)
+            break;
+        cache_job_info_clear(&ji);
+        usleep(5000);
+    }
+    CU_ASSERT_EQUAL(ji.total, N);
+    CU_ASSERT_EQUAL(ji.staged, N);
+    CU_ASSERT_EQUAL(ji.failed, 0);
+    uint64_t want = 0;
+    for (unsigned i = 0; i < N; i++)
+        want += 100000 + i;
+    CU_ASSERT_EQUAL(ji.bytes_done, want);
+    CU_ASSERT_EQUAL(ji.bytes_total, want);
+    cache_job_info_clear(&ji);
+    struct cache_stats before, after;
+    cache_stats_get(cache, &before);
+    for (unsigned i = 0; i < N; i++) {
+        char *k = shard_name(i);
+        CU_ASSERT_EQUAL(read_object(k), 100000 + i);
+        free(k);
+    }
+    cache_stats_get(cache, &after);
+    CU_ASSERT_EQUAL(after.hits - before.hits, N);
+    CU_ASSERT_EQUAL(after.backend_bytes, before.backend_bytes);   /* zero cold reads */
+    teardown();
+}
+
+static void missing_keys_are_reported_and_the_rest_staged(void)
+{
+    setup(64 * MIB, 90, 80, 2);
+    put("a.tar", 1000);
+    put("c.tar", 1000);
+    static const char *const names[] = { "a.tar", "b.tar", "c.tar", "d.tar" };
+    struct cache_hint h = { .bucket = "data", .keys = key_list(names, 4), .n_keys = 4 };
+    char id[CACHE_JOB_ID_LEN];
+    CU_ASSERT_EQUAL_FATAL(cache_job_submit(cache, &h, id), 0);
+    struct cache_job_info ji;
+    wait_job(id, &ji);
+    CU_ASSERT_EQUAL(ji.state, CACHE_JOB_DONE);
+    CU_ASSERT_EQUAL(ji.staged, 2);
+    CU_ASSERT_EQUAL(ji.failed, 2);
+    CU_ASSERT_EQUAL(ji.n_errors, 2);
+    for (size_t i = 0; i < ji.n_errors; i++) {
+        CU_ASSERT_EQUAL(ji.errors[i].st, BACKEND_NO_KEY);
+        CU_ASSERT_TRUE(strcmp(ji.errors[i].key, "b.tar") == 0 ||
+                       strcmp(ji.errors[i].key, "d.tar") == 0);
+    }
+    cache_job_info_clear(&ji);
+    teardown();
+}
+
+static void cancel_stops_staging(void)
+{
+    setup(256 * MIB, 90, 80, 2);   /* one background fill at a time */
+    enum { N = 30 };
+    char **keys = calloc(N, sizeof *keys);
+    for (unsigned i = 0; i < N; i++) {
+        keys[i] = shard_name(i);
+        put(keys[i], 2 * MIB);
+    }
+    struct cache_hint h = { .bucket = "data", .keys = keys, .n_keys = N };
+    char id[CACHE_JOB_ID_LEN];
+    CU_ASSERT_EQUAL_FATAL(cache_job_submit(cache, &h, id), 0);
+    struct cache_job_info ji;
+    CU_ASSERT_EQUAL_FATAL(cache_job_cancel(cache, "data", id, &ji), 0);
+    CU_ASSERT_EQUAL(ji.state, CACHE_JOB_CANCELLED);
+    cache_job_info_clear(&ji);
+    usleep(300000);   /* whatever was in flight ends */
+    struct cache_stats s1, s2;
+    cache_stats_get(cache, &s1);
+    usleep(500000);
+    cache_stats_get(cache, &s2);
+    CU_ASSERT_EQUAL(s2.fills_started, s1.fills_started);   /* nothing new starts */
+    CU_ASSERT_TRUE(s2.fills_started < N);
+    CU_ASSERT_EQUAL(cache_job_get(cache, "data", "no-such-job", &ji), -1);
+    teardown();
+}
+
+/* Four epochs over 160 shards of 256 KiB (40 MiB) with a 20 MiB cache;
+ * returns cold bytes per epoch in out[]. */
+#define SHARD (256u * 1024u)
+static void run_epochs(bool hints, uint64_t out[4])
+{
+    setup(20 * MIB, 100, 95, 4);
+    enum { N = 160 };
+    for (unsigned i = 0; i < N; i++) {
+        char *k = shard_name(i);
+        put(k, SHARD);
+        free(k);
+    }
+    unsigned order[N];
+    for (unsigned i = 0; i < N; i++)
+        order[i] = i;
+    uint32_t rnd = 12345;
+    for (int e = 0; e < 4; e++) {
+        for (unsigned i = N - 1; i > 0; i--) {   /* a new shuffle per epoch, like a loader */
+            rnd = rnd * 1103515245u + 12345u;
+            unsigned j = (rnd >> 8) % (i + 1);
+            unsigned t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+        if (hints) {
+            char **keys = calloc(N, sizeof *keys);
+            for (unsigned i = 0; i < N; i++)
+                keys[i] = shard_name(order[i]);
+            struct cache_hint h = { .bucket = "data", .keys = keys, .n_keys = N,
+                                    .ordered = true, .has_epoch = true, .epoch = (uint64_t)e,
+                                    .consumer = "rank0" };
+            char id[CACHE_JOB_ID_LEN];
+            CU_ASSERT_EQUAL_FATAL(cache_job_submit(cache, &h, id), 0);
+        }
+        struct cache_stats s0, s1;
+        cache_stats_get(cache, &s0);
+        for (unsigned i = 0; i < N; i++) {
+            char *k = shard_name(order[i]);
+            CU_ASSERT_EQUAL(read_object(k), SHARD);
+            free(k);
+        }
+        usleep(200000);   /* staging in flight at the epoch's end is counted in it */
+        cache_stats_get(cache, &s1);
+        out[e] = s1.backend_bytes - s0.backend_bytes;
+        CU_ASSERT_TRUE(s1.bytes_used <= 20 * MIB);
+    }
+    teardown();
+}
+
+static void ordered_hints_read_dataset_minus_cache_per_epoch_lru_does_not(void)
+{
+    uint64_t lru[4], hinted[4];
+    run_epochs(false, lru);
+    run_epochs(true, hinted);
+    printf("\n    cold MiB per epoch (dataset 40 MiB, cache 20 MiB):\n");
+    for (int e = 0; e < 4; e++)
+        printf("    epoch %d: LRU %6.1f   hints %6.1f\n", e, (double)lru[e] / MIB,
+               (double)hinted[e] / MIB);
+    for (int e = 1; e < 4; e++) {
+        /* (dataset - cache) = 20 MiB, and 10 % slack */
+        CU_ASSERT_TRUE(hinted[e] <= 22 * MIB);
+        CU_ASSERT_TRUE(hinted[e] < lru[e]);
+    }
+    uint64_t sum_lru = lru[1] + lru[2] + lru[3], sum_hint = hinted[1] + hinted[2] + hinted[3];
+    CU_ASSERT_TRUE(sum_hint * 10 < sum_lru * 8);   /* clearly less: at least 20 % */
+}
+
+int register_tests(void);
+int register_tests(void)
+{
+    (void)noop;
+    CU_pSuite s = CU_add_suite("cache_prefetch", NULL, NULL);
+    if (!s)
+        return -1;
+    CU_add_test(s, "unordered_hint_stages_everything_then_reads_are_hits",
+                unordered_hint_stages_everything_then_reads_are_hits);
+    CU_add_test(s, "missing_keys_are_reported_and_the_rest_staged",
+                missing_keys_are_reported_and_the_rest_staged);
+    CU_add_test(s, "cancel_stops_staging", cancel_stops_staging);
+    CU_add_test(s, "ordered_hints_read_dataset_minus_cache_per_epoch_lru_does_not",
+                ordered_hints_read_dataset_minus_cache_per_epoch_lru_does_not);
+    return CU_get_error() == CUE_SUCCESS ? 0 : -1;
+}
