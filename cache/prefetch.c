@@ -455,10 +455,14 @@ static void job_info(const struct job *j, struct cache_job_info *out)
     out->failed = j->failed;
     out->pending = j->n - j->cached - j->staged - j->failed;
     out->bytes_done = j->bytes_done;
-    /* sizes not known yet are estimated from the known ones */
+    /* sizes not known yet, of keys still to come, are estimated from the
+     * known ones (a failed key has no size and adds nothing) */
     out->bytes_total = j->bytes_known;
-    if (j->sizes_known && j->sizes_known < j->n)
-        out->bytes_total += j->bytes_known / j->sizes_known * (j->n - j->sizes_known);
+    size_t unknown = 0;
+    for (size_t i = 0; i < j->n; i++)
+        unknown += j->sizes[i] == UINT64_MAX && j->st[i] != K_FAILED;
+    if (j->sizes_known && unknown)
+        out->bytes_total += j->bytes_known / j->sizes_known * unknown;
     out->eta_s = -1;
     if (!job_final(j) && j->first_stage.tv_sec) {
         double el = mono_now() - ((double)j->first_stage.tv_sec +

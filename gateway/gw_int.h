@@ -72,6 +72,7 @@ enum s3_err {
     S3E_MISSING_CONTENT_LENGTH,
     S3E_NO_SUCH_BUCKET,
     S3E_NO_SUCH_KEY,
+    S3E_NO_SUCH_JOB,
     S3E_NO_SUCH_UPLOAD,
     S3E_NOT_IMPLEMENTED,
     S3E_NOT_MODIFIED,
@@ -126,6 +127,9 @@ enum gw_op {
     GW_OP_LIST_PARTS,
     GW_OP_NOT_IMPLEMENTED,   /* a known S3 sub-resource we do not serve */
     GW_OP_METRICS,           /* GET /metrics (Prometheus) */
+    GW_OP_PREFETCH_SUBMIT,   /* POST /bucket?prefetch */
+    GW_OP_PREFETCH_GET,      /* GET /bucket?prefetch[&job=ID] */
+    GW_OP_PREFETCH_CANCEL,   /* DELETE /bucket?prefetch&job=ID */
     GW_OP_COUNT
 };
 
@@ -342,6 +346,13 @@ int gw_parse_copy_source(struct gw_req *r, const char **bucket, const char **key
 /* Metrics (gateway/metrics.c): one call per finished request; the page. */
 void gw_metrics_request(enum gw_op op, unsigned status, uint64_t ns, enum gw_cache_use use);
 void gw_h_metrics(struct gw_req *r);
+
+/* Prefetch hints (gateway/h_prefetch.c, contract in cache/HINTS.md). */
+#define GW_HINT_MAX_BODY (16u * 1024 * 1024)
+#define GW_HINT_MAX_OBJECTS 1000000u
+void gw_h_prefetch(struct gw_req *r);
+/* Appends s as a JSON string (quotes included). */
+int gw_json_str(struct gw_buf *b, const char *s);
 
 /* Suspends / resumes r's connection: the cache waiter callbacks. */
 void gw_req_suspend(void *arg);

@@ -484,6 +484,8 @@ void gw_h_object_get(struct gw_req *r, bool head)
     }
     r->resp_bytes = head ? 0 : len;
     gw_reply(r, rg.present ? 206 : 200, resp);
+    if (r->cache && !head)   /* ordered prefetch jobs follow the reader */
+        cache_note_read(r->cache, r->bucket, r->key);
 out:
     if (src.co)
         cache_obj_close(src.co);

@@ -31,7 +31,8 @@ void gw_handle_begin(struct gw_req *r)
     case GW_OP_GET_OBJECT: case GW_OP_HEAD_OBJECT: case GW_OP_COPY_OBJECT:
     case GW_OP_DELETE_OBJECT: case GW_OP_CREATE_UPLOAD: case GW_OP_UPLOAD_PART_COPY:
     case GW_OP_COMPLETE_UPLOAD: case GW_OP_ABORT_UPLOAD: case GW_OP_LIST_PARTS:
-    case GW_OP_NOT_IMPLEMENTED: case GW_OP_METRICS: case GW_OP_COUNT:
+    case GW_OP_NOT_IMPLEMENTED: case GW_OP_METRICS: case GW_OP_PREFETCH_SUBMIT:
+    case GW_OP_PREFETCH_GET: case GW_OP_PREFETCH_CANCEL: case GW_OP_COUNT:
         return;
     }
 }
@@ -61,6 +62,9 @@ void gw_handle_end(struct gw_req *r)
     case GW_OP_ABORT_UPLOAD: gw_h_mpu_abort(r); return;
     case GW_OP_LIST_PARTS: gw_h_mpu_list_parts(r); return;
     case GW_OP_METRICS: gw_h_metrics(r); return;
+    case GW_OP_PREFETCH_SUBMIT:
+    case GW_OP_PREFETCH_GET:
+    case GW_OP_PREFETCH_CANCEL: gw_h_prefetch(r); return;
     case GW_OP_HEALTH:
     case GW_OP_UNKNOWN:
     case GW_OP_NOT_IMPLEMENTED:

@@ -53,6 +53,9 @@ static const char *const op_names[] = {
     [GW_OP_LIST_PARTS] = "ListParts",
     [GW_OP_NOT_IMPLEMENTED] = "NotImplemented",
     [GW_OP_METRICS] = "Metrics",
+    [GW_OP_PREFETCH_SUBMIT] = "PrefetchSubmit",
+    [GW_OP_PREFETCH_GET] = "PrefetchGet",
+    [GW_OP_PREFETCH_CANCEL] = "PrefetchCancel",
 };
 _Static_assert(sizeof op_names / sizeof op_names[0] == GW_OP_COUNT, "one name per op");
 
@@ -90,6 +93,15 @@ static enum gw_op route(const struct gw_req *r)
     if (!r->bucket)
         return get ? GW_OP_LIST_BUCKETS : GW_OP_UNKNOWN;
     if (!r->key) {
+        if (gw_req_has_query(r, "prefetch")) {
+            if (post)
+                return GW_OP_PREFETCH_SUBMIT;
+            if (get)
+                return GW_OP_PREFETCH_GET;
+            if (del)
+                return GW_OP_PREFETCH_CANCEL;
+            return GW_OP_UNKNOWN;
+        }
         if (get && gw_req_has_query(r, "location"))
             return GW_OP_GET_BUCKET_LOCATION;
         if (get && gw_req_has_query(r, "versioning"))
@@ -143,6 +155,7 @@ static enum gw_body body_kind(enum gw_op op)
     case GW_OP_CREATE_BUCKET:
     case GW_OP_DELETE_OBJECTS:
     case GW_OP_COMPLETE_UPLOAD:
+    case GW_OP_PREFETCH_SUBMIT:   /* JSON, buffered the same way */
         return GW_BODY_XML;
     case GW_OP_PUT_OBJECT:
     case GW_OP_UPLOAD_PART:
@@ -153,7 +166,8 @@ static enum gw_body body_kind(enum gw_op op)
     case GW_OP_GET_OBJECT: case GW_OP_HEAD_OBJECT: case GW_OP_COPY_OBJECT:
     case GW_OP_DELETE_OBJECT: case GW_OP_CREATE_UPLOAD: case GW_OP_UPLOAD_PART_COPY:
     case GW_OP_ABORT_UPLOAD: case GW_OP_LIST_PARTS: case GW_OP_NOT_IMPLEMENTED:
-    case GW_OP_METRICS: case GW_OP_COUNT:
+    case GW_OP_METRICS: case GW_OP_PREFETCH_GET: case GW_OP_PREFETCH_CANCEL:
+    case GW_OP_COUNT:
         return GW_BODY_NONE;
     }
     return GW_BODY_NONE;
@@ -178,7 +192,8 @@ bool gw_op_permission(enum gw_op op, enum auth_perm *need)
     case GW_OP_GET_BUCKET_LOCATION: case GW_OP_GET_BUCKET_VERSIONING: case GW_OP_LIST_OBJECTS:
     case GW_OP_LIST_OBJECTS_V2: case GW_OP_LIST_UPLOADS: case GW_OP_GET_OBJECT:
     case GW_OP_HEAD_OBJECT: case GW_OP_LIST_PARTS: case GW_OP_NOT_IMPLEMENTED: case GW_OP_COUNT:
-        *need = AUTH_PERM_READ;
+    case GW_OP_PREFETCH_SUBMIT: case GW_OP_PREFETCH_GET: case GW_OP_PREFETCH_CANCEL:
+        *need = AUTH_PERM_READ;   /* a hint is a read, early */
         return true;
     }
     *need = AUTH_PERM_ADMIN;

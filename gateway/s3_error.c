@@ -52,6 +52,7 @@ static const struct s3_error table[] = {
         "You must provide the Content-Length HTTP header." },
     [S3E_NO_SUCH_BUCKET] = { "NoSuchBucket", 404, "The specified bucket does not exist" },
     [S3E_NO_SUCH_KEY] = { "NoSuchKey", 404, "The specified key does not exist." },
+    [S3E_NO_SUCH_JOB] = { "NoSuchJob", 404, "The specified prefetch job does not exist." },
     [S3E_NO_SUCH_UPLOAD] = { "NoSuchUpload", 404,
         "The specified upload does not exist. The upload ID may be invalid, or the upload "
         "may have been aborted or completed." },

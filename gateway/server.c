@@ -228,7 +228,7 @@ static int body_out(void *arg, const uint8_t *buf, size_t len)
     }
     case GW_BODY_XML:
         if (gw_buf_append(&r->xml_in, buf, len) != 0) {
-            gw_req_fail(r, S3E_INVALID_REQUEST, "The XML request body is larger than allowed.");
+            gw_req_fail(r, S3E_INVALID_REQUEST, "The request body is larger than allowed.");
             return -1;
         }
         return 0;
@@ -299,7 +299,8 @@ static void start(struct gw_req *r, struct MHD_Connection *conn, const char *met
         return;
     }
     if (r->body_kind == GW_BODY_XML)
-        gw_buf_init(&r->xml_in, g->conf->max_xml_body);
+        gw_buf_init(&r->xml_in, r->op == GW_OP_PREFETCH_SUBMIT ? GW_HINT_MAX_BODY
+                                                               : g->conf->max_xml_body);
     gw_handle_begin(r);
 }
 
