@@ -460,9 +460,30 @@ static enum cache_status open_hit(struct cache *c, const char *bucket, const cha
     return CACHE_OK;
 }
 
+static enum cache_status obj_open(struct cache *c, const char *bucket, const char *key,
+                                  struct cache_waiter *w, struct obj_meta *meta,
+                                  enum backend_status *bst, struct cache_obj **out,
+                                  bool may_fill);
+
 enum cache_status cache_obj_open(struct cache *c, const char *bucket, const char *key,
                                  struct cache_waiter *w, struct obj_meta *meta,
                                  enum backend_status *bst, struct cache_obj **out)
+{
+    return obj_open(c, bucket, key, w, meta, bst, out, true);
+}
+
+enum cache_status cache_obj_open_existing(struct cache *c, const char *bucket,
+                                          const char *key, struct cache_waiter *w,
+                                          struct obj_meta *meta, enum backend_status *bst,
+                                          struct cache_obj **out)
+{
+    return obj_open(c, bucket, key, w, meta, bst, out, false);
+}
+
+static enum cache_status obj_open(struct cache *c, const char *bucket, const char *key,
+                                  struct cache_waiter *w, struct obj_meta *meta,
+                                  enum backend_status *bst, struct cache_obj **out,
+                                  bool may_fill)
 {
     *out = NULL;
     *bst = BACKEND_OK;
@@ -492,6 +513,10 @@ enum cache_status cache_obj_open(struct cache *c, const char *bucket, const char
             return CACHE_IO;
         }
         struct fill *f = table_find(c, bucket, key);
+        if (!f && !may_fill) {
+            pthread_mutex_unlock(&c->mu);
+            return CACHE_END;
+        }
         if (!f) {
             uint64_t id;
             enum cidx_state state;
@@ -513,7 +538,8 @@ enum cache_status cache_obj_open(struct cache *c, const char *bucket, const char
                 return CACHE_NOMEM;
             }
         }
-        fill_promote_locked(c, f);
+        if (may_fill)
+            fill_promote_locked(c, f);
         f->refs++;
         pthread_mutex_unlock(&c->mu);
 

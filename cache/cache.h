@@ -98,6 +98,14 @@ enum cache_status cache_obj_open(struct cache *c, const char *bucket, const char
                                  struct cache_waiter *w, struct obj_meta *meta,
                                  enum backend_status *bst, struct cache_obj **out);
 
+/* As cache_obj_open, but never starts a fill: CACHE_END when the object is
+ * neither cached nor being filled (a HEAD then asks the cold tier itself
+ * rather than fetch the whole object). */
+enum cache_status cache_obj_open_existing(struct cache *c, const char *bucket,
+                                          const char *key, struct cache_waiter *w,
+                                          struct obj_meta *meta, enum backend_status *bst,
+                                          struct cache_obj **out);
+
 /* True when the object is complete in the cache: then cache_obj_fd() may be
  * sent with sendfile at cache_obj_data_offset() + the object offset. */
 bool cache_obj_complete(const struct cache_obj *o);

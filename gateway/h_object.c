@@ -315,9 +315,22 @@ static void stream_free(void *cls)
  * when there is a complete one (a cache hit, or the directory store),
  * otherwise a content reader. Takes what it uses from *src (sets it to
  * NULL). NULL when out of memory or descriptors. */
+/* HEAD answered from metadata alone: the response has the object's size
+ * (Content-Length) but libmicrohttpd never asks a HEAD response for bytes. */
+static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)cls;
+    (void)pos;
+    (void)buf;
+    (void)max;
+    return MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
 static struct MHD_Response *object_body(struct gw_req *r, struct body_src *src,
                                         const struct obj_meta *m, uint64_t off, uint64_t len)
 {
+    if (!src->co && !src->bo)
+        return MHD_create_response_from_callback(len, 4096, no_body, NULL, NULL);
     int fd = -1;
     uint64_t base = 0;
     if (src->co && cache_obj_complete(src->co)) {
@@ -385,8 +398,13 @@ static bool open_through_cache(struct gw_req *r, struct body_src *src, struct ob
     r->waiter.arg = r;
     r->waiter.deadline = gw_wait_deadline(r);
     enum backend_status bst;
-    enum cache_status cs = cache_obj_open(r->cache, r->bucket, r->key, &r->waiter, m, &bst,
-                                          &src->co);
+    /* A HEAD uses what is cached or filling, and never fetches a whole
+     * object just to answer with its headers. */
+    enum cache_status cs =
+        strcmp(r->method, "HEAD") == 0
+            ? cache_obj_open_existing(r->cache, r->bucket, r->key, &r->waiter, m, &bst,
+                                      &src->co)
+            : cache_obj_open(r->cache, r->bucket, r->key, &r->waiter, m, &bst, &src->co);
     switch (cs) {
     case CACHE_OK:
         return true;
@@ -419,7 +437,14 @@ void gw_h_object_get(struct gw_req *r, bool head)
         goto out;
     if (src.co && r->cache_use != GW_CACHE_MISS)
         r->cache_use = cache_obj_complete(src.co) ? GW_CACHE_HIT : GW_CACHE_MISS;
-    if (bypass) {
+    if (bypass && head) {
+        /* headers only: a cold HEAD, not a GET whose body is dropped */
+        enum backend_status st = backend_object_head(r->backend, r->bucket, r->key, &m);
+        if (st != BACKEND_OK) {
+            gw_reply_backend_error(r, st);
+            goto out;
+        }
+    } else if (bypass) {
         enum backend_status st = backend_object_open(r->backend, r->bucket, r->key, &m,
                                                      &src.bo);
         if (st != BACKEND_OK) {
