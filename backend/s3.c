@@ -923,6 +923,9 @@ static enum backend_status s3_bucket_head(struct backend *base, const char *buck
     enum backend_status st = s3_do(s, &c);
     if (st == BACKEND_NO_KEY)
         st = BACKEND_NO_BUCKET;
+    else if (st == BACKEND_IO && c.status == 400)
+        st = BACKEND_BAD_BUCKET_NAME;   /* a HEAD's 400 has no body to say why;
+                                           a bad name is what S3 answers 400 for */
     call_free(&c);
     return st;
 }

@@ -10,10 +10,13 @@
 #include <string.h>
 #include <pthread.h>
 
+#include "cli.h"
 #include "gw.h"
 
 static const char usage[] =
     "usage: shardgate serve [options]\n"
+    "       shardgate prefetch --endpoint URL s3://BUCKET/PREFIX-OR-TEMPLATE [options]\n"
+    "       shardgate jobs --endpoint URL s3://BUCKET [--job ID | --cancel ID]\n"
     "       shardgate --help | --version\n"
     "\n"
     "S3-compatible object gateway with an NVMe caching tier.\n"
@@ -252,6 +255,10 @@ int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "serve") == 0)
         return serve(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "prefetch") == 0)
+        return gw_cli_prefetch(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "jobs") == 0)
+        return gw_cli_jobs(argc - 1, argv + 1);
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
                       strcmp(argv[1], "help") == 0)) {
         fputs(usage, stdout);
