@@ -1288,3 +1288,23 @@ unsigned cache_high_pct_of(const struct cache *c)
 {
     return c->cf.high_pct;
 }
+
+static void warm_done(struct cache_stage_obs *obs, bool ok, uint64_t size,
+                      enum backend_status bst)
+{
+    (void)ok;
+    (void)size;
+    (void)bst;
+    free(obs);
+}
+
+void cache_warm(struct cache *c, const char *bucket, const char *key)
+{
+    struct cache_stage_obs *obs = calloc(1, sizeof *obs);
+    if (!obs)
+        return;
+    obs->done = warm_done;
+    uint64_t size;
+    if (cache_stage(c, bucket, key, obs, &size) != CACHE_STAGE_STARTED)
+        free(obs);
+}

@@ -127,6 +127,11 @@ void cache_obj_close(struct cache_obj *o);
  * fill in progress is not published). */
 void cache_invalidate(struct cache *c, const char *bucket, const char *key);
 
+/* Brings bucket/key into the cache in the background (a staging fill), for
+ * `cache.on_write`: after a write, the next read is a hit. Best effort: does
+ * nothing when the staging budget is used up. */
+void cache_warm(struct cache *c, const char *bucket, const char *key);
+
 /* Counters for /metrics. */
 struct cache_stats {
     uint64_t hits, misses, fills_started, fills_done, fills_failed, fill_waiters;

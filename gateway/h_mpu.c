@@ -207,8 +207,11 @@ void gw_h_mpu_complete(struct gw_req *r)
         gw_reply_backend_error(r, st);
         return;
     }
-    if (r->cache)
+    if (r->cache) {
         cache_invalidate(r->cache, r->bucket, r->key);
+        if (r->conf->cache_on_write)
+            cache_warm(r->cache, r->bucket, r->key);
+    }
     struct gw_buf b;
     gw_buf_init(&b, 8192);
     int rc = gw_xml_begin(&b, "CompleteMultipartUploadResult");

@@ -141,8 +141,11 @@ void gw_h_object_put_end(struct gw_req *r)
         gw_reply_backend_error(r, st);
         return;
     }
-    if (r->cache)   /* the next read sees this write */
+    if (r->cache) {   /* the next read sees this write */
         cache_invalidate(r->cache, r->bucket, r->key);
+        if (r->conf->cache_on_write)
+            cache_warm(r->cache, r->bucket, r->key);
+    }
     struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"",
                                                                 MHD_RESPMEM_PERSISTENT);
     if (resp) {
@@ -603,8 +606,11 @@ void gw_h_object_copy(struct gw_req *r)
         gw_reply_backend_error(r, st);
         goto out;
     }
-    if (r->cache)
+    if (r->cache) {
         cache_invalidate(r->cache, r->bucket, r->key);
+        if (r->conf->cache_on_write)
+            cache_warm(r->cache, r->bucket, r->key);
+    }
     struct gw_buf b;
     gw_buf_init(&b, 4096);
     char date[32];

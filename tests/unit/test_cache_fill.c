@@ -391,6 +391,35 @@ static void invalidate_makes_the_next_open_a_miss(void)
     teardown();
 }
 
+static void warm_brings_an_object_in_without_a_reader(void)
+{
+    setup(2);
+    unsigned char *src = pattern(700000, 6);
+    put_object("written", src, 700000);
+    cache_warm(cache, "bkt", "written");
+    struct cache_stats s;
+    for (int i = 0; i < 300 && (cache_stats_get(cache, &s), !s.fills_done); i++)
+        usleep(10000);
+    CU_ASSERT_EQUAL(s.fills_done, 1);
+    CU_ASSERT_EQUAL(s.misses, 0);   /* a background fill, not a reader's miss */
+    struct obj_meta m;
+    memset(&m, 0, sizeof m);
+    struct cache_obj *o = NULL;
+    enum backend_status bst;
+    int waits;
+    CU_ASSERT_EQUAL_FATAL(open_wait("written", &m, &o, &bst, &waits), CACHE_OK);
+    CU_ASSERT_TRUE(cache_obj_complete(o));
+    unsigned char *got = read_all(o, 700000);
+    CU_ASSERT_EQUAL(memcmp(got, src, 700000), 0);
+    free(got);
+    cache_obj_close(o);
+    obj_meta_clear(&m);
+    cache_stats_get(cache, &s);
+    CU_ASSERT_EQUAL(s.hits, 1);
+    free(src);
+    teardown();
+}
+
 static void header_codec_round_trips(void)
 {
     struct obj_meta m, d;
@@ -442,6 +471,8 @@ int register_tests(void)
     CU_add_test(s, "bytes_not_matching_the_etag_are_never_published",
                 bytes_not_matching_the_etag_are_never_published);
     CU_add_test(s, "invalidate_makes_the_next_open_a_miss", invalidate_makes_the_next_open_a_miss);
+    CU_add_test(s, "warm_brings_an_object_in_without_a_reader",
+                warm_brings_an_object_in_without_a_reader);
     CU_add_test(s, "header_codec_round_trips", header_codec_round_trips);
     return CU_get_error() == CUE_SUCCESS ? 0 : -1;
 }
