@@ -142,8 +142,8 @@ static const struct cache_bucket_conf *bucket_conf(const struct cache *c, const 
     return NULL;
 }
 
-/* Must a READY entry validated at `at` be checked against the cold tier? */
-static bool needs_revalidation(const struct cache *c, const char *bucket, time_t at)
+/* Must a READY entry validated at `at_ms` be checked against the cold tier? */
+static bool needs_revalidation(const struct cache *c, const char *bucket, int64_t at_ms)
 {
     const struct cache_bucket_conf *bc = bucket_conf(c, bucket);
     enum cache_consistency cons = bc ? bc->consistency : c->cf.default_consistency;
@@ -151,7 +151,7 @@ static bool needs_revalidation(const struct cache *c, const char *bucket, time_t
     switch (cons) {
     case CACHE_IMMUTABLE: return false;
     case CACHE_ALWAYS: return true;
-    case CACHE_TTL: return time(NULL) - at >= (time_t)ttl;
+    case CACHE_TTL: return cidx_wall_ms() - at_ms >= (int64_t)ttl * 1000;
     }
     return true;
 }
@@ -160,6 +160,7 @@ static bool needs_revalidation(const struct cache *c, const char *bucket, time_t
 
 static void waiter_add(struct fill *f, struct cache_waiter *w, bool for_meta, uint64_t need)
 {
+    w->missed |= for_meta;
     w->for_meta = for_meta;
     w->need = need;
     w->expired = false;
@@ -398,8 +399,9 @@ static int read_header(int fd, struct obj_meta *m, uint64_t *data_off)
 /* A hit on a READY entry (pinned by the lookup). CACHE_OK, or CACHE_AGAIN
  * meaning "treat as a miss" (the entry was dropped). */
 static enum cache_status open_hit(struct cache *c, const char *bucket, const char *key,
-                                  const struct cidx_info *info, struct obj_meta *meta,
-                                  enum backend_status *bst, struct cache_obj **out)
+                                  const struct cidx_info *info, bool count_hit,
+                                  struct obj_meta *meta, enum backend_status *bst,
+                                  struct cache_obj **out)
 {
     if (needs_revalidation(c, bucket, info->validated_at)) {
         struct obj_meta cold;
@@ -410,7 +412,7 @@ static enum cache_status open_hit(struct cache *c, const char *bucket, const cha
                     cold.size == info->size;
         obj_meta_clear(&cold);
         if (st == BACKEND_OK && same) {
-            cidx_touch_validated(c->idx, info->id, time(NULL));
+            cidx_touch_validated(c->idx, info->id, cidx_wall_ms());
         } else if (st == BACKEND_OK || st == BACKEND_NO_KEY || st == BACKEND_NO_BUCKET) {
             /* changed or gone in the cold tier: the cached copy is stale */
             cidx_unpin(c->idx, info->id);
@@ -456,7 +458,8 @@ static enum cache_status open_hit(struct cache *c, const char *bucket, const cha
     o->pinned = true;
     *meta = m;
     *out = o;
-    atomic_fetch_add(&c->hits, 1);
+    if (count_hit)
+        atomic_fetch_add(&c->hits, 1);
     return CACHE_OK;
 }
 
@@ -501,7 +504,9 @@ static enum cache_status obj_open(struct cache *c, const char *bucket, const cha
         struct cidx_info info;
         enum cidx_status is = cidx_lookup_pin(c->idx, bucket, key, &info);
         if (is == CIDX_OK) {
-            enum cache_status st = open_hit(c, bucket, key, &info, meta, bst, out);
+            /* a reader that waited on the fill that published this entry
+             * was counted as a miss already */
+            enum cache_status st = open_hit(c, bucket, key, &info, !w->missed, meta, bst, out);
             if (st != CACHE_AGAIN)
                 return st;
             continue;   /* dropped: miss */
@@ -711,7 +716,9 @@ struct fill_io {
     struct io_uring ring;
     unsigned char *buf[FILL_BUFS];
     struct fill_slot slot[FILL_BUFS];
-    unsigned head, count;        /* in-order FIFO of slots in flight */
+    unsigned head, count;        /* in-order FIFO of slots not yet fully written */
+    unsigned sqes;               /* submitted writes whose completion is not reaped:
+                                    the buffers are the kernel's until it is 0 */
 };
 
 /* Writes len bytes at off through the ring and waits (the header block). */
@@ -769,7 +776,27 @@ static int submit_write(struct fill_io *io, int fd, unsigned s)
                         io->slot[s].off + io->slot[s].done);
     io_uring_sqe_set_data64(sqe, s);
     int rc = io_uring_submit(&io->ring);
-    return rc < 0 ? rc : 0;
+    if (rc < 0)
+        return rc;
+    io->sqes++;
+    return 0;
+}
+
+/* Waits for every submitted write, whatever happened (before a failed
+ * fill's buffers are reused or its file closed). */
+static void drain(struct fill_io *io)
+{
+    while (io->sqes) {
+        struct io_uring_cqe *cqe;
+        int rc = io_uring_wait_cqe(&io->ring, &cqe);
+        if (rc == -EINTR)
+            continue;
+        if (rc < 0)
+            break;   /* the ring is broken: nothing more will complete */
+        io_uring_cqe_seen(&io->ring, cqe);
+        io->sqes--;
+    }
+    io->head = io->count = 0;
 }
 
 /* Waits for one completion; advances `filled` over the writes completed in
@@ -786,6 +813,7 @@ static int reap_one(struct cache *c, struct fill *f, struct fill_io *io, int fd)
     unsigned s = (unsigned)io_uring_cqe_get_data64(cqe);
     int res = cqe->res;
     io_uring_cqe_seen(&io->ring, cqe);
+    io->sqes--;
     if (res == -EAGAIN || res == -EINTR)
         return submit_write(io, fd, s);
     if (res < 0)
@@ -839,6 +867,22 @@ static void make_room(struct cache *c, bool staging)
     atomic_fetch_add(&c->evictions, count);
 }
 
+/* The disk filled up below the configured capacity (another tenant, or a
+ * capacity larger than the disk): free a quarter of what is cached so the
+ * next fills have room, instead of failing every fill from now on. */
+static void shrink_on_full_disk(struct cache *c)
+{
+    uint64_t used, reserved, objects;
+    cidx_usage(c->idx, &used, &reserved, &objects);
+    uint64_t freed = 0;
+    unsigned count = 0;
+    cidx_evict(c->idx, used / 4 * 3, &freed, &count);
+    atomic_fetch_add(&c->evictions, count);
+    log_msg(LOG_LVL_WARN, "cache", "the cache directory is full at %llu bytes cached: evicted "
+            "%u objects (%llu bytes)", (unsigned long long)used, count,
+            (unsigned long long)freed);
+}
+
 static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
 {
     struct obj_meta meta;
@@ -872,9 +916,11 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
         goto out;
     }
     uint64_t data_off = cache_hdr_data_offset(hlen);
-    /* the header block goes through the ring like every other write */
+    /* the header block goes through the ring like every other write, padded
+     * to where the data starts: the file's size is then always data_off +
+     * object size, which the index's sweep checks (an empty object too) */
     io->head = io->count = 0;
-    int rc = ring_write_sync(&io->ring, fd, hdr, hlen, 0);
+    int rc = ring_write_sync(&io->ring, fd, hdr, (size_t)data_off, 0);
     if (rc < 0)
         goto io_fail;
     pthread_mutex_lock(&f->mu);
@@ -918,8 +964,7 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
                         f->bucket, f->key, (unsigned long long)(off + got),
                         bs != BACKEND_OK ? backend_status_name(bs) : "object shorter than "
                         "its size");
-                while (io->count && reap_one(c, f, io, fd) == 0)
-                    ;
+                drain(io);
                 fill_fail(c, f, CACHE_BACKEND, bs != BACKEND_OK ? bs : BACKEND_IO);
                 goto out;
             }
@@ -988,19 +1033,12 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
 io_fail:
     log_msg(LOG_LVL_ERROR, "cache", "write to the cache file of %s/%s failed: %s", f->bucket,
             f->key, strerror(-rc));
-    while (io->count && reap_one(c, f, io, fd) == 0)
-        ;
+    drain(io);
     fill_fail(c, f, CACHE_IO, BACKEND_OK);
+    if (rc == -ENOSPC || rc == -EDQUOT)
+        shrink_on_full_disk(c);
 out:
-    /* drain anything still in flight before the buffers are reused */
-    while (io->count) {
-        struct io_uring_cqe *cq;
-        if (io_uring_wait_cqe(&io->ring, &cq) != 0)
-            break;
-        io_uring_cqe_seen(&io->ring, cq);
-        io->count--;
-    }
-    io->head = io->count = 0;
+    drain(io);   /* before the buffers are reused and the file closed */
     if (md5)
         EVP_MD_CTX_free(md5);
     free(hdr);

@@ -49,7 +49,8 @@ struct cidx_info {
     char etag[CIDX_ETAG_MAX];     /* bare, NUL-terminated; "" while FILLING */
     struct timespec mtime;        /* Last-Modified of the cold object */
     enum cidx_state state;
-    time_t validated_at;          /* last (re)validation against the cold tier */
+    int64_t validated_at;         /* last (re)validation against the cold tier: ms since
+                                     the epoch (a TTL of 1 s must not mean 0.3 s) */
     uint64_t next_use;            /* CIDX_NEXT_USE_NONE unless declared */
 };
 
@@ -145,7 +146,9 @@ enum cidx_status cidx_invalidate(struct cidx *x, const char *bucket, const char 
 
 /* Sets validated_at (TTL revalidation). Not journaled: persisted at compaction and
  * close; after a crash the older value comes back (revalidates earlier, never later). */
-enum cidx_status cidx_touch_validated(struct cidx *x, uint64_t id, time_t when);
+enum cidx_status cidx_touch_validated(struct cidx *x, uint64_t id, int64_t when_ms);
+/* Milliseconds since the epoch (CLOCK_REALTIME), the unit of validated_at. */
+int64_t cidx_wall_ms(void);
 
 /* Pins hold an entry out of eviction (a reader, an active prefetch). Counted. */
 enum cidx_status cidx_pin(struct cidx *x, uint64_t id);

@@ -888,7 +888,7 @@ static void info_fill(const struct cidx_ent *e, struct cidx_info *out)
         cidx_ent_etag(e, out->etag);
         out->mtime.tv_sec = (time_t)e->mtime_sec;
         out->mtime.tv_nsec = (long)e->mtime_nsec;
-        out->validated_at = (time_t)e->validated_at;
+        out->validated_at = e->validated_at;
     } else {
         out->etag[0] = '\0';
         out->mtime.tv_sec = 0;
@@ -1039,7 +1039,7 @@ enum cidx_status cidx_publish(struct cidx *x, uint64_t id, uint64_t size, const 
     ne->size = size;
     ne->mtime_sec = (int64_t)mtime.tv_sec;
     ne->mtime_nsec = (uint32_t)mtime.tv_nsec;
-    ne->validated_at = (int64_t)time(NULL);
+    ne->validated_at = cidx_wall_ms();
     ne->stamp = atomic_fetch_add_explicit(&x->clock, 1, memory_order_relaxed) + 1;
     ne->state = CIDX_STATE_READY;
     ne->pins = e->pins;
@@ -1130,12 +1130,19 @@ static struct cidx_ent *id_lock(struct cidx *x, uint64_t id, struct cidx_shard *
     return it_find(s, id);
 }
 
-enum cidx_status cidx_touch_validated(struct cidx *x, uint64_t id, time_t when)
+int64_t cidx_wall_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+enum cidx_status cidx_touch_validated(struct cidx *x, uint64_t id, int64_t when)
 {
     struct cidx_shard *s;
     struct cidx_ent *e = id_lock(x, id, &s);
     if (e != NULL)
-        e->validated_at = (int64_t)when;
+        e->validated_at = when;
     pthread_mutex_unlock(&s->mu);
     return e != NULL ? CIDX_OK : CIDX_NOT_FOUND;
 }

@@ -1,0 +1,231 @@
+"""tests/integration/test_prefetch_epochs.py - the headline claim of ordered
+prefetch hints, through HTTP with real clients (boto3 reader, signed hint
+requests): a dataset twice the size of the cache, read in a new shuffled
+order each epoch, costs the cold tier close to the minimum (dataset - cache)
+per epoch with hints, against much more with plain LRU.
+
+Setup: cold tier = shardgate A (--data DIR) with 160 shards of 128 KiB
+(20 MiB) in bucket "shards"; caching gateway B with --cache-size 10MiB and
+"cache": {"high_watermark": 100, "low_watermark": 95} (the cache is its
+capacity). 4 epochs, epoch e in the order random.Random(SEED + e).
+  (a) no hints: LRU;
+  (b) before each epoch an ordered hint with that epoch's order (keys,
+      ordered true, epoch e, consumer "rank0").
+Cold-tier bytes per epoch = delta of B's shardgate_backend_bytes_total.
+Asserts for (b): epochs 2-4 each <= 1.10 x (dataset - cache) = 11 MiB, and
+their sum <= 0.8 x the sum of (a)'s epochs 2-4; every body read is right.
+
+(c) "reader wait": B's cold tier throttled (throttle.py, 50 MB/s), the
+reader pauses 20 ms per shard (its compute), 2 epochs with hints and 2
+without: with hints, epoch 2 is served by hits (hit fraction >= 0.9) and no
+read starts a miss fill (misses_total delta <= 1: the very first read of an
+epoch can be one, as the full cache holds nothing the hint does not need).
+Also, polling the job before each GET, at most 1 read of epoch 2 finds its
+shard not yet staged. Asserts on counters, never on wall time.
+
+Note: "attached" = reads - hits - misses. shardgate_cache_hits_total also
+counts a read that missed, waited, and found the fill already published when
+it resumed (so a miss can count as a hit too; seen as attached = -1), which is
+why epoch 2 is also checked from the job's own counters.
+
+The figures go to stdout as a table (lines starting "#")."""
+
+import os
+import random
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as H  # noqa: E402
+import cache_common as C  # noqa: E402
+import prefetch_common as P  # noqa: E402
+
+check, eq = H.check, H.eq
+MB = H.MB
+BUCKET = "shards"
+N = 160
+SHARD = 128 * 1024
+DATASET = N * SHARD                 # 20 MiB
+CACHE = 10 * MB
+EPOCHS = 4
+SEED = 20261122
+KEYS = ["train/shard-%06d.tar" % i for i in range(N)]
+CACHE_CONF = {"cache": {"high_watermark": 100, "low_watermark": 95}}
+THROTTLE_RATE = 50e6
+PAUSE_S = 0.020
+
+
+def order_of(epoch):
+    o = list(KEYS)
+    random.Random(SEED + epoch).shuffle(o)
+    return o
+
+
+def start_b(cold_url, tag):
+    cfg = C.Cache(cold_url, C.COLD_ACCESS, C.COLD_SECRET, size="10MiB", config=CACHE_CONF,
+                  consistency="immutable", tag=tag)
+    C.start_cache(cfg)
+    cap = P.stats()["capacity"]
+    eq("[%s] cache capacity is 10 MiB" % tag, cap, CACHE)
+    return cfg
+
+
+def run_epochs(tag, hints, epochs, want_sha, pause=0.0):
+    """Reads `epochs` epochs through B; returns a list of per-epoch dicts."""
+    c = H.boto3_client()
+    rows = []
+    for e in range(1, epochs + 1):
+        order = order_of(e)
+        s0 = P.stats()
+        jid = None
+        if hints:
+            a = P.hint(BUCKET, {"keys": order, "ordered": True, "epoch": e,
+                                "consumer": "rank0"})
+            if check("[%s] epoch %d: ordered hint accepted (202)" % (tag, e), a.status == 202
+                     and (a.json or {}).get("job"), a):
+                jid = a.json["job"]
+        bad = []
+        ahead = 0
+        t0 = time.time()
+        for i, k in enumerate(order):
+            if pause:
+                time.sleep(pause)
+                if jid:
+                    # the stager works through an ordered hint in order: key i is
+                    # ready when more than i of the hint's keys are cached/staged
+                    o = (P.job(BUCKET, jid).json or {}).get("objects", {})
+                    if o.get("cached", 0) + o.get("staged", 0) + o.get("failed", 0) <= i:
+                        ahead += 1
+            body = c.get_object(Bucket=BUCKET, Key=k)["Body"].read()
+            if H.sha256(body) != want_sha[k]:
+                bad.append(k)
+        dt = time.time() - t0
+        s1 = P.stats()
+        d = P.delta(s0, s1)
+        check("[%s] epoch %d: all %d bodies right" % (tag, e, N), not bad, bad[:5])
+        row = {"epoch": e, "cold_bytes": d["backend_bytes"], "cold_gets": d["backend_get"],
+               "hits": d["hits"], "misses": d["misses"], "evictions": d["evictions"],
+               "seconds": dt, "job": None, "objects": s1["objects"], "bytes": s1["bytes"]}
+        row["attached"] = N - row["hits"] - row["misses"]
+        row["ahead"] = ahead if (pause and jid) else None
+        if jid:
+            j = P.job(BUCKET, jid).json or {}
+            row["job"] = j
+            why = P.counters_ok(j)
+            check("[%s] epoch %d: job counters add up" % (tag, e), not why, why)
+            eq("[%s] epoch %d: job position == %d after the epoch" % (tag, e, N),
+               j.get("position"), N)
+            eq("[%s] epoch %d: job epoch/consumer/ordered" % (tag, e),
+               (j.get("epoch"), j.get("consumer"), j.get("ordered")), (e, "rank0", True))
+        rows.append(row)
+    return rows
+
+
+def table(title, variants):
+    """variants: [(name, rows)]"""
+    print("#", flush=True)
+    print("# %s" % title)
+    print("# dataset %d x %d KiB = %.1f MiB, cache %.1f MiB, minimum per epoch after the "
+          "first = %.1f MiB" % (N, SHARD // 1024, DATASET / MB, CACHE / MB,
+                                (DATASET - CACHE) / MB))
+    print("# %-22s %5s %10s %9s %6s %7s %9s %8s %9s %8s" % (
+        "variant", "epoch", "cold MiB", "cold GETs", "hits", "misses", "attached", "cached",
+        "cache MiB", "seconds"))
+    for name, rows in variants:
+        for r in rows:
+            print("# %-22s %5d %10.2f %9d %6d %7d %9d %8d %9.2f %8.2f"
+                  % (name, r["epoch"], r["cold_bytes"] / MB, r["cold_gets"], r["hits"],
+                     r["misses"], r["attached"], r["objects"], r["bytes"] / MB,
+                     r["seconds"]))
+        later = rows[1:]
+        if later:
+            print("# %-22s %5s %10.2f   (epochs 2-%d)" % (name, "sum", sum(
+                r["cold_bytes"] for r in later) / MB, rows[-1]["epoch"]))
+    print("#", flush=True)
+
+
+def headline(cold, want_sha):
+    url = cold.endpoint
+    start_b(url, "lru")
+    lru = run_epochs("lru", False, EPOCHS, want_sha)
+    C.stop_cache("[lru] caching gateway exits 0 on SIGTERM")
+
+    start_b(url, "hint")
+    hint = run_epochs("hint", True, EPOCHS, want_sha)
+    C.stop_cache("[hint] caching gateway exits 0 on SIGTERM")
+
+    table("cold-tier bytes per epoch, 4 shuffled epochs (test_prefetch_epochs.py)",
+          [("(a) LRU, no hints", lru), ("(b) ordered hints", hint)])
+
+    limit = 1.10 * (DATASET - CACHE)
+    for r in hint:
+        if r["epoch"] == 1:
+            check("[hint] epoch 1 reads the dataset once (cold bytes %.2f MiB <= 20 MiB)"
+                  % (r["cold_bytes"] / MB), r["cold_bytes"] <= DATASET, r)
+            continue
+        check("[hint] epoch %d: cold bytes %.2f MiB <= 1.10 x (dataset - cache) = %.2f MiB"
+              % (r["epoch"], r["cold_bytes"] / MB, limit / MB), r["cold_bytes"] <= limit, r)
+    sa = sum(r["cold_bytes"] for r in lru[1:])
+    sb = sum(r["cold_bytes"] for r in hint[1:])
+    check("[hint] epochs 2-4: %.2f MiB <= 0.8 x LRU's %.2f MiB" % (sb / MB, sa / MB),
+          sa > 0 and sb <= 0.8 * sa, "hint %.2f MiB, lru %.2f MiB" % (sb / MB, sa / MB))
+    dup = [r for r in hint if r["cold_gets"] * SHARD != r["cold_bytes"]]
+    check("[hint] every cold GET was a whole shard (bytes == GETs x shard size)", not dup,
+          [(r["epoch"], r["cold_gets"], r["cold_bytes"]) for r in dup])
+
+
+def reader_wait(cold, want_sha):
+    from throttle import ThrottleProcess
+    thr = ThrottleProcess("127.0.0.1", cold.port, down_rate=THROTTLE_RATE).start()
+    try:
+        url = "http://127.0.0.1:%d" % thr.port
+        start_b(url, "wait-lru")
+        lru = run_epochs("wait-lru", False, 2, want_sha, pause=PAUSE_S)
+        C.stop_cache("[wait-lru] caching gateway exits 0 on SIGTERM")
+        start_b(url, "wait-hint")
+        hint = run_epochs("wait-hint", True, 2, want_sha, pause=PAUSE_S)
+        C.stop_cache("[wait-hint] caching gateway exits 0 on SIGTERM")
+    finally:
+        thr.stop()
+    table("reader wait: cold tier throttled to %d MB/s, reader pauses %d ms per shard; "
+          "'attached' = reads that joined a fill already running (neither hit nor miss)"
+          % (THROTTLE_RATE / 1e6, PAUSE_S * 1000),
+          [("(a) LRU, no hints", lru), ("(b) ordered hints", hint)])
+    e2 = hint[1]
+    frac = e2["hits"] / float(N)
+    lfrac = lru[1]["hits"] / float(N)
+    print("# reader wait, epoch 2 hit fraction: hints %.3f, LRU %.3f" % (frac, lfrac),
+          flush=True)
+    check("[wait-hint] epoch 2: hit fraction %.3f >= 0.9" % frac, frac >= 0.9, e2)
+    check("[wait-hint] epoch 2: no read starts a miss (misses %d <= 1)" % e2["misses"],
+          e2["misses"] <= 1, e2)
+    # At an epoch's start the stager may only use space no hint needs, and
+    # until the reader has consumed some cached shards there is none: the
+    # first few reads can find their shard not staged yet (5 % allowed).
+    few = N // 20
+    check("[wait-hint] epoch 2: few reads wait on a staging fill (attached %d <= %d)"
+          % (e2["attached"], few), e2["attached"] <= few, e2)
+    print("# reader wait, hints: reads that found their shard not yet staged (job polled "
+          "before each GET): epoch 1 %d, epoch 2 %d" % (hint[0]["ahead"], e2["ahead"]),
+          flush=True)
+    check("[wait-hint] epoch 2: the reader is rarely ahead of the stager (%d reads <= %d)"
+          % (e2["ahead"], few), e2["ahead"] is not None and e2["ahead"] <= few, e2)
+    check("[wait-hint] epoch 2 beats LRU on hits (%d vs %d)" % (e2["hits"], lru[1]["hits"]),
+          e2["hits"] > lru[1]["hits"], (e2, lru[1]))
+
+
+def main():
+    C.need_clients()
+    C.init("test_prefetch_epochs")
+    cold = C.ColdGateway().start()
+    try:
+        want_sha = {}
+        for k in KEYS:
+            want_sha[k] = cold.put_random(BUCKET, k, SHARD)
+        headline(cold, want_sha)
+        reader_wait(cold, want_sha)
+    finally:
+        C.stop_all()
+
+
+H.run(main)
