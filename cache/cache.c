@@ -609,13 +609,76 @@ uint64_t cache_obj_data_offset(const struct cache_obj *o)
     return o->data_off;
 }
 
+/* With cache.read_path io_uring, every thread that reads cache files gets a
+ * small ring of its own (the HTTP threads block on it, as they would on
+ * pread); it is freed when the thread ends. */
+static pthread_key_t ring_key;
+static pthread_once_t ring_once = PTHREAD_ONCE_INIT;
+
+static void ring_free(void *p)
+{
+    io_uring_queue_exit(p);
+    free(p);
+}
+
+static void ring_key_init(void)
+{
+    pthread_key_create(&ring_key, ring_free);
+}
+
+static ssize_t uring_pread(int fd, void *buf, size_t len, uint64_t off)
+{
+    pthread_once(&ring_once, ring_key_init);
+    struct io_uring *ring = pthread_getspecific(ring_key);
+    if (!ring) {
+        ring = malloc(sizeof *ring);
+        if (!ring || io_uring_queue_init(4, ring, 0) != 0) {
+            free(ring);
+            errno = ENOMEM;
+            return -1;
+        }
+        pthread_setspecific(ring_key, ring);
+    }
+    struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+    if (!sqe) {
+        errno = EBUSY;
+        return -1;
+    }
+    io_uring_prep_read(sqe, fd, buf, (unsigned)len, off);
+    int rc = io_uring_submit(ring);
+    if (rc < 0) {
+        errno = -rc;
+        return -1;
+    }
+    struct io_uring_cqe *cqe;
+    while ((rc = io_uring_wait_cqe(ring, &cqe)) == -EINTR)
+        ;
+    if (rc < 0) {
+        errno = -rc;
+        return -1;
+    }
+    int res = cqe->res;
+    io_uring_cqe_seen(ring, cqe);
+    if (res < 0) {
+        errno = -res;
+        return -1;
+    }
+    return res;
+}
+
+bool cache_reads_uring(const struct cache *c)
+{
+    return c->cf.read_uring;
+}
+
 static enum cache_status read_file(struct cache_obj *o, uint64_t off, void *buf, size_t len,
                                    size_t *got)
 {
     ssize_t n;
     do
-        n = pread(o->fd, buf, len, (off_t)(o->data_off + off));
-    while (n < 0 && errno == EINTR);
+        n = o->c->cf.read_uring ? uring_pread(o->fd, buf, len, o->data_off + off)
+                                : pread(o->fd, buf, len, (off_t)(o->data_off + off));
+    while (n < 0 && (errno == EINTR || errno == EAGAIN));
     if (n <= 0) {
         log_msg(LOG_LVL_ERROR, "cache", "read of cache file %016llx at %llu: %s",
                 (unsigned long long)o->id, (unsigned long long)off,

@@ -52,6 +52,7 @@ struct cache_conf {
     unsigned high_pct, low_pct;   /* evict from high to low watermark (90, 80) */
     unsigned fill_workers;        /* concurrent fills (8) */
     unsigned wait_timeout_ms;     /* a reader waits at most this long for bytes (30000) */
+    bool read_uring;              /* cache_obj_read reads through io_uring, not pread */
     enum cache_consistency default_consistency;
     unsigned default_ttl_s;
     const struct cache_bucket_conf *buckets;  /* per-bucket overrides (borrowed) */
@@ -108,7 +109,9 @@ enum cache_status cache_obj_open_existing(struct cache *c, const char *bucket,
                                           struct cache_obj **out);
 
 /* True when the object is complete in the cache: then cache_obj_fd() may be
- * sent with sendfile at cache_obj_data_offset() + the object offset. */
+ * sent with sendfile at cache_obj_data_offset() + the object offset (unless
+ * the cache reads through io_uring, cache_reads_uring()). */
+bool cache_reads_uring(const struct cache *c);
 bool cache_obj_complete(const struct cache_obj *o);
 int cache_obj_fd(const struct cache_obj *o);
 uint64_t cache_obj_data_offset(const struct cache_obj *o);

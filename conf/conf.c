@@ -283,6 +283,7 @@ int conf_init_defaults(struct conf *c)
     c->cache_fill_workers = 8;
     c->cache_wait_ms = 30000;
     c->cache_on_write = false;
+    c->cache_read_path = CONF_READ_SENDFILE;
     c->consistency = CONF_CONSISTENCY_TTL;
     c->consistency_ttl_s = 60;
     c->region = strdup("us-east-1");
@@ -1091,12 +1092,12 @@ bad:
 
 static const char *const cache_keys[] = { "dir", "size", "high_watermark", "low_watermark",
                                           "fill_workers", "wait_timeout_ms", "on_write",
-                                          "consistency" };
+                                          "consistency", "read_path" };
 enum { N_CACHE_KEYS = sizeof cache_keys / sizeof cache_keys[0] };
-_Static_assert(N_CACHE_KEYS == 8, "update cache_keys, CACHE_KEYS_HELP, cache_from_json and "
+_Static_assert(N_CACHE_KEYS == 9, "update cache_keys, CACHE_KEYS_HELP, cache_from_json and "
                "the example config");
 #define CACHE_KEYS_HELP "dir, size, high_watermark, low_watermark, fill_workers, " \
-                        "wait_timeout_ms, on_write, consistency"
+                        "wait_timeout_ms, on_write, consistency, read_path"
 
 /* cache: {"dir": "/nvme/sg", "size": "100GiB", ...}. Each key given replaces
  * that one setting; the rest keep their values. Whether low_watermark is below
@@ -1105,7 +1106,7 @@ static int cache_from_json(struct conf *c, const json_t *v, char *err, size_t er
 {
     const char *key;
     json_t *val;
-    unsigned long long n;
+    unsigned long long n = 0;
 
     if (!json_is_object(v))
         return fail(err, errlen, "cache: must be an object like {\"dir\": \"/nvme/shardgate\", "
@@ -1158,6 +1159,17 @@ static int cache_from_json(struct conf *c, const json_t *v, char *err, size_t er
             if (!json_is_boolean(val))
                 return fail(err, errlen, "cache.on_write: must be true or false");
             c->cache_on_write = json_is_true(val);
+        } else if (strcmp(key, "read_path") == 0) {
+            const char *s = json_cstr(val);
+            if (s && strcmp(s, "auto") == 0)
+                c->cache_read_path = CONF_READ_SENDFILE;
+            else if (s && strcmp(s, "sendfile") == 0)
+                c->cache_read_path = CONF_READ_SENDFILE;
+            else if (s && strcmp(s, "io_uring") == 0)
+                c->cache_read_path = CONF_READ_URING;
+            else
+                return fail(err, errlen, "cache.read_path: must be \"auto\", \"sendfile\" or "
+                            "\"io_uring\"");
         } else { /* "consistency" */
             const char *s = json_cstr(val);
             if (s == NULL)
@@ -1213,7 +1225,7 @@ _Static_assert(N_FILE_KEYS == 19, "update file_keys, FILE_KEYS_HELP, key_apply a
 static int key_apply(struct conf *c, const struct file_key *k, const json_t *v, char *err,
                      size_t errlen)
 {
-    unsigned long long n;
+    unsigned long long n = 0;
 
     if (k->set != NULL) {
         if (k->null_ok && json_is_null(v))

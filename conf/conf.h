@@ -60,6 +60,13 @@ struct conf_bucket {
                            used with cold_url. */
 };
 
+/* How a cache hit's bytes reach the client. */
+enum conf_read_path {
+    CONF_READ_AUTO,       /* small objects through io_uring, large ones by sendfile */
+    CONF_READ_SENDFILE,   /* always sendfile from the page cache */
+    CONF_READ_URING,      /* always read through io_uring into a buffer */
+};
+
 struct conf {
     /* listening */
     char *listen_addr;          /* "127.0.0.1" */
@@ -89,6 +96,8 @@ struct conf {
     unsigned cache_fill_workers;    /* "fill_workers": 8, 1..256 */
     unsigned cache_wait_ms;         /* "wait_timeout_ms": 30000, 100..600000: how long a
                                        reader waits for bytes of a fill */
+    enum conf_read_path cache_read_path;  /* "read_path": "sendfile" (default) | "io_uring"
+                                       | "auto": how cached bytes reach a client, README */
     bool cache_on_write;            /* "on_write": false; true = a write through shardgate
                                        replaces the cached copy instead of only
                                        invalidating it */

@@ -183,6 +183,7 @@ static int serve(int argc, char **argv)
             .low_pct = c.cache_low_pct,
             .fill_workers = c.cache_fill_workers,
             .wait_timeout_ms = c.cache_wait_ms,
+            .read_uring = c.cache_read_path != CONF_READ_SENDFILE,
             .default_consistency = consistency(c.consistency),
             .default_ttl_s = c.consistency_ttl_s,
             .buckets = cbc,

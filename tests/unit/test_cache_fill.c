@@ -71,6 +71,7 @@ static void tw_destroy(struct test_waiter *t)
 static char data_dir[64], cache_dir[64];
 static struct backend *cold;
 static struct cache *cache;
+static bool read_uring;   /* setup() opens the cache with cache.read_path io_uring */
 
 static void rm_rf(const char *dir)
 {
@@ -113,8 +114,9 @@ static void setup(unsigned workers)
     CU_ASSERT_EQUAL_FATAL(backend_bucket_create(cold, "bkt"), BACKEND_OK);
     struct cache_conf cc = { .dir = cache_dir, .capacity = 256u << 20, .high_pct = 90,
                              .low_pct = 80, .fill_workers = workers, .wait_timeout_ms = 5000,
-                             .default_consistency = CACHE_IMMUTABLE };
+                             .default_consistency = CACHE_IMMUTABLE, .read_uring = read_uring };
     CU_ASSERT_EQUAL_FATAL(cache_open(&cc, cold, &cache), 0);
+    CU_ASSERT_EQUAL(cache_reads_uring(cache), read_uring);
 }
 
 static void teardown(void)
@@ -202,7 +204,7 @@ static void miss_fills_then_hit_serves_same_bytes_and_headers(void)
 
     /* the fill is published once complete: the next open is a hit */
     struct cache_stats s;
-    for (int i = 0; i < 200; i++) {
+    for (int i = 0; i < 1000; i++) {
         cache_stats_get(cache, &s);
         if (s.fills_done)
             break;
@@ -345,7 +347,7 @@ static void bytes_not_matching_the_etag_are_never_published(void)
     }
     obj_meta_clear(&m);
     struct cache_stats s;
-    for (int i = 0; i < 200; i++) {
+    for (int i = 0; i < 1000; i++) {
         cache_stats_get(cache, &s);
         if (s.fills_failed)
             break;
@@ -372,7 +374,7 @@ static void invalidate_makes_the_next_open_a_miss(void)
     cache_obj_close(o);
     obj_meta_clear(&m);
     struct cache_stats s;
-    for (int i = 0; i < 200 && (cache_stats_get(cache, &s), !s.fills_done); i++)
+    for (int i = 0; i < 1000 && (cache_stats_get(cache, &s), !s.fills_done); i++)
         usleep(10000);
     unsigned char *src2 = pattern(2000, 5);
     put_object("k", src2, 2000);
@@ -398,7 +400,7 @@ static void warm_brings_an_object_in_without_a_reader(void)
     put_object("written", src, 700000);
     cache_warm(cache, "bkt", "written");
     struct cache_stats s;
-    for (int i = 0; i < 300 && (cache_stats_get(cache, &s), !s.fills_done); i++)
+    for (int i = 0; i < 1000 && (cache_stats_get(cache, &s), !s.fills_done); i++)
         usleep(10000);
     CU_ASSERT_EQUAL(s.fills_done, 1);
     CU_ASSERT_EQUAL(s.misses, 0);   /* a background fill, not a reader's miss */
@@ -418,6 +420,14 @@ static void warm_brings_an_object_in_without_a_reader(void)
     CU_ASSERT_EQUAL(s.hits, 1);
     free(src);
     teardown();
+}
+
+static void uring_read_path_serves_the_same_bytes(void)
+{
+    read_uring = true;
+    /* the same miss-then-hit run, every cache-file read through io_uring */
+    miss_fills_then_hit_serves_same_bytes_and_headers();
+    read_uring = false;
 }
 
 static void header_codec_round_trips(void)
@@ -473,6 +483,7 @@ int register_tests(void)
     CU_add_test(s, "invalidate_makes_the_next_open_a_miss", invalidate_makes_the_next_open_a_miss);
     CU_add_test(s, "warm_brings_an_object_in_without_a_reader",
                 warm_brings_an_object_in_without_a_reader);
+    CU_add_test(s, "uring_read_path_serves_the_same_bytes", uring_read_path_serves_the_same_bytes);
     CU_add_test(s, "header_codec_round_trips", header_codec_round_trips);
     return CU_get_error() == CUE_SUCCESS ? 0 : -1;
 }
