@@ -1204,6 +1204,8 @@ int cache_open(const struct cache_conf *cf, struct backend *cold, struct cache *
         c->cf.low_pct = c->cf.high_pct > 10 ? c->cf.high_pct - 10 : c->cf.high_pct / 2;
     if (!c->cf.fill_workers)
         c->cf.fill_workers = 8;
+    if (!c->cf.job_keep_s)
+        c->cf.job_keep_s = 3600;
     c->cold = cold;
     c->dir = strdup(cf->dir);
     pthread_mutex_init(&c->mu, NULL);
@@ -1388,6 +1390,11 @@ unsigned cache_low_pct_of(const struct cache *c)
 unsigned cache_high_pct_of(const struct cache *c)
 {
     return c->cf.high_pct;
+}
+
+unsigned cache_job_keep_s_of(const struct cache *c)
+{
+    return c->cf.job_keep_s;
 }
 
 static void warm_done(struct cache_stage_obs *obs, bool ok, uint64_t size,

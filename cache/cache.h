@@ -53,6 +53,7 @@ struct cache_conf {
     unsigned fill_workers;        /* concurrent fills (8) */
     unsigned wait_timeout_ms;     /* a reader waits at most this long for bytes (30000) */
     bool read_uring;              /* cache_obj_read reads through io_uring, not pread */
+    unsigned job_keep_s;          /* ended prefetch jobs are kept this long (0: 3600) */
     enum cache_consistency default_consistency;
     unsigned default_ttl_s;
     const struct cache_bucket_conf *buckets;  /* per-bucket overrides (borrowed) */

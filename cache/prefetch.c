@@ -27,7 +27,6 @@
 
 enum {
     STAGER_TICK_MS = 200,       /* the stager also wakes on every event */
-    JOB_KEEP_S = 3600,          /* ended jobs stay listed this long */
 };
 
 enum key_state { K_PENDING, K_INFLIGHT, K_CACHED, K_STAGED, K_FAILED };
@@ -399,7 +398,8 @@ static void jobs_expire(struct cache_prefetch *pf)
     clock_gettime(CLOCK_REALTIME, &now);
     for (struct job **pp = &pf->jobs; *pp;) {
         struct job *j = *pp;
-        if (job_final(j) && j->inflight == 0 && now.tv_sec - j->ended.tv_sec > JOB_KEEP_S) {
+        if (job_final(j) && j->inflight == 0 &&
+            now.tv_sec - j->ended.tv_sec > (time_t)cache_job_keep_s_of(pf->c)) {
             job_retire(pf, j);
             *pp = j->next;
             job_free(j);

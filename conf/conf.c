@@ -283,6 +283,7 @@ int conf_init_defaults(struct conf *c)
     c->cache_fill_workers = 8;
     c->cache_wait_ms = 30000;
     c->cache_on_write = false;
+    c->prefetch_keep_s = 3600;
     c->cache_read_path = CONF_READ_SENDFILE;
     c->consistency = CONF_CONSISTENCY_TTL;
     c->consistency_ttl_s = 60;
@@ -1207,6 +1208,7 @@ static const struct file_key file_keys[] = {
     { "threads", NULL, false },
     { "log_level", set_log_level, false },
     { "shutdown_grace_s", NULL, false },
+    { "prefetch_keep_s", NULL, false },
     { "max_xml_body", NULL, false },
     { "max_header_bytes", NULL, false },
     { "metrics_public", NULL, false },
@@ -1214,13 +1216,13 @@ static const struct file_key file_keys[] = {
     { "buckets", NULL, false },
 };
 enum { N_FILE_KEYS = sizeof file_keys / sizeof file_keys[0] };
-_Static_assert(N_FILE_KEYS == 19, "update file_keys, FILE_KEYS_HELP, key_apply and the "
+_Static_assert(N_FILE_KEYS == 20, "update file_keys, FILE_KEYS_HELP, key_apply and the "
                "example config");
 
 #define FILE_KEYS_HELP "listen, data_dir, cold_url, cold_ca_path, cold_connect_timeout_ms, " \
                        "cold_request_timeout_ms, cold_retries, spool_dir, cache, region, "    \
-                       "vhost_domain, threads, log_level, shutdown_grace_s, max_xml_body, "   \
-                       "max_header_bytes, metrics_public, users, buckets"
+                       "vhost_domain, threads, log_level, shutdown_grace_s, prefetch_keep_s, " \
+                       "max_xml_body, max_header_bytes, metrics_public, users, buckets"
 
 static int key_apply(struct conf *c, const struct file_key *k, const json_t *v, char *err,
                      size_t errlen)
@@ -1254,6 +1256,12 @@ static int key_apply(struct conf *c, const struct file_key *k, const json_t *v, 
         if (json_uint(v, k->name, 0, GRACE_MAX_S, &n, err, errlen) != 0)
             return -1;
         c->shutdown_grace_s = (unsigned)n;
+        return 0;
+    }
+    if (strcmp(k->name, "prefetch_keep_s") == 0) {
+        if (json_uint(v, k->name, 1, 30u * 86400, &n, err, errlen) != 0)
+            return -1;
+        c->prefetch_keep_s = (unsigned)n;
         return 0;
     }
     if (strcmp(k->name, "max_xml_body") == 0) {

@@ -98,6 +98,8 @@ struct conf {
                                        reader waits for bytes of a fill */
     enum conf_read_path cache_read_path;  /* "read_path": "sendfile" (default) | "io_uring"
                                        | "auto": how cached bytes reach a client, README */
+    unsigned prefetch_keep_s;       /* "prefetch_keep_s": ended prefetch jobs stay listed this
+                                       long (3600; 1 s to 30 days) */
     bool cache_on_write;            /* "on_write": false; true = a write through shardgate
                                        replaces the cached copy instead of only
                                        invalidating it */

@@ -184,6 +184,7 @@ static int serve(int argc, char **argv)
             .fill_workers = c.cache_fill_workers,
             .wait_timeout_ms = c.cache_wait_ms,
             .read_uring = c.cache_read_path != CONF_READ_SENDFILE,
+            .job_keep_s = c.prefetch_keep_s,
             .default_consistency = consistency(c.consistency),
             .default_ttl_s = c.consistency_ttl_s,
             .buckets = cbc,

@@ -192,8 +192,9 @@ static const struct bad_case bad_files[] = {
     { "unknown_top_key_lists_allowed", "{\"lsten\":\"1.2.3.4:9000\"}",
       "unknown key \"lsten\" (allowed: listen, data_dir, cold_url, cold_ca_path, "
       "cold_connect_timeout_ms, cold_request_timeout_ms, cold_retries, spool_dir, cache, region, "
-      "vhost_domain, threads, log_level, shutdown_grace_s, max_xml_body, max_header_bytes, "
-      "metrics_public, users, buckets)" },
+      "vhost_domain, threads, log_level, shutdown_grace_s, prefetch_keep_s, max_xml_body, "
+      "max_header_bytes, metrics_public, users, buckets)" },
+    { "prefetch_keep_zero", "{\"prefetch_keep_s\": 0}", "prefetch_keep_s: must be an integer" },
     { "top_level_array", "[1,2]", "top level: must be a JSON object" },
     { "duplicate_top_key", "{\"threads\":1,\"threads\":2}", "duplicate" },
     { "listen_not_string", "{\"listen\":9000}", "listen: must be a string" },
