@@ -199,7 +199,24 @@ enum backend_status backend_mpu_complete(struct backend *b, const char *bucket, 
                                          const struct backend_part *parts, size_t n_parts,
                                          struct obj_meta *out)
 {
-    COUNT(BACKEND_OP_MULTIPART, b->ops->mpu_complete(b, bucket, key, upload_id, parts, n_parts, out));
+    COUNT(BACKEND_OP_MULTIPART, b->ops->mpu_complete(b, bucket, key, upload_id, parts, n_parts,
+                                                     NULL, out));
+}
+
+enum backend_status backend_mpu_complete_meta(struct backend *b, const char *bucket,
+                                              const char *key, const char *upload_id,
+                                              const struct backend_part *parts, size_t n_parts,
+                                              const struct obj_meta *meta,
+                                              struct obj_meta *out)
+{
+    COUNT(BACKEND_OP_MULTIPART, b->ops->mpu_complete(b, bucket, key, upload_id, parts, n_parts,
+                                                     meta, out));
+}
+
+enum backend_status backend_mpu_head(struct backend *b, const char *bucket, const char *key,
+                                     const char *upload_id, struct obj_meta *meta)
+{
+    COUNT(BACKEND_OP_MULTIPART, b->ops->mpu_head(b, bucket, key, upload_id, meta));
 }
 
 enum backend_status backend_mpu_abort(struct backend *b, const char *bucket, const char *key,

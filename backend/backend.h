@@ -254,6 +254,12 @@ struct backend_part {
     char etag[72];            /* bare */
     uint64_t size;            /* filled by list_parts */
     struct timespec mtime;    /* filled by list_parts */
+    /* The part's additional checksum: the header name of its algorithm
+     * ("x-amz-checksum-crc32", lower case) and its base64 value, both ""
+     * when none. list_parts fills them from what UploadPart stored;
+     * given to complete, a non-empty pair must equal the stored one. */
+    char checksum_name[32];
+    char checksum[96];
 };
 
 /* Validates as S3 does (ascending part numbers, each part present with that
@@ -263,6 +269,26 @@ enum backend_status backend_mpu_complete(struct backend *b, const char *bucket, 
                                          const char *upload_id,
                                          const struct backend_part *parts, size_t n_parts,
                                          struct obj_meta *out);
+/* As backend_mpu_complete, and a part whose checksum_name/checksum are set
+ * must have been stored with that checksum (else BACKEND_INVALID_PART).
+ * With `meta` not NULL, meta->hdrs (borrowed) replace the upload's stored
+ * headers on the final object: the caller adds the object's checksum
+ * (x-amz-checksum-<algo>, x-amz-checksum-type) computed from the parts.
+ * s3: `meta` is ignored; the cold S3 computes the checksum from the part
+ * checksums sent in the Complete body, and *out->hdrs receives the
+ * x-amz-checksum-<algo> / x-amz-checksum-type it answered with, if any. */
+enum backend_status backend_mpu_complete_meta(struct backend *b, const char *bucket,
+                                              const char *key, const char *upload_id,
+                                              const struct backend_part *parts, size_t n_parts,
+                                              const struct obj_meta *meta,
+                                              struct obj_meta *out);
+/* The headers an upload was created with (meta->hdrs, as given to
+ * backend_mpu_create; caller clears *meta), after checking that the upload
+ * exists for (bucket, key): BACKEND_NO_UPLOAD otherwise. s3: BACKEND_OK
+ * without a call and without headers; the cold S3 keeps the upload's
+ * settings (x-amz-checksum-algorithm, -type) and enforces them itself. */
+enum backend_status backend_mpu_head(struct backend *b, const char *bucket, const char *key,
+                                     const char *upload_id, struct obj_meta *meta);
 enum backend_status backend_mpu_abort(struct backend *b, const char *bucket, const char *key,
                                       const char *upload_id);
 

@@ -51,7 +51,10 @@ struct backend_ops {
                                          struct obj_meta *out);
     enum backend_status (*mpu_complete)(struct backend *b, const char *bucket, const char *key,
                                         const char *upload_id, const struct backend_part *parts,
-                                        size_t n_parts, struct obj_meta *out);
+                                        size_t n_parts, const struct obj_meta *meta,
+                                        struct obj_meta *out);
+    enum backend_status (*mpu_head)(struct backend *b, const char *bucket, const char *key,
+                                    const char *upload_id, struct obj_meta *meta);
     enum backend_status (*mpu_abort)(struct backend *b, const char *bucket, const char *key,
                                      const char *upload_id);
     enum backend_status (*mpu_list_parts)(struct backend *b, const char *bucket,

@@ -1239,9 +1239,15 @@ static enum backend_status op_mpu_part_copy(struct backend *b, const char *bucke
 static enum backend_status op_mpu_complete(struct backend *b, const char *bucket,
                                            const char *key, const char *upload_id,
                                            const struct backend_part *parts, size_t n_parts,
-                                           struct obj_meta *out)
+                                           const struct obj_meta *meta, struct obj_meta *out)
 {
-    return posix_mpu_complete(store_of(b), bucket, key, upload_id, parts, n_parts, out);
+    return posix_mpu_complete(store_of(b), bucket, key, upload_id, parts, n_parts, meta, out);
+}
+
+static enum backend_status op_mpu_head(struct backend *b, const char *bucket, const char *key,
+                                       const char *upload_id, struct obj_meta *meta)
+{
+    return posix_mpu_head(store_of(b), bucket, key, upload_id, meta);
 }
 
 static enum backend_status op_mpu_abort(struct backend *b, const char *bucket, const char *key,
@@ -1292,6 +1298,7 @@ const struct backend_ops posix_ops = {
     .mpu_part_begin = op_mpu_part_begin,
     .mpu_part_copy = op_mpu_part_copy,
     .mpu_complete = op_mpu_complete,
+    .mpu_head = op_mpu_head,
     .mpu_abort = op_mpu_abort,
     .mpu_list_parts = op_mpu_list_parts,
     .mpu_list_uploads = op_mpu_list_uploads,

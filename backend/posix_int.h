@@ -203,7 +203,9 @@ enum backend_status posix_mpu_part_copy(struct posix_store *b, const char *bucke
 enum backend_status posix_mpu_complete(struct posix_store *b, const char *bucket,
                                        const char *key, const char *upload_id,
                                        const struct backend_part *parts, size_t n_parts,
-                                       struct obj_meta *out);
+                                       const struct obj_meta *meta, struct obj_meta *out);
+enum backend_status posix_mpu_head(struct posix_store *b, const char *bucket, const char *key,
+                                   const char *upload_id, struct obj_meta *meta);
 enum backend_status posix_mpu_abort(struct posix_store *b, const char *bucket, const char *key,
                                     const char *upload_id);
 enum backend_status posix_mpu_list_parts(struct posix_store *b, const char *bucket,

@@ -1,9 +1,9 @@
 /* backend/posix_mpu.c - multipart uploads of the posix store. An upload is
  * ROOT/.shardgate/mpu/<bucket>/<upload-id>/ holding "info" (key, initiation
  * time, headers) and one file per part ("p00001", written through a temp
- * name and renamed like objects, its MD5 in the metadata xattr). Complete
- * assembles the listed parts into a temp file beside the destination and
- * commits it like a put. */
+ * name and renamed like objects, its MD5 and x-amz-checksum-* header in the
+ * metadata xattr). Complete assembles the listed parts into a temp file
+ * beside the destination and commits it like a put. */
 #include "posix_int.h"
 #include "log.h"
 
@@ -343,6 +343,33 @@ static bool part_etag_matches(const char *stored, const char *given)
     return posix_etag_equal(stored, given);
 }
 
+/* The additional checksum a part was stored with (its x-amz-checksum-*
+ * header, which UploadPart puts in the part's metadata), or "" for both. */
+static void part_checksum(const struct obj_meta *m, char name[32], char value[96])
+{
+    name[0] = value[0] = '\0';
+    for (size_t i = 0; i < m->n_hdrs; i++) {
+        const char *n = m->hdrs[i].name;
+        if (strncmp(n, "x-amz-checksum-", 15) == 0 && strlen(n) < 32 &&
+            strlen(m->hdrs[i].value) < 96) {
+            strcpy(name, n);
+            strcpy(value, m->hdrs[i].value);
+            return;
+        }
+    }
+}
+
+/* A checksum given in Complete must be the one stored with the part; an
+ * absent one (empty name) is not checked, as in S3. */
+static bool part_checksum_matches(const struct obj_meta *m, const struct backend_part *given)
+{
+    if (!given->checksum_name[0])
+        return true;
+    char name[32], value[96];
+    part_checksum(m, name, value);
+    return strcmp(name, given->checksum_name) == 0 && strcmp(value, given->checksum) == 0;
+}
+
 /* Appends len bytes of fd to the put: copy_file_range, else read/write. */
 static enum backend_status append_file(struct posix_put *p, int fd, uint64_t len)
 {
@@ -392,7 +419,7 @@ static enum backend_status append_file(struct posix_put *p, int fd, uint64_t len
 enum backend_status posix_mpu_complete(struct posix_store *b, const char *bucket, const char *key,
                                          const char *upload_id,
                                          const struct backend_part *parts, size_t n_parts,
-                                         struct obj_meta *out)
+                                         const struct obj_meta *meta, struct obj_meta *out)
 {
     if (out)
         memset(out, 0, sizeof *out);
@@ -431,7 +458,8 @@ enum backend_status posix_mpu_complete(struct posix_store *b, const char *bucket
             goto out;
         close(fd);
         unsigned char md5[16];
-        bool ok = part_etag_matches(m.etag, parts[i].etag) && posix_hex_to_md5(m.etag, md5) == 0;
+        bool ok = part_etag_matches(m.etag, parts[i].etag) &&
+                  part_checksum_matches(&m, &parts[i]) && posix_hex_to_md5(m.etag, md5) == 0;
         uint64_t size = m.size;
         obj_meta_clear(&m);
         if (!ok) {
@@ -461,7 +489,8 @@ enum backend_status posix_mpu_complete(struct posix_store *b, const char *bucket
         s = part_open(ufd, parts[i].part_no, &fd, &m);
         if (s != BACKEND_OK)
             goto out;
-        bool ok = part_etag_matches(m.etag, parts[i].etag);
+        bool ok = part_etag_matches(m.etag, parts[i].etag) &&
+                  part_checksum_matches(&m, &parts[i]);
         uint64_t size = m.size;
         obj_meta_clear(&m);
         s = ok ? append_file(p, fd, size) : BACKEND_INVALID_PART;
@@ -476,8 +505,8 @@ enum backend_status posix_mpu_complete(struct posix_store *b, const char *bucket
     char hex[33];
     posix_md5_to_hex(fin, hex);
     snprintf(nm.etag, sizeof nm.etag, "%s-%zu", hex, n_parts);
-    nm.hdrs = ui.meta.hdrs;
-    nm.n_hdrs = ui.meta.n_hdrs;
+    nm.hdrs = meta ? meta->hdrs : ui.meta.hdrs;   /* borrowed */
+    nm.n_hdrs = meta ? meta->n_hdrs : ui.meta.n_hdrs;
     s = posix_put_commit(p, &nm, out);
     p = NULL;
     if (s == BACKEND_OK)
@@ -489,6 +518,20 @@ out:
     obj_meta_clear(&ui.meta);
     close(ufd);
     return s;
+}
+
+enum backend_status posix_mpu_head(struct posix_store *b, const char *bucket, const char *key,
+                                   const char *upload_id, struct obj_meta *meta)
+{
+    memset(meta, 0, sizeof *meta);
+    struct upload_info ui;
+    int ufd;
+    enum backend_status s = upload_open(b, bucket, key, upload_id, &ufd, &ui);
+    if (s != BACKEND_OK)
+        return s;
+    close(ufd);
+    *meta = ui.meta;   /* takes the headers */
+    return BACKEND_OK;
 }
 
 enum backend_status posix_mpu_abort(struct posix_store *b, const char *bucket, const char *key,
@@ -566,6 +609,7 @@ enum backend_status posix_mpu_list_parts(struct posix_store *b, const char *buck
         memcpy(bp->etag, m.etag, sizeof bp->etag);
         bp->size = m.size;
         bp->mtime = m.mtime;
+        part_checksum(&m, bp->checksum_name, bp->checksum);
         out->next_marker = no;
         obj_meta_clear(&m);
     }

@@ -1546,17 +1546,20 @@ static void put_free(struct s3_put *p)
 }
 
 /* Appends "name: value" of the stored headers of meta; skip_checksums drops
- * x-amz-checksum-* (they describe the whole object, not what a multipart
- * create or a part carries). 0 or -1. */
+ * x-amz-checksum-<algo> values (they describe the whole object, not what a
+ * multipart create carries) but keeps a create's x-amz-checksum-algorithm and
+ * x-amz-checksum-type, which the cold S3 then enforces. 0 or -1. */
 static int add_meta_headers(struct curl_slist **hl, const struct obj_meta *m,
                             bool skip_checksums)
 {
     bool has_ct = false;
     for (size_t i = 0; m && i < m->n_hdrs; i++) {
         const char *n = m->hdrs[i].name;
-        if (!s3_stored_header(n))
+        bool upload_setting = strcmp(n, "x-amz-checksum-algorithm") == 0 ||
+                              strcmp(n, "x-amz-checksum-type") == 0;
+        if (!s3_stored_header(n) || (upload_setting && !skip_checksums))
             continue;
-        if (skip_checksums && strncmp(n, "x-amz-checksum-", 15) == 0)
+        if (skip_checksums && !upload_setting && strncmp(n, "x-amz-checksum-", 15) == 0)
             continue;
         has_ct |= strcmp(n, "content-type") == 0;
         char *line = NULL;
@@ -1593,7 +1596,8 @@ static int content_md5(const char *etag, char out[64])
 static enum backend_status upload_part_fd(struct s3_store *s, const char *bucket,
                                           const char *key, const char *upload_id,
                                           unsigned part_no, int fd, uint64_t off, uint64_t len,
-                                          const char *md5_etag, char etag_out[72])
+                                          const char *md5_etag, const char *checksum_line,
+                                          char etag_out[72])
 {
     char *eid = s3_uri_encode(upload_id, false);
     char *q = NULL;
@@ -1603,10 +1607,14 @@ static enum backend_status upload_part_fd(struct s3_store *s, const char *bucket
     }
     free(eid);
     char md5h[64];
-    struct curl_slist h1 = { md5h, NULL };
+    /* The part's checksum goes along: the cold S3 verifies and stores it,
+     * and needs it when the upload declared an algorithm. */
+    struct curl_slist h2 = { (char *)checksum_line, NULL };
+    struct curl_slist h1 = { md5h, checksum_line ? &h2 : NULL };
     bool has_md5 = md5_etag && content_md5(md5_etag, md5h) == 0;
     struct s3_call c = { .method = "PUT", .bucket = bucket, .key = key, .query = q,
-                         .hdrs = has_md5 ? &h1 : NULL, .body_fd = fd, .fd_off = off,
+                         .hdrs = has_md5 ? &h1 : checksum_line ? &h2 : NULL,
+                         .body_fd = fd, .fd_off = off,
                          .fd_len = len, .idempotent = true, .long_transfer = true };
     enum backend_status st = s3_do(s, &c);
     if (st == BACKEND_OK) {
@@ -1626,7 +1634,8 @@ static enum backend_status mpu_create_cold(struct s3_store *s, const char *cbuck
                                            char id[BACKEND_UPLOAD_ID_MAX]);
 static enum backend_status mpu_complete_cold(struct s3_store *s, const char *cbucket,
                                              const char *key, const char *upload_id,
-                                             const struct backend_part *parts, size_t n);
+                                             const struct backend_part *parts, size_t n,
+                                             struct obj_meta *ck);
 static void mpu_abort_cold(struct s3_store *s, const char *cbucket, const char *key,
                            const char *upload_id);
 
@@ -1651,10 +1660,10 @@ static enum backend_status put_multipart(struct s3_put *p, const struct obj_meta
         uint64_t len = p->size - off < part ? p->size - off : part;
         parts[i].part_no = (unsigned)i + 1;
         st = upload_part_fd(s, p->bucket, p->key, id, parts[i].part_no, p->fd, off, len, NULL,
-                            parts[i].etag);
+                            NULL, parts[i].etag);
     }
     if (st == BACKEND_OK)
-        st = mpu_complete_cold(s, p->bucket, p->key, id, parts, n);
+        st = mpu_complete_cold(s, p->bucket, p->key, id, parts, n, NULL);
     else if (id[0])
         mpu_abort_cold(s, p->bucket, p->key, id);
     free(parts);
@@ -1675,8 +1684,17 @@ static enum backend_status s3_put_commit(struct backend_put *base, const struct 
     }
     if (p->upload_id) {
         /* A part. */
+        char *ckline = NULL;
+        for (size_t i = 0; meta && i < meta->n_hdrs && !ckline; i++) {
+            if (strncmp(meta->hdrs[i].name, "x-amz-checksum-", 15) == 0 &&
+                asprintf(&ckline, "%s: %s", meta->hdrs[i].name, meta->hdrs[i].value) < 0) {
+                st = BACKEND_NOMEM;
+                goto out;
+            }
+        }
         st = upload_part_fd(s, p->bucket, p->key, p->upload_id, p->part_no, p->fd, 0, p->size,
-                            meta ? meta->etag : NULL, etag);
+                            meta ? meta->etag : NULL, ckline, etag);
+        free(ckline);
         if (st == BACKEND_OK && out) {
             memset(out, 0, sizeof *out);
             out->size = p->size;
@@ -1991,12 +2009,74 @@ out:
     return st;
 }
 
+/* The element of a Complete body or result holding a checksum, by the
+ * header name of its algorithm; NULL when unknown. */
+static const char *checksum_elem(const char *hdr)
+{
+    static const char *const map[][2] = {
+        { "x-amz-checksum-crc32", "ChecksumCRC32" },
+        { "x-amz-checksum-crc32c", "ChecksumCRC32C" },
+        { "x-amz-checksum-crc64nvme", "ChecksumCRC64NVME" },
+        { "x-amz-checksum-sha1", "ChecksumSHA1" },
+        { "x-amz-checksum-sha256", "ChecksumSHA256" },
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (strcmp(hdr, map[i][0]) == 0)
+            return map[i][1];
+    return NULL;
+}
+
+/* Copies the text of the first <tag>text</tag> in a flat S3 result into
+ * out; 0, or -1 when absent or too long. The results searched are S3's own
+ * fixed shapes with base64 or upper-case word values: no nesting, no
+ * entities to decode. */
+static int result_text(const char *xml, size_t len, const char *tag, char *out, size_t outlen)
+{
+    char open[48];
+    snprintf(open, sizeof open, "<%s>", tag);
+    size_t ol = strlen(open);
+    const char *p = xml ? memmem(xml, len, open, ol) : NULL;
+    if (!p)
+        return -1;
+    p += ol;
+    const char *e = memchr(p, '<', len - (size_t)(p - xml));
+    if (!e || (size_t)(e - p) >= outlen)
+        return -1;
+    memcpy(out, p, (size_t)(e - p));
+    out[e - p] = '\0';
+    return 0;
+}
+
+/* The checksum headers of the object a cold Complete assembled, from its
+ * CompleteMultipartUploadResult. 0, or -1 when out of memory. */
+static int complete_checksums(const char *xml, size_t len, struct obj_meta *ck)
+{
+    static const char *const hdrs[] = {
+        "x-amz-checksum-crc32", "x-amz-checksum-crc32c", "x-amz-checksum-crc64nvme",
+        "x-amz-checksum-sha1", "x-amz-checksum-sha256",
+    };
+    char v[128];
+    for (size_t i = 0; i < sizeof hdrs / sizeof hdrs[0]; i++) {
+        if (result_text(xml, len, checksum_elem(hdrs[i]), v, sizeof v) == 0 && v[0]) {
+            if (obj_meta_add_hdr(ck, hdrs[i], v) != 0)
+                return -1;
+            if (result_text(xml, len, "ChecksumType", v, sizeof v) == 0 && v[0] &&
+                obj_meta_add_hdr(ck, "x-amz-checksum-type", v) != 0)
+                return -1;
+            break;
+        }
+    }
+    return 0;
+}
+
 static enum backend_status mpu_complete_cold(struct s3_store *s, const char *cbucket,
                                              const char *key, const char *upload_id,
-                                             const struct backend_part *parts, size_t n)
+                                             const struct backend_part *parts, size_t n,
+                                             struct obj_meta *ck)
 {
-    /* <Part><PartNumber>10000</PartNumber><ETag>"..."</ETag></Part> */
-    size_t cap = 128 + n * 140;
+    /* <Part><PartNumber>10000</PartNumber><ETag>"..."</ETag>
+     * <ChecksumCRC64NVME>(95)</ChecksumCRC64NVME></Part> */
+    size_t cap = 128 + n * 290;
     char *body = malloc(cap);
     char *q = upload_query(upload_id, NULL);
     enum backend_status st = BACKEND_NOMEM;
@@ -2010,8 +2090,18 @@ static enum backend_status mpu_complete_cold(struct s3_store *s, const char *cbu
             goto out;
         }
         len += (size_t)snprintf(body + len, cap - len,
-                                "<Part><PartNumber>%u</PartNumber><ETag>\"%s\"</ETag></Part>",
+                                "<Part><PartNumber>%u</PartNumber><ETag>\"%s\"</ETag>",
                                 parts[i].part_no, parts[i].etag);
+        const char *el = parts[i].checksum_name[0] ? checksum_elem(parts[i].checksum_name)
+                                                   : NULL;
+        if (parts[i].checksum_name[0] && (!el || strpbrk(parts[i].checksum, "<>&\""))) {
+            st = BACKEND_INVALID_PART;
+            goto out;
+        }
+        if (el)
+            len += (size_t)snprintf(body + len, cap - len, "<%s>%.95s</%s>", el,
+                                    parts[i].checksum, el);
+        len += (size_t)snprintf(body + len, cap - len, "</Part>");
     }
     len += (size_t)snprintf(body + len, cap - len, "</CompleteMultipartUpload>");
     struct curl_slist h1 = { "Content-Type: application/xml", NULL };
@@ -2032,6 +2122,9 @@ static enum backend_status mpu_complete_cold(struct s3_store *s, const char *cbu
             else
                 st = BACKEND_IO;
         }
+        obj_meta_clear(&r);
+        if (st == BACKEND_OK && ck && complete_checksums(c.rbuf, c.rlen, ck) != 0)
+            st = BACKEND_NOMEM;
     }
     call_free(&c);
 out:
@@ -2056,14 +2149,39 @@ static void mpu_abort_cold(struct s3_store *s, const char *cbucket, const char *
 static enum backend_status s3_mpu_complete(struct backend *base, const char *bucket,
                                            const char *key, const char *upload_id,
                                            const struct backend_part *parts, size_t n_parts,
-                                           struct obj_meta *out)
+                                           const struct obj_meta *meta, struct obj_meta *out)
 {
+    (void)meta;   /* the cold S3 computes the object's checksum itself */
     struct s3_store *s = (struct s3_store *)base;
+    struct obj_meta ck;
+    memset(&ck, 0, sizeof ck);
     enum backend_status st = mpu_complete_cold(s, cold_bucket(s, bucket), key, upload_id,
-                                               parts, n_parts);
+                                               parts, n_parts, &ck);
     if (st == BACKEND_OK && out)
         st = s3_object_head(base, bucket, key, out);
+    /* A HEAD without x-amz-checksum-mode has no checksum: add the one the
+     * Complete answered with. */
+    for (size_t i = 0; st == BACKEND_OK && out && i < ck.n_hdrs; i++) {
+        if (!obj_meta_get_hdr(out, ck.hdrs[i].name) &&
+            obj_meta_add_hdr(out, ck.hdrs[i].name, ck.hdrs[i].value) != 0)
+            st = BACKEND_NOMEM;
+    }
+    obj_meta_clear(&ck);
     return st;
+}
+
+static enum backend_status s3_mpu_head(struct backend *base, const char *bucket,
+                                       const char *key, const char *upload_id,
+                                       struct obj_meta *meta)
+{
+    /* No call: the cold S3 holds the upload's settings and enforces them
+     * on each UploadPart and the Complete; an unknown upload shows there. */
+    (void)base;
+    (void)bucket;
+    (void)key;
+    (void)upload_id;
+    memset(meta, 0, sizeof *meta);
+    return BACKEND_OK;
 }
 
 static enum backend_status s3_mpu_abort(struct backend *base, const char *bucket,
@@ -2165,6 +2283,7 @@ static const struct backend_ops s3_ops = {
     .mpu_part_begin = s3_mpu_part_begin,
     .mpu_part_copy = s3_mpu_part_copy,
     .mpu_complete = s3_mpu_complete,
+    .mpu_head = s3_mpu_head,
     .mpu_abort = s3_mpu_abort,
     .mpu_list_parts = s3_mpu_list_parts,
     .mpu_list_uploads = s3_mpu_list_uploads,

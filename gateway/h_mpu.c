@@ -36,6 +36,105 @@ static void reply_built(struct gw_req *r, struct gw_buf *b, int rc)
     gw_reply_xml_buf(r, 200, b);
 }
 
+/* ---- additional checksums ----
+ * An upload may declare an algorithm (x-amz-checksum-algorithm) and a type
+ * (x-amz-checksum-type) at Create; both are kept as headers of the upload.
+ * Each UploadPart must then carry a checksum of that algorithm (auth/ has
+ * verified it against the bytes; the part stores it), and Complete gives the
+ * object a checksum made from the parts' ones: COMPOSITE, the checksum of the
+ * concatenated part digests with "-N", or FULL_OBJECT, the CRC of the whole
+ * object combined from the part CRCs. The gateway computes it (auth/ has the
+ * arithmetic; backend/ must not depend on auth/) and hands it to the backend
+ * as a header of the final object. */
+
+struct ck_algo {
+    const char *name;        /* as S3 spells it in headers: "CRC32" */
+    const char *hdr;         /* the value's header: "x-amz-checksum-crc32" */
+    const char *elem;        /* the XML element: "ChecksumCRC32" */
+    bool composite;          /* S3 allows type COMPOSITE */
+    bool full_object;        /* S3 allows type FULL_OBJECT */
+};
+
+static const struct ck_algo ck_algos[] = {
+    { "CRC32", "x-amz-checksum-crc32", "ChecksumCRC32", true, true },
+    { "CRC32C", "x-amz-checksum-crc32c", "ChecksumCRC32C", true, true },
+    { "CRC64NVME", "x-amz-checksum-crc64nvme", "ChecksumCRC64NVME", false, true },
+    { "SHA1", "x-amz-checksum-sha1", "ChecksumSHA1", true, false },
+    { "SHA256", "x-amz-checksum-sha256", "ChecksumSHA256", true, false },
+};
+
+static const struct ck_algo *ck_by_name(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof ck_algos / sizeof ck_algos[0]; i++)
+        if (strcasecmp(name, ck_algos[i].name) == 0)
+            return &ck_algos[i];
+    return NULL;
+}
+
+static const struct ck_algo *ck_by_hdr(const char *hdr)
+{
+    for (size_t i = 0; hdr && i < sizeof ck_algos / sizeof ck_algos[0]; i++)
+        if (strcmp(hdr, ck_algos[i].hdr) == 0)
+            return &ck_algos[i];
+    return NULL;
+}
+
+/* The algorithm an upload declared (NULL: none) and whether its type is
+ * FULL_OBJECT, from the headers backend_mpu_head returned. */
+static const struct ck_algo *upload_algo(const struct obj_meta *um, bool *full)
+{
+    const char *t = obj_meta_get_hdr(um, "x-amz-checksum-type");
+    if (full)
+        *full = t && strcmp(t, "FULL_OBJECT") == 0;
+    return ck_by_name(obj_meta_get_hdr(um, "x-amz-checksum-algorithm"));
+}
+
+/* Checks the x-amz-checksum-algorithm / -type of a Create and adds them,
+ * normalized (type defaulted), to the upload's headers. 0, or -1 with the
+ * request answered. */
+static int create_checksum_args(struct gw_req *r, struct obj_meta *m,
+                                const struct ck_algo **algo, const char **type)
+{
+    const char *av = gw_req_header(r, "x-amz-checksum-algorithm");
+    const char *tv = gw_req_header(r, "x-amz-checksum-type");
+    *algo = NULL;
+    *type = NULL;
+    if (!av && !tv)
+        return 0;
+    const char *msg = NULL;
+    const struct ck_algo *a = ck_by_name(av);
+    bool full = tv && strcasecmp(tv, "FULL_OBJECT") == 0;
+    if (!av) {
+        msg = "The x-amz-checksum-type header can only be used with the "
+              "x-amz-checksum-algorithm header.";
+    } else if (!a) {
+        msg = "Checksum algorithm provided is unsupported. Please try again with any of the "
+              "valid types: [CRC32, CRC32C, CRC64NVME, SHA1, SHA256]";
+    } else if (tv && !full && strcasecmp(tv, "COMPOSITE") != 0) {
+        msg = "Value for x-amz-checksum-type header is invalid.";
+    } else {
+        if (!tv)
+            full = !a->composite;
+        if (full && !a->full_object)
+            msg = "The FULL_OBJECT checksum type cannot be used with this checksum algorithm.";
+        else if (!full && !a->composite)
+            msg = "The COMPOSITE checksum type cannot be used with the crc64nvme checksum "
+                  "algorithm.";
+    }
+    if (msg) {
+        gw_reply_error(r, S3E_INVALID_REQUEST, msg, NULL);
+        return -1;
+    }
+    *algo = a;
+    *type = full ? "FULL_OBJECT" : "COMPOSITE";
+    if (obj_meta_add_hdr(m, "x-amz-checksum-algorithm", a->name) != 0 ||
+        obj_meta_add_hdr(m, "x-amz-checksum-type", *type) != 0) {
+        gw_reply_error(r, S3E_SLOW_DOWN, NULL, NULL);
+        return -1;
+    }
+    return 0;
+}
+
 void gw_h_mpu_create(struct gw_req *r)
 {
     struct obj_meta m;
@@ -44,6 +143,12 @@ void gw_h_mpu_create(struct gw_req *r)
     if (gw_collect_put_headers(r, &m, &err) != 0) {
         obj_meta_clear(&m);
         gw_reply_error(r, err, NULL, NULL);
+        return;
+    }
+    const struct ck_algo *algo;
+    const char *type;
+    if (create_checksum_args(r, &m, &algo, &type) != 0) {
+        obj_meta_clear(&m);
         return;
     }
     char id[BACKEND_UPLOAD_ID_MAX];
@@ -60,7 +165,23 @@ void gw_h_mpu_create(struct gw_req *r)
     rc |= gw_xml_elem(&b, "Key", r->key);
     rc |= gw_xml_elem(&b, "UploadId", id);
     rc |= gw_buf_puts(&b, "</InitiateMultipartUploadResult>");
-    reply_built(r, &b, rc);
+    if (rc || !algo) {
+        reply_built(r, &b, rc);
+        return;
+    }
+    size_t len;
+    char *body = gw_buf_take(&b, &len);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body,
+                                                                MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(body);
+    } else {
+        MHD_add_response_header(resp, "Content-Type", "application/xml");
+        MHD_add_response_header(resp, "x-amz-checksum-algorithm", algo->name);
+        MHD_add_response_header(resp, "x-amz-checksum-type", type);
+    }
+    r->resp_bytes = len;
+    gw_reply(r, 200, resp);
 }
 
 /* partNumber and uploadId of an UploadPart(Copy); 0 or -1 with *msg set. */
@@ -97,11 +218,45 @@ void gw_h_mpu_part_begin(struct gw_req *r)
         gw_req_fail(r, s3_error_from_backend(st), NULL);
 }
 
+/* A part of an upload that declared an algorithm must carry a checksum of
+ * it. 0, or -1 with the request answered (the caller drops the part). */
+static int part_checksum_allowed(struct gw_req *r)
+{
+    struct obj_meta um;
+    enum backend_status st = backend_mpu_head(r->backend, r->bucket, r->key, r->upload_id,
+                                              &um);
+    if (st != BACKEND_OK) {
+        obj_meta_clear(&um);
+        gw_reply_backend_error(r, st);
+        return -1;
+    }
+    const struct ck_algo *a = upload_algo(&um, NULL);
+    obj_meta_clear(&um);
+    if (!a || strcmp(r->body_res.checksum_name, a->hdr) == 0)
+        return 0;
+    const struct ck_algo *got = ck_by_hdr(r->body_res.checksum_name);
+    char *msg = got ? gw_arena_printf(&r->arena, "Checksum Type mismatch occurred, expected "
+                                      "checksum Type: %s, actual checksum Type: %s",
+                                      a->name, got->name)
+                    : gw_arena_printf(&r->arena, "The upload was created using the %s checksum "
+                                      "algorithm. The part must include a %s header.",
+                                      a->name, a->hdr);
+    log_msg(LOG_LVL_DEBUG, "gw", "req=%s %s/%s part %u: %s", r->id, r->bucket, r->key,
+            r->part_no, msg ? msg : "checksum algorithm mismatch");
+    gw_reply_error(r, S3E_INVALID_REQUEST, msg, NULL);
+    return -1;
+}
+
 void gw_h_mpu_part_end(struct gw_req *r)
 {
     struct obj_meta m, out;
     memset(&m, 0, sizeof m);
     memset(&out, 0, sizeof out);
+    if (part_checksum_allowed(r) != 0) {
+        backend_put_abort(r->put);
+        r->put = NULL;
+        return;
+    }
     snprintf(m.etag, sizeof m.etag, "%s", r->body_res.md5_hex);
     if (r->body_res.checksum_name[0] &&
         obj_meta_add_hdr(&m, r->body_res.checksum_name, r->body_res.checksum_b64) != 0) {
@@ -189,6 +344,110 @@ out:
     obj_meta_clear(&out);
 }
 
+/* Every stored part of an upload, indexed by part number: (*by_no)[no] is
+ * 1 + the index into *all, or 0. Caller frees both. */
+static enum backend_status stored_parts(struct gw_req *r, const char *uid,
+                                        struct backend_parts_page *all, unsigned **by_no)
+{
+    memset(all, 0, sizeof *all);
+    *by_no = calloc(BACKEND_MAX_PARTS + 1, sizeof **by_no);
+    if (!*by_no)
+        return BACKEND_NOMEM;
+    unsigned marker = 0;
+    for (;;) {
+        struct backend_parts_page pg;
+        enum backend_status st = backend_mpu_list_parts(r->backend, r->bucket, r->key, uid,
+                                                        marker, 1000, &pg);
+        if (st != BACKEND_OK)
+            return st;
+        struct backend_part *np = pg.n_parts ? realloc(all->parts, (all->n_parts + pg.n_parts) *
+                                                                       sizeof *np)
+                                             : all->parts;
+        if (!np) {
+            backend_parts_page_free(&pg);
+            return BACKEND_NOMEM;
+        }
+        all->parts = np;
+        for (size_t i = 0; i < pg.n_parts; i++) {
+            unsigned no = pg.parts[i].part_no;
+            if (no < 1 || no > BACKEND_MAX_PARTS)
+                continue;
+            all->parts[all->n_parts] = pg.parts[i];
+            (*by_no)[no] = (unsigned)++all->n_parts;
+        }
+        bool more = pg.truncated && pg.next_marker > marker;
+        marker = pg.next_marker;
+        backend_parts_page_free(&pg);
+        if (!more)
+            return BACKEND_OK;
+    }
+}
+
+/* The object checksum of an upload that declared algorithm `a`, from the
+ * stored part checksums; also fills the checksum of each part the Complete
+ * listed without one, so the backend checks every part against what went
+ * into the sum (a part replaced meanwhile then fails the Complete). Sets
+ * value to "" when a part has no checksum of the algorithm (a part made by
+ * UploadPartCopy, for which we compute none): the object then gets none.
+ * 0, or -1 with the request answered. */
+static int object_checksum(struct gw_req *r, const char *uid, const struct ck_algo *a,
+                           bool full, struct gw_xml_parts *parts, char *value, size_t vlen)
+{
+    value[0] = '\0';
+    struct backend_parts_page all;
+    unsigned *by_no = NULL;
+    const char **vals = calloc(parts->n, sizeof *vals);
+    uint64_t *lens = calloc(parts->n, sizeof *lens);
+    int rc = -1;
+    enum backend_status st = vals && lens ? stored_parts(r, uid, &all, &by_no) : BACKEND_NOMEM;
+    if (st != BACKEND_OK) {
+        gw_reply_backend_error(r, st);
+        goto out;
+    }
+    bool complete = true;
+    for (size_t i = 0; i < parts->n; i++) {
+        struct backend_part *p = &parts->parts[i];
+        const struct backend_part *sp = by_no[p->part_no] ? &all.parts[by_no[p->part_no] - 1]
+                                                          : NULL;
+        if (p->checksum_name[0] && (strcmp(p->checksum_name, a->hdr) != 0 || !sp ||
+                                    strcmp(sp->checksum_name, p->checksum_name) != 0 ||
+                                    strcmp(sp->checksum, p->checksum) != 0)) {
+            char *msg = gw_arena_printf(&r->arena, "One or more of the specified parts could "
+                                        "not be found. The part may not have been uploaded, or "
+                                        "the specified checksum may not match the part's "
+                                        "checksum (part %u).", p->part_no);
+            gw_reply_error(r, S3E_INVALID_PART, msg, NULL);
+            goto out;
+        }
+        if (!sp || strcmp(sp->checksum_name, a->hdr) != 0) {
+            complete = false;   /* missing parts: the backend answers InvalidPart */
+            continue;
+        }
+        if (!p->checksum_name[0]) {
+            memcpy(p->checksum_name, sp->checksum_name, sizeof p->checksum_name);
+            memcpy(p->checksum, sp->checksum, sizeof p->checksum);
+        }
+        vals[i] = p->checksum;
+        lens[i] = sp->size;
+    }
+    rc = 0;
+    if (!complete) {
+        log_msg(LOG_LVL_INFO, "gw", "req=%s %s/%s: a part has no %s checksum; the object gets "
+                "none", r->id, r->bucket, r->key, a->name);
+    } else if ((full ? auth_checksum_full_object(a->hdr, vals, lens, parts->n, value, vlen)
+                     : auth_checksum_composite(a->hdr, vals, parts->n, value, vlen)) != 0) {
+        log_msg(LOG_LVL_WARN, "gw", "req=%s %s/%s: cannot combine the %s part checksums",
+                r->id, r->bucket, r->key, a->name);
+        value[0] = '\0';
+    }
+out:
+    free(vals);
+    free(lens);
+    free(by_no);
+    backend_parts_page_free(&all);
+    return rc;
+}
+
 void gw_h_mpu_complete(struct gw_req *r)
 {
     struct gw_xml_parts parts;
@@ -196,16 +455,39 @@ void gw_h_mpu_complete(struct gw_req *r)
         gw_reply_error(r, S3E_MALFORMED_XML, NULL, NULL);
         return;
     }
-    struct obj_meta out;
+    const char *uid = gw_req_query(r, "uploadId");
+    struct obj_meta um, fin, out;
+    memset(&fin, 0, sizeof fin);
     memset(&out, 0, sizeof out);
-    enum backend_status st = backend_mpu_complete(r->backend, r->bucket, r->key,
-                                                  gw_req_query(r, "uploadId"), parts.parts,
-                                                  parts.n, &out);
-    free(parts.parts);
+    enum backend_status st = backend_mpu_head(r->backend, r->bucket, r->key, uid, &um);
     if (st != BACKEND_OK) {
-        obj_meta_clear(&out);
         gw_reply_backend_error(r, st);
-        return;
+        goto out;
+    }
+    bool full = false;
+    const struct ck_algo *a = upload_algo(&um, &full);
+    char value[128] = "";
+    if (a) {
+        if (object_checksum(r, uid, a, full, &parts, value, sizeof value) != 0)
+            goto out;
+        /* The object keeps the upload's headers but the algorithm (a
+         * setting of the upload), and gains its checksum and type. */
+        for (size_t i = 0; i < um.n_hdrs; i++) {
+            const char *n = um.hdrs[i].name;
+            if (strncmp(n, "x-amz-checksum-", 15) != 0 &&
+                obj_meta_add_hdr(&fin, n, um.hdrs[i].value) != 0)
+                goto nomem;
+        }
+        if (value[0] && (obj_meta_add_hdr(&fin, a->hdr, value) != 0 ||
+                         obj_meta_add_hdr(&fin, "x-amz-checksum-type",
+                                          full ? "FULL_OBJECT" : "COMPOSITE") != 0))
+            goto nomem;
+    }
+    st = backend_mpu_complete_meta(r->backend, r->bucket, r->key, uid, parts.parts, parts.n,
+                                   a ? &fin : NULL, &out);
+    if (st != BACKEND_OK) {
+        gw_reply_backend_error(r, st);
+        goto out;
     }
     if (r->cache) {
         cache_invalidate(r->cache, r->bucket, r->key);
@@ -222,9 +504,31 @@ void gw_h_mpu_complete(struct gw_req *r)
     rc |= gw_xml_elem(&b, "Bucket", r->bucket);
     rc |= gw_xml_elem(&b, "Key", r->key);
     rc |= gw_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag>", out.etag);
+    /* The object's checksum: ours, or what a cold S3 computed. */
+    for (size_t i = 0; i < sizeof ck_algos / sizeof ck_algos[0] && !rc; i++) {
+        const char *v = obj_meta_get_hdr(&out, ck_algos[i].hdr);
+        if (a && value[0] && a == &ck_algos[i])
+            v = value;
+        if (!v)
+            continue;
+        const char *t = obj_meta_get_hdr(&out, "x-amz-checksum-type");
+        if (a && value[0])
+            t = full ? "FULL_OBJECT" : "COMPOSITE";
+        rc |= gw_xml_elem(&b, ck_algos[i].elem, v);
+        if (t)
+            rc |= gw_xml_elem(&b, "ChecksumType", t);
+        break;
+    }
     rc |= gw_buf_puts(&b, "</CompleteMultipartUploadResult>");
-    obj_meta_clear(&out);
     reply_built(r, &b, rc);
+    goto out;
+nomem:
+    gw_reply_error(r, S3E_SLOW_DOWN, NULL, NULL);
+out:
+    free(parts.parts);
+    obj_meta_clear(&um);
+    obj_meta_clear(&fin);
+    obj_meta_clear(&out);
 }
 
 void gw_h_mpu_abort(struct gw_req *r)
@@ -262,8 +566,13 @@ void gw_h_mpu_list_parts(struct gw_req *r)
     const char *uid = gw_req_query(r, "uploadId");
     struct backend_parts_page pg;
     memset(&pg, 0, sizeof pg);
-    enum backend_status st = backend_mpu_list_parts(r->backend, r->bucket, r->key, uid, marker,
-                                                    max, &pg);
+    struct obj_meta um;
+    enum backend_status st = backend_mpu_head(r->backend, r->bucket, r->key, uid, &um);
+    if (st == BACKEND_OK)
+        st = backend_mpu_list_parts(r->backend, r->bucket, r->key, uid, marker, max, &pg);
+    bool full = false;
+    const struct ck_algo *a = upload_algo(&um, &full);
+    obj_meta_clear(&um);
     if (st != BACKEND_OK) {
         gw_reply_backend_error(r, st);
         return;
@@ -280,13 +589,21 @@ void gw_h_mpu_list_parts(struct gw_req *r)
     rc |= gw_buf_printf(&b, "<NextPartNumberMarker>%u</NextPartNumberMarker>", pg.next_marker);
     rc |= gw_buf_printf(&b, "<MaxParts>%u</MaxParts>", max);
     rc |= gw_buf_printf(&b, "<IsTruncated>%s</IsTruncated>", pg.truncated ? "true" : "false");
+    if (a) {
+        rc |= gw_xml_elem(&b, "ChecksumAlgorithm", a->name);
+        rc |= gw_xml_elem(&b, "ChecksumType", full ? "FULL_OBJECT" : "COMPOSITE");
+    }
     for (size_t i = 0; i < pg.n_parts && !rc; i++) {
         char date[32];
         gw_iso_date(&pg.parts[i].mtime, date, sizeof date);
         rc |= gw_buf_printf(&b, "<Part><PartNumber>%u</PartNumber>", pg.parts[i].part_no);
         rc |= gw_xml_elem(&b, "LastModified", date);
-        rc |= gw_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag><Size>%llu</Size></Part>",
+        rc |= gw_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag><Size>%llu</Size>",
                             pg.parts[i].etag, (unsigned long long)pg.parts[i].size);
+        const struct ck_algo *pa = ck_by_hdr(pg.parts[i].checksum_name);
+        if (pa)
+            rc |= gw_xml_elem(&b, pa->elem, pg.parts[i].checksum);
+        rc |= gw_buf_puts(&b, "</Part>");
     }
     rc |= gw_buf_puts(&b, "</ListPartsResult>");
     backend_parts_page_free(&pg);

@@ -113,6 +113,22 @@ static void unquote(char *s)
     }
 }
 
+/* The header name of a part checksum element of a Complete body, or NULL. */
+static const char *part_checksum_header(const xmlNode *f)
+{
+    static const char *const map[][2] = {
+        { "ChecksumCRC32", "x-amz-checksum-crc32" },
+        { "ChecksumCRC32C", "x-amz-checksum-crc32c" },
+        { "ChecksumCRC64NVME", "x-amz-checksum-crc64nvme" },
+        { "ChecksumSHA1", "x-amz-checksum-sha1" },
+        { "ChecksumSHA256", "x-amz-checksum-sha256" },
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (is_elem(f, map[i][0]))
+            return map[i][1];
+    return NULL;
+}
+
 int gw_xml_parse_complete(const char *xml, size_t len, struct gw_xml_parts *out)
 {
     out->parts = NULL;
@@ -129,7 +145,7 @@ int gw_xml_parse_complete(const char *xml, size_t len, struct gw_xml_parts *out)
         if (p->type != XML_ELEMENT_NODE)
             continue;
         if (!is_elem(p, "Part"))
-            continue;   /* S3 ignores unknown elements such as checksums */
+            continue;   /* S3 ignores unknown elements */
         if (out->n == BACKEND_MAX_PARTS)
             goto out;
         if (out->n == cap) {
@@ -141,13 +157,23 @@ int gw_xml_parse_complete(const char *xml, size_t len, struct gw_xml_parts *out)
         }
         struct backend_part *bp = &out->parts[out->n];
         memset(bp, 0, sizeof *bp);
-        bool have_no = false, have_etag = false;
+        bool have_no = false, have_etag = false, bad_ck = false;
         for (xmlNode *f = p->children; f; f = f->next) {
             if (f->type != XML_ELEMENT_NODE)
                 continue;
             char *t = elem_text(f);
             if (!t)
                 goto out;
+            const char *ck = part_checksum_header(f);
+            if (ck) {
+                /* One checksum per part, at most a SHA-256 in base64 (44)
+                 * plus slack; anything else is not a value S3 returned. */
+                bad_ck |= bp->checksum_name[0] != '\0' || !*t || strlen(t) >= sizeof bp->checksum;
+                if (!bad_ck) {
+                    strcpy(bp->checksum_name, ck);
+                    strcpy(bp->checksum, t);
+                }
+            }
             if (is_elem(f, "PartNumber")) {
                 char *end;
                 unsigned long v = strtoul(t, &end, 10);
@@ -161,7 +187,7 @@ int gw_xml_parse_complete(const char *xml, size_t len, struct gw_xml_parts *out)
             }
             free(t);
         }
-        if (!have_no || !have_etag)
+        if (!have_no || !have_etag || bad_ck)
             goto out;
         out->n++;
     }

@@ -1000,7 +1000,7 @@ static void multipart_happy_path_has_md5_of_md5s_etag(void)
     CU_ASSERT(strlen(id) >= 32);
     CU_ASSERT_EQUAL(strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
                                "0123456789-_"), strlen(id));
-    struct backend_part parts[3];
+    struct backend_part parts[3] = { { 0 } };   /* no checksums */
     size_t off = 0;
     /* upload out of order, and part 2 twice (the second replaces it) */
     unsigned order[4] = { 3, 2, 1, 2 };
@@ -1060,6 +1060,96 @@ static void multipart_happy_path_has_md5_of_md5s_etag(void)
     backend_uploads_page_free(&up);
     CU_ASSERT_EQUAL(count_tmp_files(""), 0);
     free(data);
+}
+
+/* A part with an additional checksum, as the gateway commits it. */
+static enum backend_status upload_part_ck(const char *key, const char *id, unsigned no,
+                                          const char *data, const char *ck_name,
+                                          const char *ck, char etag[72])
+{
+    struct backend_put *p;
+    enum backend_status s = backend_mpu_part_begin(g_b, "bkt", key, id, no, &p);
+    if (s != BACKEND_OK)
+        return s;
+    size_t len = strlen(data);
+    backend_put_write(p, data, len);
+    struct obj_meta m = { 0 };
+    md5_hex((const unsigned char *)data, len, m.etag);
+    obj_meta_add_hdr(&m, ck_name, ck);
+    s = backend_put_commit(p, &m, NULL);
+    memcpy(etag, m.etag, 33);
+    obj_meta_clear(&m);
+    return s;
+}
+
+static void multipart_part_checksums_are_kept_listed_and_checked(void)
+{
+    struct obj_meta hm = { 0 };
+    obj_meta_add_hdr(&hm, "content-type", "text/plain");
+    obj_meta_add_hdr(&hm, "x-amz-checksum-algorithm", "CRC32");
+    obj_meta_add_hdr(&hm, "x-amz-checksum-type", "COMPOSITE");
+    char id[BACKEND_UPLOAD_ID_MAX];
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_create(g_b, "bkt", "ck", &hm, id), BACKEND_OK);
+    obj_meta_clear(&hm);
+    /* the upload's settings come back from mpu_head */
+    struct obj_meta um;
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_head(g_b, "bkt", "ck", id, &um), BACKEND_OK);
+    CU_ASSERT_STRING_EQUAL(obj_meta_get_hdr(&um, "x-amz-checksum-algorithm"), "CRC32");
+    CU_ASSERT_STRING_EQUAL(obj_meta_get_hdr(&um, "x-amz-checksum-type"), "COMPOSITE");
+    obj_meta_clear(&um);
+    CU_ASSERT_EQUAL(backend_mpu_head(g_b, "bkt", "other", id, &um), BACKEND_NO_UPLOAD);
+    obj_meta_clear(&um);
+    CU_ASSERT_EQUAL(backend_mpu_head(g_b, "bkt", "ck", "bogus", &um), BACKEND_NO_UPLOAD);
+    obj_meta_clear(&um);
+
+    /* one part: crc32("hello") = 0x3610a686 */
+    struct backend_part part = { .part_no = 1 };
+    CU_ASSERT_EQUAL_FATAL(upload_part_ck("ck", id, 1, "hello", "x-amz-checksum-crc32",
+                                         "NhCmhg==", part.etag), BACKEND_OK);
+    struct backend_parts_page pg;
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_list_parts(g_b, "bkt", "ck", id, 0, 10, &pg), BACKEND_OK);
+    CU_ASSERT_EQUAL_FATAL(pg.n_parts, 1);
+    CU_ASSERT_STRING_EQUAL(pg.parts[0].checksum_name, "x-amz-checksum-crc32");
+    CU_ASSERT_STRING_EQUAL(pg.parts[0].checksum, "NhCmhg==");
+    backend_parts_page_free(&pg);
+
+    /* a checksum given in Complete must be the stored one */
+    struct obj_meta out;
+    static const struct {
+        const char *name, *value;
+    } wrong[] = {
+        { "x-amz-checksum-crc32", "AAAAAA==" },
+        { "x-amz-checksum-sha1", "NhCmhg==" },
+    };
+    for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
+        struct backend_part bad = part;
+        snprintf(bad.checksum_name, sizeof bad.checksum_name, "%s", wrong[i].name);
+        snprintf(bad.checksum, sizeof bad.checksum, "%s", wrong[i].value);
+        CU_ASSERT_EQUAL(backend_mpu_complete(g_b, "bkt", "ck", id, &bad, 1, &out),
+                        BACKEND_INVALID_PART);
+        obj_meta_clear(&out);
+    }
+
+    /* the given meta replaces the upload's headers on the object */
+    struct obj_meta fin = { 0 };
+    obj_meta_add_hdr(&fin, "content-type", "text/plain");
+    obj_meta_add_hdr(&fin, "x-amz-checksum-crc32", "composite-1");
+    obj_meta_add_hdr(&fin, "x-amz-checksum-type", "COMPOSITE");
+    struct backend_part good = part;
+    strcpy(good.checksum_name, "x-amz-checksum-crc32");
+    strcpy(good.checksum, "NhCmhg==");
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_complete_meta(g_b, "bkt", "ck", id, &good, 1, &fin, &out),
+                          BACKEND_OK);
+    obj_meta_clear(&out);
+    obj_meta_clear(&fin);
+    struct obj_meta m;
+    CU_ASSERT_EQUAL_FATAL(backend_object_head(g_b, "bkt", "ck", &m), BACKEND_OK);
+    CU_ASSERT_STRING_EQUAL(obj_meta_get_hdr(&m, "x-amz-checksum-crc32"), "composite-1");
+    CU_ASSERT_STRING_EQUAL(obj_meta_get_hdr(&m, "content-type"), "text/plain");
+    CU_ASSERT_PTR_NULL(obj_meta_get_hdr(&m, "x-amz-checksum-algorithm"));
+    CU_ASSERT_EQUAL(m.size, 5);
+    obj_meta_clear(&m);
+    backend_object_delete(g_b, "bkt", "ck");
 }
 
 static void multipart_complete_errors(void)
@@ -1305,6 +1395,7 @@ int register_tests(void)
     T(foreign_file_has_stable_pseudo_etag_that_changes_with_file);
     T(bucket_create_head_list_delete_rules);
     T(multipart_happy_path_has_md5_of_md5s_etag);
+    T(multipart_part_checksums_are_kept_listed_and_checked);
     T(multipart_complete_errors);
     T(multipart_part_copy_with_range);
     T(list_parts_pages_ascending);

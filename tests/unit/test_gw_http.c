@@ -2,6 +2,7 @@
  * conditional requests, dates, percent-decoding, request routing, and XML
  * escaping and body parsing. */
 #include <CUnit/CUnit.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -288,6 +289,71 @@ static void complete_body_parses_parts_and_strips_quotes(void)
     free(p.parts);
 }
 
+static void complete_body_reads_part_checksums(void)
+{
+    static const struct {
+        const char *elem, *hdr, *value;
+    } cases[] = {
+        { "ChecksumCRC32", "x-amz-checksum-crc32", "Mvu1Ug==" },
+        { "ChecksumCRC32C", "x-amz-checksum-crc32c", "yZRlqg==" },
+        { "ChecksumCRC64NVME", "x-amz-checksum-crc64nvme", "AAAAAAAAAAA=" },
+        { "ChecksumSHA1", "x-amz-checksum-sha1", "qZk+NkcGgWq6PiVxeFDCbJzQ2J0=" },
+        { "ChecksumSHA256", "x-amz-checksum-sha256",
+          "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char xml[512];
+        snprintf(xml, sizeof xml, "<CompleteMultipartUpload>"
+                 "<Part><PartNumber>1</PartNumber><ETag>\"aaa\"</ETag><%s>%s</%s></Part>"
+                 "<Part><PartNumber>2</PartNumber><ETag>bbb</ETag></Part>"
+                 "</CompleteMultipartUpload>", cases[i].elem, cases[i].value, cases[i].elem);
+        struct gw_xml_parts p;
+        CU_ASSERT_EQUAL_FATAL(gw_xml_parse_complete(xml, strlen(xml), &p), 0);
+        CU_ASSERT_EQUAL(p.n, 2);
+        CU_ASSERT_STRING_EQUAL(p.parts[0].checksum_name, cases[i].hdr);
+        CU_ASSERT_STRING_EQUAL(p.parts[0].checksum, cases[i].value);
+        CU_ASSERT_STRING_EQUAL(p.parts[1].checksum_name, "");   /* optional */
+        CU_ASSERT_STRING_EQUAL(p.parts[1].checksum, "");
+        free(p.parts);
+    }
+}
+
+static void bad_part_checksums_are_malformed(void)
+{
+    char big[300];
+    memset(big, 'A', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    char too_long[512];
+    snprintf(too_long, sizeof too_long, "<CompleteMultipartUpload><Part><PartNumber>1"
+             "</PartNumber><ETag>a</ETag><ChecksumCRC32>%s</ChecksumCRC32></Part>"
+             "</CompleteMultipartUpload>", big);
+    const char *const bad[] = {
+        /* two checksums for one part */
+        "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>a</ETag>"
+        "<ChecksumCRC32>Mvu1Ug==</ChecksumCRC32><ChecksumSHA1>qZk=</ChecksumSHA1></Part>"
+        "</CompleteMultipartUpload>",
+        /* empty value */
+        "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>a</ETag>"
+        "<ChecksumCRC32></ChecksumCRC32></Part></CompleteMultipartUpload>",
+        /* a value holding elements */
+        "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>a</ETag>"
+        "<ChecksumCRC32><x/></ChecksumCRC32></Part></CompleteMultipartUpload>",
+        too_long,
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct gw_xml_parts p;
+        CU_ASSERT_EQUAL(gw_xml_parse_complete(bad[i], strlen(bad[i]), &p), -1);
+        CU_ASSERT_PTR_NULL(p.parts);
+    }
+    /* an unknown checksum-like element is ignored, as S3 ignores it */
+    const char *odd = "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>a</ETag>"
+                      "<ChecksumMD5>x</ChecksumMD5></Part></CompleteMultipartUpload>";
+    struct gw_xml_parts p;
+    CU_ASSERT_EQUAL_FATAL(gw_xml_parse_complete(odd, strlen(odd), &p), 0);
+    CU_ASSERT_STRING_EQUAL(p.parts[0].checksum_name, "");
+    free(p.parts);
+}
+
 static void malformed_bodies_are_refused(void)
 {
     static const char *const bad_complete[] = {
@@ -371,6 +437,8 @@ int register_tests(void)
     CU_add_test(s, "url_encode_matches_s3", url_encode_matches_s3);
     CU_add_test(s, "complete_body_parses_parts_and_strips_quotes",
                 complete_body_parses_parts_and_strips_quotes);
+    CU_add_test(s, "complete_body_reads_part_checksums", complete_body_reads_part_checksums);
+    CU_add_test(s, "bad_part_checksums_are_malformed", bad_part_checksums_are_malformed);
     CU_add_test(s, "malformed_bodies_are_refused", malformed_bodies_are_refused);
     CU_add_test(s, "delete_body_reads_keys_and_quiet", delete_body_reads_keys_and_quiet);
     CU_add_test(s, "error_table_maps_every_backend_status",
