@@ -141,6 +141,9 @@ void conf_free(struct conf *c)
     free(c->data_dir);
     free(c->cold_url);
     free(c->cold_ca_path);
+    free(c->cold_access_key);
+    secret_free(c->cold_secret_key);
+    free(c->cold_region);
     free(c->spool_dir);
     free(c->cache_dir);
     free(c->region);
@@ -172,6 +175,9 @@ static int conf_copy(struct conf *dst, const struct conf *src)
     dst->data_dir = dup_opt(src->data_dir, &ok);
     dst->cold_url = dup_opt(src->cold_url, &ok);
     dst->cold_ca_path = dup_opt(src->cold_ca_path, &ok);
+    dst->cold_access_key = dup_opt(src->cold_access_key, &ok);
+    dst->cold_secret_key = dup_opt(src->cold_secret_key, &ok);
+    dst->cold_region = dup_opt(src->cold_region, &ok);
     dst->spool_dir = dup_opt(src->spool_dir, &ok);
     dst->cache_dir = dup_opt(src->cache_dir, &ok);
     dst->region = dup_opt(src->region, &ok);
@@ -1201,6 +1207,11 @@ static const struct file_key file_keys[] = {
     { "cold_connect_timeout_ms", NULL, false },
     { "cold_request_timeout_ms", NULL, false },
     { "cold_retries", NULL, false },
+    { "cold_access_key", NULL, false },
+    { "cold_secret_key", NULL, false },
+    { "cold_secret_key_env", NULL, false },
+    { "cold_region", NULL, false },
+    { "cold_virtual_hosted", NULL, false },
     { "spool_dir", set_spool_dir, false },
     { "cache", NULL, false },
     { "region", set_region, false },
@@ -1216,11 +1227,13 @@ static const struct file_key file_keys[] = {
     { "buckets", NULL, false },
 };
 enum { N_FILE_KEYS = sizeof file_keys / sizeof file_keys[0] };
-_Static_assert(N_FILE_KEYS == 20, "update file_keys, FILE_KEYS_HELP, key_apply and the "
+_Static_assert(N_FILE_KEYS == 25, "update file_keys, FILE_KEYS_HELP, key_apply and the "
                "example config");
 
 #define FILE_KEYS_HELP "listen, data_dir, cold_url, cold_ca_path, cold_connect_timeout_ms, " \
-                       "cold_request_timeout_ms, cold_retries, spool_dir, cache, region, "    \
+                       "cold_request_timeout_ms, cold_retries, cold_access_key, "              \
+                       "cold_secret_key, cold_secret_key_env, cold_region, "                   \
+                       "cold_virtual_hosted, spool_dir, cache, region, "                       \
                        "vhost_domain, threads, log_level, shutdown_grace_s, prefetch_keep_s, " \
                        "max_xml_body, max_header_bytes, metrics_public, users, buckets"
 
@@ -1292,6 +1305,34 @@ static int key_apply(struct conf *c, const struct file_key *k, const json_t *v, 
         if (json_uint(v, k->name, 0, RETRIES_MAX, &n, err, errlen) != 0)
             return -1;
         c->cold_retries = (unsigned)n;
+        return 0;
+    }
+    if (strcmp(k->name, "cold_virtual_hosted") == 0) {
+        if (!json_is_boolean(v))
+            return fail(err, errlen, "cold_virtual_hosted: must be true or false");
+        c->cold_virtual_hosted = json_is_true(v);
+        return 0;
+    }
+    if (strcmp(k->name, "cold_access_key") == 0 || strcmp(k->name, "cold_secret_key") == 0 ||
+        strcmp(k->name, "cold_region") == 0) {
+        const char *s = json_cstr(v);
+        if (s == NULL || s[0] == '\0')
+            return fail(err, errlen, "%s: must be a non-empty string", k->name);
+        char **dst = k->name[5] == 'a' ? &c->cold_access_key
+                     : k->name[5] == 's' ? &c->cold_secret_key : &c->cold_region;
+        if (replace_str(dst, s) != 0)
+            return fail(err, errlen, "%s: out of memory", k->name);
+        return 0;
+    }
+    if (strcmp(k->name, "cold_secret_key_env") == 0) {
+        const char *name = json_cstr(v);
+        const char *val = name && name[0] ? getenv(name) : NULL;
+        if (name == NULL || name[0] == '\0')
+            return fail(err, errlen, "cold_secret_key_env: must name an environment variable");
+        if (val == NULL || val[0] == '\0')
+            return fail(err, errlen, "cold_secret_key_env: the variable %s is not set", name);
+        if (replace_str(&c->cold_secret_key, val) != 0)
+            return fail(err, errlen, "cold_secret_key_env: out of memory");
         return 0;
     }
     if (strcmp(k->name, "metrics_public") == 0) {
@@ -1380,8 +1421,10 @@ int conf_load_file(struct conf *c, const char *path, char *err, size_t errlen)
              jerr.column, jerr.text);
         goto out;
     }
-    if (json_is_object(root) && file_holds_secrets(json_object_get(root, "users"))
-        && (st.st_mode & 077) != 0) {
+    if (json_is_object(root) &&
+        (file_holds_secrets(json_object_get(root, "users")) ||
+         json_object_get(root, "cold_secret_key") != NULL) &&
+        (st.st_mode & 077) != 0) {
         fail(err, errlen, "%s: holds secret keys but its mode %04o lets group or others "
              "access it; run chmod 600 %s", path, (unsigned)(st.st_mode & 07777), path);
         goto out;
@@ -1564,6 +1607,10 @@ int conf_validate(const struct conf *c, char *err, size_t errlen)
         return fail(err, errlen, "region: must not be empty");
     if (c->cold_url != NULL && !cold_url_ok(c->cold_url))
         return fail(err, errlen, "cold_url: " COLD_URL_HELP);
+    if ((c->cold_access_key == NULL) != (c->cold_secret_key == NULL))
+        return fail(err, errlen, "cold_access_key and cold_secret_key (or cold_secret_key_env) "
+                    "go together: give both, or neither to use AWS_ACCESS_KEY_ID / "
+                    "AWS_SECRET_ACCESS_KEY");
     if (c->cold_ca_path != NULL && c->cold_ca_path[0] == '\0')
         return fail(err, errlen, "cold_ca_path: must be a non-empty path or null");
     if (c->cold_connect_timeout_ms < 1 || c->cold_connect_timeout_ms > CONNECT_TIMEOUT_MAX_MS)

@@ -82,6 +82,11 @@ struct conf {
     unsigned cold_connect_timeout_ms;  /* "cold_connect_timeout_ms": 1000 (1..600000) */
     unsigned cold_request_timeout_ms;  /* "cold_request_timeout_ms": 30000 (1..3600000) */
     unsigned cold_retries;          /* "cold_retries": 2 (0..10) */
+    char *cold_access_key;          /* "cold_access_key"; NULL: $AWS_ACCESS_KEY_ID */
+    char *cold_secret_key;          /* "cold_secret_key" or the variable named by
+                                       "cold_secret_key_env"; NULL: $AWS_SECRET_ACCESS_KEY */
+    char *cold_region;              /* "cold_region"; NULL: $AWS_REGION, else region */
+    bool cold_virtual_hosted;       /* "cold_virtual_hosted": bucket.host addressing */
     char *spool_dir;                /* "spool_dir": where uploads to an S3 cold tier are
                                        staged; "/tmp" */
 

@@ -133,7 +133,10 @@ static int serve(int argc, char **argv)
                                                             c.buckets[i].cold_bucket };
         struct backend_s3_conf sc = {
             .endpoint = cold,
-            .region = getenv("AWS_REGION") ? NULL : c.region,
+            .region = c.cold_region ? c.cold_region : getenv("AWS_REGION") ? NULL : c.region,
+            .access_key = c.cold_access_key,
+            .secret_key = c.cold_secret_key,
+            .virtual_hosted = c.cold_virtual_hosted,
             .ca_path = c.cold_ca_path,
             .connect_timeout_ms = c.cold_connect_timeout_ms,
             .request_timeout_ms = c.cold_request_timeout_ms,

@@ -191,8 +191,9 @@ struct bad_case {
 static const struct bad_case bad_files[] = {
     { "unknown_top_key_lists_allowed", "{\"lsten\":\"1.2.3.4:9000\"}",
       "unknown key \"lsten\" (allowed: listen, data_dir, cold_url, cold_ca_path, "
-      "cold_connect_timeout_ms, cold_request_timeout_ms, cold_retries, spool_dir, cache, region, "
-      "vhost_domain, threads, log_level, shutdown_grace_s, prefetch_keep_s, max_xml_body, "
+      "cold_connect_timeout_ms, cold_request_timeout_ms, cold_retries, cold_access_key, "
+      "cold_secret_key, cold_secret_key_env, cold_region, cold_virtual_hosted, spool_dir, cache, "
+      "region, vhost_domain, threads, log_level, shutdown_grace_s, prefetch_keep_s, max_xml_body, "
       "max_header_bytes, metrics_public, users, buckets)" },
     { "prefetch_keep_zero", "{\"prefetch_keep_s\": 0}", "prefetch_keep_s: must be an integer" },
     { "top_level_array", "[1,2]", "top level: must be a JSON object" },
@@ -1476,6 +1477,53 @@ static void env_root_without_users_is_admin(void)
     conf_free(&c);
 }
 
+/* The cold tier's own credentials: from the file or a named variable,
+ * both halves or neither, and a file holding the secret must be private. */
+static void cold_credentials_load_and_are_checked(void)
+{
+    struct conf c;
+    char err[1024];
+    defaults(&c);
+    const char *good = "{\"cold_url\": \"http://127.0.0.1:9000\", \"cold_access_key\": \"AK\", "
+                       "\"cold_secret_key\": \"cold-s3cr3t\", \"cold_region\": \"eu-west-1\", "
+                       "\"cold_virtual_hosted\": true}";
+    CU_ASSERT_EQUAL_FATAL(load_text(&c, good, 0600, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(c.cold_access_key, "AK");
+    CU_ASSERT_STRING_EQUAL(c.cold_secret_key, "cold-s3cr3t");
+    CU_ASSERT_STRING_EQUAL(c.cold_region, "eu-west-1");
+    CU_ASSERT_TRUE(c.cold_virtual_hosted);
+    CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), 0);
+    conf_free(&c);
+
+    defaults(&c);
+    CU_ASSERT_EQUAL(load_text(&c, good, 0644, err, sizeof err), -1);   /* secret, readable */
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "chmod 600"));
+    CU_ASSERT_PTR_NULL(strstr(err, "cold-s3cr3t"));
+    conf_free(&c);
+
+    defaults(&c);
+    CU_ASSERT_EQUAL(load_text(&c, "{\"cold_access_key\": \"AK\"}", 0600, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "go together"));
+    conf_free(&c);
+
+    defaults(&c);
+    unsetenv("SG_TEST_COLD_SECRET");
+    CU_ASSERT_EQUAL(load_text(&c, "{\"cold_secret_key_env\": \"SG_TEST_COLD_SECRET\"}", 0644,
+                              err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "SG_TEST_COLD_SECRET is not set"));
+    conf_free(&c);
+
+    defaults(&c);
+    setenv("SG_TEST_COLD_SECRET", "from-env", 1);
+    CU_ASSERT_EQUAL(load_text(&c, "{\"cold_access_key\": \"AK\", \"cold_secret_key_env\": "
+                              "\"SG_TEST_COLD_SECRET\"}", 0644, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(c.cold_secret_key, "from-env");
+    CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), 0);
+    unsetenv("SG_TEST_COLD_SECRET");
+    conf_free(&c);
+}
+
 static void permissions_and_buckets_load(void)
 {
     struct conf c;
@@ -1736,6 +1784,7 @@ static const struct test_entry perm_tests[] = {
     T(default_root_is_admin_on_every_bucket),
     T(env_root_without_users_is_admin),
     T(permissions_and_buckets_load),
+    T(cold_credentials_load_and_are_checked),
     T(bucket_consistency_and_cold_bucket_load),
     T(level_names_round_trip),
     T(secret_key_env_is_read_at_load_and_never_echoed),
