@@ -30,7 +30,13 @@ struct gw {
 
 enum {
     MAX_HEADERS = 256,           /* S3 has no hard cap; ours bounds the array */
-    CONN_MEMORY = 128 * 1024,    /* MHD's per-connection pool: headers + read buffer */
+    /* MHD's per-connection pool (headers + read buffer). libmicrohttpd
+     * 0.9.75 zeroes the unused pool after every keep-alive request, so its
+     * size is paid per request: 128 KiB cost 1.4x in 4 KiB hits/s against
+     * 32 KiB, and 128 KiB of RSS per idle connection
+     * (bench/results/ab-conn-memory.md). 32 KiB still holds the 16 KiB
+     * header limit. */
+    CONN_MEMORY = 32 * 1024,
     CONN_TIMEOUT_S = 300,        /* idle keep-alive and stalled uploads */
 };
 

@@ -422,6 +422,46 @@ static void warm_brings_an_object_in_without_a_reader(void)
     teardown();
 }
 
+/* A hit decodes its stored headers from the cache file; a header block
+ * longer than the first small read must come back whole. */
+static void long_stored_headers_survive_a_hit(void)
+{
+    setup(1);
+    char big[2400];
+    memset(big, 'v', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    unsigned char payload[100] = { 1, 2, 3 };
+    struct backend_put *bp;
+    CU_ASSERT_EQUAL_FATAL(backend_put_begin(cold, "bkt", "meta", &bp), BACKEND_OK);
+    CU_ASSERT_EQUAL_FATAL(backend_put_write(bp, payload, sizeof payload), BACKEND_OK);
+    struct obj_meta m;
+    memset(&m, 0, sizeof m);
+    md5_hex(payload, sizeof payload, m.etag);
+    obj_meta_add_hdr(&m, "x-amz-meta-long", big);
+    CU_ASSERT_EQUAL_FATAL(backend_put_commit(bp, &m, NULL), BACKEND_OK);
+    obj_meta_clear(&m);
+    struct cache_obj *o = NULL;
+    enum backend_status bst;
+    int waits;
+    CU_ASSERT_EQUAL_FATAL(open_wait("meta", &m, &o, &bst, &waits), CACHE_OK);   /* the miss */
+    free(read_all(o, sizeof payload));
+    cache_obj_close(o);
+    obj_meta_clear(&m);
+    struct cache_stats s;
+    for (int i = 0; i < 1000 && (cache_stats_get(cache, &s), !s.fills_done); i++)
+        usleep(10000);
+    CU_ASSERT_EQUAL_FATAL(open_wait("meta", &m, &o, &bst, &waits), CACHE_OK);   /* the hit */
+    CU_ASSERT_TRUE(cache_obj_complete(o));
+    const char *v = obj_meta_get_hdr(&m, "x-amz-meta-long");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+    CU_ASSERT_STRING_EQUAL(v, big);
+    cache_obj_close(o);
+    obj_meta_clear(&m);
+    cache_stats_get(cache, &s);
+    CU_ASSERT_EQUAL(s.hits, 1);
+    teardown();
+}
+
 static void uring_read_path_serves_the_same_bytes(void)
 {
     read_uring = true;
@@ -483,6 +523,7 @@ int register_tests(void)
     CU_add_test(s, "invalidate_makes_the_next_open_a_miss", invalidate_makes_the_next_open_a_miss);
     CU_add_test(s, "warm_brings_an_object_in_without_a_reader",
                 warm_brings_an_object_in_without_a_reader);
+    CU_add_test(s, "long_stored_headers_survive_a_hit", long_stored_headers_survive_a_hit);
     CU_add_test(s, "uring_read_path_serves_the_same_bytes", uring_read_path_serves_the_same_bytes);
     CU_add_test(s, "header_codec_round_trips", header_codec_round_trips);
     return CU_get_error() == CUE_SUCCESS ? 0 : -1;
