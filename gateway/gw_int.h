@@ -360,6 +360,12 @@ void gw_req_resume(void *arg);
 /* now + the cache's wait timeout, as a waiter deadline. */
 struct timespec gw_wait_deadline(const struct gw_req *r);
 
+/* CopyObject / UploadPartCopy: parses x-amz-copy-source, checks read
+ * permission on it, HEADs it into *src (caller clears) and evaluates the
+ * x-amz-copy-source-if-* conditions. 0, or -1 after replying. */
+int gw_copy_source_open(struct gw_req *r, const char **bucket, const char **key,
+                        struct obj_meta *src);
+
 /* Replies with the error for a backend status, naming the bucket/key. */
 void gw_reply_backend_error(struct gw_req *r, enum backend_status st);
 

@@ -291,21 +291,12 @@ void gw_h_mpu_part_copy(struct gw_req *r)
         gw_reply_error(r, S3E_INVALID_ARGUMENT, msg, NULL);
         return;
     }
-    if (gw_parse_copy_source(r, &sb, &sk) != 0)
-        return;
     struct obj_meta src, out;
     memset(&src, 0, sizeof src);
     memset(&out, 0, sizeof out);
-    enum s3_err err;
-    enum backend_status st = backend_object_head(r->backend, sb, sk, &src);
-    if (st != BACKEND_OK) {
-        gw_reply_backend_error(r, st);
+    enum backend_status st;
+    if (gw_copy_source_open(r, &sb, &sk, &src) != 0)
         goto out;
-    }
-    if (gw_conditions_fail(r, "x-amz-copy-source-", src.etag, src.mtime.tv_sec, &err)) {
-        gw_reply_error(r, err, NULL, NULL);
-        goto out;
-    }
     const char *range = gw_req_header(r, "x-amz-copy-source-range");
     uint64_t first = 0, last = 0;
     if (range) {

@@ -576,25 +576,35 @@ int gw_parse_copy_source(struct gw_req *r, const char **bucket, const char **key
     return 0;
 }
 
+int gw_copy_source_open(struct gw_req *r, const char **bucket, const char **key,
+                        struct obj_meta *src)
+{
+    if (gw_parse_copy_source(r, bucket, key) != 0)
+        return -1;
+    enum backend_status st = backend_object_head(r->backend, *bucket, *key, src);
+    if (st != BACKEND_OK) {
+        gw_reply_backend_error(r, st);
+        return -1;
+    }
+    enum s3_err err;
+    if (gw_conditions_fail(r, "x-amz-copy-source-", src->etag, src->mtime.tv_sec, &err)) {
+        gw_reply_error(r, err, NULL, NULL);
+        return -1;
+    }
+    return 0;
+}
+
 void gw_h_object_copy(struct gw_req *r)
 {
     const char *sb, *sk;
-    if (gw_parse_copy_source(r, &sb, &sk) != 0)
-        return;
     struct obj_meta src, repl, out;
     memset(&src, 0, sizeof src);
     memset(&repl, 0, sizeof repl);
     memset(&out, 0, sizeof out);
     enum s3_err err;
-    enum backend_status st = backend_object_head(r->backend, sb, sk, &src);
-    if (st != BACKEND_OK) {
-        gw_reply_backend_error(r, st);
+    enum backend_status st;
+    if (gw_copy_source_open(r, &sb, &sk, &src) != 0)
         goto out;
-    }
-    if (gw_conditions_fail(r, "x-amz-copy-source-", src.etag, src.mtime.tv_sec, &err)) {
-        gw_reply_error(r, err, NULL, NULL);
-        goto out;
-    }
     if (src.size > MAX_SINGLE_PUT) {
         gw_reply_error(r, S3E_INVALID_REQUEST, "The specified copy source is larger than the "
                        "maximum allowable size for a copy source: 5368709120", NULL);
