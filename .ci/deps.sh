@@ -7,7 +7,8 @@ set -euo pipefail
 want=(build-essential cmake pkg-config libmicrohttpd-dev liburing-dev libjansson-dev
       libxml2-dev libssl-dev libcurl4-openssl-dev)
 if [ "${1:-build}" = test ]; then
-  want+=(libcunit1-dev python3 python3-boto3 awscli curl clang libclang-rt-14-dev)
+  want+=(libcunit1-dev python3 python3-boto3 awscli curl clang libclang-rt-14-dev
+         nginx wrk)
 fi
 missing=()
 for p in "${want[@]}"; do

@@ -1,0 +1,1400 @@
+#!/usr/bin/env python3
+"""shardgate benchmark driver (called by bench/run.sh; stdlib only).
+
+Starts on 127.0.0.1 only: a cold tier (nginx static over the dataset, with a
+/bench/slow/ location throttled to 100 MiB/s per connection and WebDAV PUT so
+write-through works), shardgate with --cold pointing at it and a cache dir, an
+nginx static server over the same files (the hit reference) and an nginx
+proxy_cache with proxy_cache_lock in front of the same cold tier (the late
+joiner reference). Runs the cases, alternating the systems run by run, and
+writes bench/results/report-MODE.{md,json} and plots. Everything it started
+is stopped by pid on exit.
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH = os.path.dirname(HERE)
+ROOT = os.path.dirname(BENCH)
+# BENCH_RESULTS: where the report and plots go (the test suite's smoke run
+# writes into its build directory, not into the repository)
+RESULTS = os.environ.get("BENCH_RESULTS", os.path.join(BENCH, "results"))
+CLK = os.sysconf("SC_CLK_TCK")
+MiB = 1 << 20
+
+MODES = {
+    # smoke: start everything, one short hit case, a table
+    "smoke": dict(reps=1, dur=2, sizes=[("4k", 4096, 200)], conc=[8], cold=False, lj=False,
+                  mixed=False, bipolar=False, memory=False, threads=False, epoch=False),
+    "quick": dict(reps=3, dur=3, sizes=[("4k", 4096, 2000), ("1m", MiB, 16), ("64m", 64 * MiB, 4)],
+                  conc=[1, 8, 64], cold=True, cold1m=20, cold64m=2, lj=True, mixed=True,
+                  bipolar=True, put_bytes=1 << 30, memory=True, small_n=20000, idle_conns=1000,
+                  threads=True, epoch=True, epoch_shards=64, epochs=4),
+    # profile: perf stat (syscalls, instructions) and perf record of both servers during hits
+    "profile": dict(reps=1, dur=5, sizes=[("4k", 4096, 2000), ("64m", 64 * MiB, 4)], conc=[64, 8],
+                    cold=False, lj=False, mixed=False, bipolar=False, memory=False, threads=False, epoch=False),
+    "full": dict(reps=5, dur=10, sizes=[("4k", 4096, 2000), ("1m", MiB, 16), ("64m", 64 * MiB, 4)],
+                 conc=[1, 8, 64], cold=True, cold1m=50, cold64m=4, lj=True, mixed=True,
+                 bipolar=True, put_bytes=4 << 30, memory=True, small_n=1000000, idle_conns=1000,
+                 threads=True, epoch=True, epoch_shards=128, epochs=5),
+}
+
+PROCS = []  # (name, Popen) we started
+
+
+def log(*a):
+    print("[bench %s]" % time.strftime("%H:%M:%S"), *a, file=sys.stderr, flush=True)
+
+
+def stop_all():
+    for name, p in reversed(PROCS):
+        if p.poll() is None:
+            try:
+                p.send_signal(signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    deadline = time.time() + 10
+    for name, p in reversed(PROCS):
+        try:
+            p.wait(timeout=max(0.1, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    PROCS.clear()
+
+
+def free_port(start):
+    p = start
+    while True:
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", p))
+            s.close()
+            return p
+        except OSError:
+            p += 1
+        finally:
+            s.close()
+
+
+def wait_port(port, proc, timeout=15):
+    t = time.time()
+    while time.time() - t < timeout:
+        if proc.poll() is not None:
+            raise RuntimeError("process exited with %s before listening on %d" % (proc.returncode, port))
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.02)
+    raise RuntimeError("nothing listens on 127.0.0.1:%d after %ds" % (port, timeout))
+
+
+def children(pid):
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    st = f.read()
+                if int(st.rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(d))
+            except (OSError, ValueError, IndexError):
+                pass
+    return out
+
+
+def cpu_ticks(pids):
+    t = 0
+    for pid in pids:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                f_ = f.read().rsplit(")", 1)[1].split()
+            t += int(f_[11]) + int(f_[12])  # utime, stime (fields 14, 15)
+        except OSError:
+            pass
+    return t
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+class Server:
+    def __init__(self, name, argv, port, log_path, env=None, nginx=False):
+        self.name, self.argv, self.port, self.log_path, self.env, self.nginx = name, argv, port, log_path, env, nginx
+        self.proc = None
+
+    def start(self):
+        lf = open(self.log_path, "ab")
+        self.t_spawn = time.time()
+        self.proc = subprocess.Popen(self.argv, stdout=lf, stderr=subprocess.STDOUT, env=self.env,
+                                     start_new_session=True)
+        PROCS.append((self.name, self.proc))
+        wait_port(self.port, self.proc)
+        return self
+
+    def pids(self):
+        if self.nginx:
+            return children(self.proc.pid)  # the workers do the work
+        return [self.proc.pid]
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=40)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        PROCS[:] = [x for x in PROCS if x[1] is not self.proc]
+
+
+def http_get(port, path, timeout=30):
+    with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=timeout) as r:
+        return r.status, r.read()
+
+
+def metrics(port):
+    _, body = http_get(port, "/metrics")
+    m = {}
+    for line in body.decode().splitlines():
+        if line and not line.startswith("#"):
+            k, v = line.rsplit(" ", 1)
+            m[k] = float(v)
+    return m
+
+
+# ---------------------------------------------------------------- data
+
+def make_data(work, mode):
+    data = os.path.join(work, "data", "bench")
+    os.makedirs(data, exist_ok=True)
+    rnd = {}
+    for tag, size, n in mode["sizes"]:
+        d = os.path.join(data, "s" + tag)
+        os.makedirs(d, exist_ok=True)
+        for i in range(n):
+            p = os.path.join(d, "%06d" % i)
+            if not os.path.exists(p) or os.path.getsize(p) != size:
+                with open(p, "wb") as f:
+                    f.write(os.urandom(size))
+        rnd[tag] = os.path.join(d, "%06d" % 0)
+    # cold objects and everything else are hard links of one random file per
+    # size: distinct keys (distinct cache entries), no extra bytes to write
+    src64 = os.path.join(work, "rand64m")
+    if not os.path.exists(src64):
+        with open(src64, "wb") as f:
+            for _ in range(64):
+                f.write(os.urandom(MiB))
+    src1 = os.path.join(work, "rand1m")
+    if not os.path.exists(src1):
+        with open(src1, "wb") as f:
+            f.write(os.urandom(MiB))
+    return data, src1, src64
+
+
+def link(src, dst):
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    if not os.path.exists(dst):
+        os.link(src, dst)
+
+
+# ---------------------------------------------------------------- configs
+
+NGX_COMMON = """{user}worker_processes {workers};
+daemon off;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+worker_rlimit_nofile 65536;
+events {{ worker_connections 8192; }}
+http {{
+  default_type application/octet-stream;
+  sendfile on; tcp_nopush on; tcp_nodelay on;
+  keepalive_timeout 300s; keepalive_requests 1000000;
+  client_body_temp_path {dir}/cbt; proxy_temp_path {dir}/pt; fastcgi_temp_path {dir}/ft;
+  uwsgi_temp_path {dir}/ut; scgi_temp_path {dir}/st;
+  {access}
+  {body}
+}}
+"""
+
+
+def nginx_conf(dir_, body, workers=2, access="access_log off;"):
+    os.makedirs(dir_, exist_ok=True)
+    user = "user root root;\n" if os.geteuid() == 0 else ""
+    txt = NGX_COMMON.format(user=user, workers=workers, dir=dir_, body=body, access=access)
+    p = os.path.join(dir_, "nginx.conf")
+    with open(p, "w") as f:
+        f.write(txt)
+    return p
+
+
+def start_nginx(name, dir_, body, port, workers=2, access="access_log off;"):
+    conf = nginx_conf(dir_, body, workers, access)
+    return Server(name, ["nginx", "-p", dir_, "-c", conf], port, os.path.join(dir_, "stdout.log"),
+                  nginx=True).start()
+
+
+def start_shardgate(env_, name, port, cold_port, cache_dir, threads=0, extra=None):
+    d = os.path.join(env_["work"], name)
+    os.makedirs(d, exist_ok=True)
+    os.makedirs(cache_dir, exist_ok=True)
+    cfg = {"listen": "127.0.0.1:%d" % port, "log_level": "warn", "metrics_public": True,
+           "spool_dir": os.path.join(env_["work"], "spool"),
+           "cache": {"dir": cache_dir, "size": "200GiB", "fill_workers": 8},
+           "buckets": {"bench": {"public_read": True, "consistency": "immutable"}}}
+    os.makedirs(cfg["spool_dir"], exist_ok=True)
+    cp = os.path.join(d, "shardgate.json")
+    with open(cp, "w") as f:
+        json.dump(cfg, f)
+    os.chmod(cp, 0o600)
+    argv = [env_["bin"], "serve", "--config", cp, "--cold", "http://127.0.0.1:%d" % cold_port]
+    if threads:
+        argv += ["--threads", str(threads)]
+    if extra:
+        argv += extra
+    e = dict(os.environ, AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench-secret",
+             AWS_REGION="us-east-1")
+    return Server(name, argv, port, os.path.join(d, "shardgate.log"), env=e).start()
+
+
+# ---------------------------------------------------------------- clients
+
+WRK_LUA = r"""
+local prefix = os.getenv("WRK_PREFIX")
+local n = tonumber(os.getenv("WRK_N"))
+local i = 0
+setup = function(thread) end
+init = function(args) math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16) % 100000); i = math.random(n) - 1 end
+request = function()
+  i = (i + 1) % n
+  return wrk.format("GET", prefix .. string.format("%06d", i))
+end
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format('WRKJSON {"p50":%d,"p90":%d,"p99":%d,"max":%d,"requests":%d,"bytes":%d,"duration_us":%d,"errors":%d,"status_errors":%d}\n',
+    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max,
+    summary.requests, summary.bytes, summary.duration, e.connect + e.read + e.write + e.timeout, e.status))
+end
+"""
+
+
+def run_wrk(env_, server, prefix, n, conns, dur):
+    lua = os.path.join(env_["work"], "paths.lua")
+    if not os.path.exists(lua):
+        with open(lua, "w") as f:
+            f.write(WRK_LUA)
+    threads = min(2, conns)
+    e = dict(os.environ, WRK_PREFIX=prefix, WRK_N=str(n))
+    c0 = cpu_ticks(server.pids())
+    out = subprocess.run(["wrk", "-t%d" % threads, "-c%d" % conns, "-d%ds" % dur, "--timeout", "60s",
+                          "-s", lua, "http://127.0.0.1:%d" % server.port], env=e,
+                         capture_output=True, text=True, timeout=dur + 120)
+    c1 = cpu_ticks(server.pids())
+    line = [l for l in out.stdout.splitlines() if l.startswith("WRKJSON ")]
+    if not line:
+        raise RuntimeError("wrk gave no result: %s %s" % (out.stdout, out.stderr))
+    r = json.loads(line[0][8:])
+    secs = r["duration_us"] / 1e6
+    r["rps"] = r["requests"] / secs
+    r["MBps"] = r["bytes"] / secs / 1e6
+    r["cpu_us_per_req"] = (c1 - c0) / CLK * 1e6 / max(1, r["requests"])
+    r["cpu_util"] = (c1 - c0) / CLK / secs
+    r["p50_ms"], r["p99_ms"] = r["p50"] / 1e3, r["p99"] / 1e3
+    if r["errors"] or r["status_errors"]:
+        raise RuntimeError("wrk against %s saw errors: %s" % (server.name, r))
+    return r
+
+
+def run_getc(env_, port, paths, conc=1, stagger=0, keepalive=True, check=True):
+    lst = os.path.join(env_["work"], "getc.list")
+    with open(lst, "w") as f:
+        f.write("\n".join(paths) + "\n")
+    argv = [env_["getc"], "-c", str(conc), "-f", lst]
+    if stagger:
+        argv += ["-s", str(stagger)]
+    if keepalive:
+        argv += ["-k"]
+    argv += ["127.0.0.1", str(port)]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    rows = []
+    for line in out.stdout.splitlines():
+        t, st, ttfb, ttbody, tot, code, nbytes, path = line.split()
+        rows.append(dict(thread=int(t), start=float(st), ttfb=float(ttfb), ttbody=float(ttbody),
+                         total=float(tot), status=int(code), bytes=int(nbytes), path=path))
+    if check and (out.returncode != 0 or len(rows) != len(paths)):
+        raise RuntimeError("getc failed on port %d: rc=%d %s" % (port, out.returncode, out.stderr[-500:]))
+    return rows
+
+
+# ---------------------------------------------------------------- helpers
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def summary(xs):
+    xs = [x for x in xs if x == x]
+    if not xs:
+        return dict(med=float("nan"), lo=float("nan"), hi=float("nan"), n=0)
+    return dict(med=statistics.median(xs), lo=min(xs), hi=max(xs), n=len(xs))
+
+
+def fmt(s, digits=None):
+    m = s["med"]
+    if m != m:
+        return "n/a"
+    d = digits if digits is not None else (0 if abs(m) >= 100 else (1 if abs(m) >= 10 else 2))
+    if s["n"] <= 1:
+        return "%.*f" % (d, m)
+    return "%.*f [%.*f-%.*f]" % (d, m, d, s["lo"], d, s["hi"])
+
+
+def pairs(reps, fa, fb):
+    """Run fa and fb reps times, alternating which goes first; returns (A[], B[])."""
+    A, B = [], []
+    for r in range(reps):
+        if r % 2 == 0:
+            A.append(fa(r))
+            B.append(fb(r))
+        else:
+            B.append(fb(r))
+            A.append(fa(r))
+    return A, B
+
+
+# ---------------------------------------------------------------- cases
+
+def case_hits(env_, mode, res):
+    sg, ngx = env_["sg"], env_["ngx_static"]
+    m0 = metrics(sg.port)
+    rows = []
+    for tag, size, n in mode["sizes"]:
+        for c in mode["conc"]:
+            dur = mode["dur"] * (2 if size >= 64 * MiB and c >= 8 else 1)
+            log("hits %s c=%d (%d s x %d reps x 2 systems)" % (tag, c, dur, mode["reps"]))
+            A, B = pairs(mode["reps"],
+                         lambda r: run_wrk(env_, sg, "/bench/s%s/" % tag, n, c, dur),
+                         lambda r: run_wrk(env_, ngx, "/bench/s%s/" % tag, n, c, dur))
+            rows.append(dict(size=tag, bytes=size, c=c, sg=A, ngx=B))
+    m1 = metrics(sg.port)
+    hits = m1["shardgate_cache_hits_total"] - m0["shardgate_cache_hits_total"]
+    bget = m1['shardgate_backend_requests_total{op="get"}'] - m0['shardgate_backend_requests_total{op="get"}']
+    res["hits"] = dict(rows=rows, hits_delta=hits, backend_get_delta=bget)
+    if bget != 0 or hits <= 0:
+        raise RuntimeError("hit case was not all hits: hits +%d, backend gets +%d" % (hits, bget))
+
+
+def case_cold(env_, mode, res):
+    sg, cold = env_["sg"], env_["cold"]
+    out = []
+    for tag, size, count in (("1m", MiB, mode["cold1m"]), ("64m", 64 * MiB, mode["cold64m"]),
+                             ("slow/64m", 64 * MiB, 1)):
+        src = env_["src1"] if size == MiB else env_["src64"]
+        for r in range(mode["reps"]):
+            for i in range(count):
+                link(src, os.path.join(env_["data"], "c%s" % tag, "r%d" % r, "%06d" % i))
+        if tag.startswith("slow/"):  # the cold tier's /bench/slow/ is 100 MiB/s
+            for r in range(mode["reps"]):
+                for i in range(count):
+                    link(src, os.path.join(env_["data"], "slow", "c64m", "r%d" % r, "%06d" % i))
+        log("cold miss %s: %d objects x %d reps, alternating direct / through shardgate" % (tag, count, mode["reps"]))
+
+        def one(port, srv):
+            def f(r):
+                paths = [("/bench/slow/c64m/r%d/%06d" if tag.startswith("slow/") else "/bench/c" + tag + "/r%d/%06d")
+                         % (r, i) for i in range(count)]
+                c0 = cpu_ticks(srv.pids())
+                rows = run_getc(env_, port, paths, conc=1)
+                c1 = cpu_ticks(srv.pids())
+                t = sum(x["total"] for x in rows) / 1e3
+                return dict(MBps=sum(x["bytes"] for x in rows) / t / 1e6,
+                            ttfb_ms=med([x["ttfb"] for x in rows]),
+                            ttbody_ms=med([x["ttbody"] for x in rows]),
+                            cpu_ms_per_obj=(c1 - c0) / CLK * 1e3 / count)
+            return f
+        m0 = metrics(sg.port)
+        A, B = pairs(mode["reps"], one(sg.port, sg), one(cold.port, cold))
+        m1 = metrics(sg.port)
+        out.append(dict(size=tag, sg=A, direct=B,
+                        misses=m1["shardgate_cache_misses_total"] - m0["shardgate_cache_misses_total"]))
+    res["cold"] = out
+
+
+def backend_gets_in_log(path, needle):
+    try:
+        with open(path) as f:
+            return sum(1 for l in f if needle in l and '"GET ' in l)
+    except OSError:
+        return -1
+
+
+def case_late_joiner(env_, mode, res):
+    sg, px, cold = env_["sg"], env_["ngx_proxy"], env_["cold"]
+    clients, stagger = 8, 50
+    for r in range(mode["reps"]):
+        link(env_["src64"], os.path.join(env_["data"], "slow", "lj", "%06d" % r))
+    log("late joiner: %d clients %d ms apart on one cold 64 MiB object, cold tier 100 MiB/s" % (clients, stagger))
+
+    def one(port, name):
+        def f(r):
+            path = "/bench/slow/lj/%06d" % r
+            m0 = metrics(sg.port) if name == "sg" else None
+            rows = run_getc(env_, port, [path] * clients, conc=clients, stagger=stagger, keepalive=False)
+            gets = backend_gets_in_log(env_["cold_log"], path + " HTTP")
+            d = dict(ttfb_ms=[x["ttfb"] for x in sorted(rows, key=lambda x: x["start"])],
+                     ttbody_ms=[x["ttbody"] for x in sorted(rows, key=lambda x: x["start"])],
+                     total_ms=[x["total"] for x in sorted(rows, key=lambda x: x["start"])],
+                     backend_gets=gets)
+            d["ttfb_max_ms"] = max(d["ttbody_ms"])
+            d["ttfb_joiners_med_ms"] = med(d["ttbody_ms"][1:])
+            d["last_done_ms"] = max(x["start"] + x["total"] for x in rows) - min(x["start"] for x in rows)
+            if m0 is not None:
+                m1 = metrics(sg.port)
+                d["sg_backend_gets"] = m1['shardgate_backend_requests_total{op="get"}'] - m0['shardgate_backend_requests_total{op="get"}']
+            return d
+        return f
+    # the cold tier's access log counts the GETs each system made: distinct
+    # keys per system so both counts are clean
+    A, B = [], []
+    for r in range(mode["reps"]):
+        link(env_["src64"], os.path.join(env_["data"], "slow", "ljn", "%06d" % r))
+    fa = one(sg.port, "sg")
+
+    def fb(r):
+        path = "/bench/slow/ljn/%06d" % r
+        rows = run_getc(env_, px.port, [path] * clients, conc=clients, stagger=stagger, keepalive=False)
+        rows.sort(key=lambda x: x["start"])
+        d = dict(ttfb_ms=[x["ttfb"] for x in rows], ttbody_ms=[x["ttbody"] for x in rows],
+                 total_ms=[x["total"] for x in rows],
+                 backend_gets=backend_gets_in_log(env_["cold_log"], path + " HTTP"))
+        d["ttfb_max_ms"] = max(d["ttbody_ms"])
+        d["ttfb_joiners_med_ms"] = med(d["ttbody_ms"][1:])
+        d["last_done_ms"] = max(x["start"] + x["total"] for x in rows) - min(x["start"] for x in rows)
+        return d
+    A, B = pairs(mode["reps"], fa, fb)
+    res["late_joiner"] = dict(clients=clients, stagger_ms=stagger, sg=A, ngx=B)
+
+
+def case_mixed(env_, mode, res):
+    """4 KiB hits c=8 alone, and while 2 streams of throttled 64 MiB misses fill."""
+    sg = env_["sg"]
+    dur = mode["dur"]
+    nbg = 2 * (int(dur / 0.6) + 3)
+    counter = [0]
+
+    def alone(r):
+        return run_wrk(env_, sg, "/bench/s4k/", 2000, 8, dur)
+
+    def with_cold(r):
+        paths = []
+        for i in range(nbg):
+            k = counter[0]
+            counter[0] += 1
+            link(env_["src64"], os.path.join(env_["data"], "slow", "bg", "%06d" % k))
+            paths.append("/bench/slow/bg/%06d" % k)
+        lst = os.path.join(env_["work"], "bg.list")
+        with open(lst, "w") as f:
+            f.write("\n".join(paths) + "\n")
+        m0 = metrics(sg.port)
+        bg = subprocess.Popen([env_["getc"], "-c", "2", "-k", "-f", lst, "127.0.0.1", str(sg.port)],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        PROCS.append(("getc-bg", bg))
+        time.sleep(0.3)
+        t0 = time.time()
+        w = run_wrk(env_, sg, "/bench/s4k/", 2000, 8, dur)
+        t1 = time.time()
+        m1 = metrics(sg.port)
+        still = bg.poll() is None
+        bg.terminate()
+        bg.wait()
+        PROCS[:] = [x for x in PROCS if x[1] is not bg]
+        w["bg_MBps"] = (m1["shardgate_backend_bytes_total"] - m0["shardgate_backend_bytes_total"]) / (t1 - t0 + 0.3) / 1e6
+        w["bg_misses"] = m1["shardgate_cache_misses_total"] - m0["shardgate_cache_misses_total"]
+        w["bg_ran_throughout"] = still
+        return w
+    log("hits with cold traffic: 4 KiB hits c=8 alone vs with 2 throttled 64 MiB miss streams")
+    A, B = pairs(mode["reps"], with_cold, alone)
+    res["mixed"] = dict(with_cold=A, alone=B)
+
+
+def start_cold_s3(env_):
+    """A shardgate --data over the dataset directory: an S3-complete cold tier
+    (shardgate writes big PUTs through as multipart uploads, which nginx's
+    WebDAV cannot take)."""
+    port = free_port(env_["port_base"] + 80)
+    d = os.path.join(env_["work"], "cold-s3")
+    os.makedirs(d, exist_ok=True)
+    cp = os.path.join(d, "cold.json")
+    with open(cp, "w") as f:
+        json.dump({"listen": "127.0.0.1:%d" % port, "log_level": "warn",
+                   "spool_dir": os.path.join(env_["work"], "spool")}, f)
+    os.chmod(cp, 0o600)
+    e = dict(os.environ, SHARDGATE_ACCESS_KEY="bench", SHARDGATE_SECRET_KEY="bench-secret")
+    return Server("cold-s3", [env_["bin"], "serve", "--config", cp, "--data", os.path.join(env_["work"], "data")],
+                  port, os.path.join(d, "shardgate.log"), env=e).start()
+
+
+def case_bipolar(env_, mode, res):
+    """8 readers on 1 MiB hits, alone and while a checkpoint PUT streams in.
+    Its own pair: a shardgate --data as the S3 cold tier, and a gateway on it."""
+    cold = start_cold_s3(env_)
+    cache = os.path.join(env_["work"], "cache-bp")
+    shutil.rmtree(cache, ignore_errors=True)
+    sg = start_shardgate(env_, "sg-bp", free_port(cold.port + 1), cold.port, cache)
+    warm = ["/bench/s1m/%06d" % i for i in range(16)]
+    run_getc(env_, sg.port, warm, conc=4)
+    run_getc(env_, sg.port, warm, conc=4)
+    dur = mode["dur"]
+    src = os.path.join(env_["work"], "ckpt.bin")
+    if not os.path.exists(src) or os.path.getsize(src) != mode["put_bytes"]:
+        with open(src, "wb") as f, open(env_["src64"], "rb") as g:
+            blk = g.read()
+            for _ in range(mode["put_bytes"] // len(blk)):
+                f.write(blk)
+    seq = [0]
+
+    def alone(r):
+        return run_wrk(env_, sg, "/bench/s1m/", 16, 8, dur)
+
+    def during(r):
+        stop = threading.Event()
+        stats = dict(puts=0, bytes=0, secs=0.0, fails=0)
+
+        def loop():
+            while not stop.is_set():
+                seq[0] += 1
+                t = time.time()
+                p = subprocess.Popen(
+                    ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--aws-sigv4", "aws:amz:us-east-1:s3",
+                     "--user", "shardgate:shardgate-secret-key", "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD",
+                     "-T", src, "http://127.0.0.1:%d/bench/ckpt/c%06d" % (sg.port, seq[0])],
+                    stdout=subprocess.PIPE, text=True)
+                PROCS.append(("curl-put", p))
+                p.wait()  # the PUT in flight when the readers stop is let finish
+                code = p.stdout.read()
+                stats["puts"] += code == "200"
+                stats["fails"] += code != "200"
+                stats["bytes"] += mode["put_bytes"] if code == "200" else 0
+                stats["secs"] += time.time() - t
+                PROCS[:] = [x for x in PROCS if x[1] is not p]
+        th = threading.Thread(target=loop)
+        th.start()
+        time.sleep(0.5)
+        w = run_wrk(env_, sg, "/bench/s1m/", 16, 8, dur)
+        stop.set()
+        th.join()
+        w["puts_done"], w["put_fails"] = stats["puts"], stats["fails"]
+        w["put_MBps"] = stats["bytes"] / stats["secs"] / 1e6 if stats["secs"] and stats["bytes"] else float("nan")
+        return w
+    log("bipolar: 8 readers of 1 MiB hits alone vs during %d MiB PUTs" % (mode["put_bytes"] // MiB))
+    A, B = pairs(mode["reps"], during, alone)
+    t = time.time()
+    code = subprocess.run(
+        ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--aws-sigv4", "aws:amz:us-east-1:s3",
+         "--user", "shardgate:shardgate-secret-key", "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD",
+         "-T", src, "http://127.0.0.1:%d/bench/ckpt/alone" % sg.port], capture_output=True, text=True).stdout
+    put_alone = mode["put_bytes"] / (time.time() - t) / 1e6 if code == "200" else float("nan")
+    sg.stop()
+    cold.stop()
+    shutil.rmtree(os.path.join(env_["data"], "ckpt"), ignore_errors=True)
+    shutil.rmtree(cache, ignore_errors=True)
+    res["bipolar"] = dict(put_bytes=mode["put_bytes"], during=A, alone=B, put_alone_MBps=put_alone)
+
+
+def open_idle(port, n, path):
+    socks, ok = [], 0
+    req = ("GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % path).encode()
+    for i in range(n):
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        socks.append(s)
+        s.sendall(req)
+    for s in socks:
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            d = s.recv(65536)
+            if not d:
+                break
+            buf += d
+        if buf.startswith(b"HTTP/1.1 200"):
+            hdr, _, body = buf.partition(b"\r\n\r\n")
+            cl = [int(l.split(b":")[1]) for l in hdr.split(b"\r\n") if l.lower().startswith(b"content-length:")]
+            while cl and len(body) < cl[0]:
+                d = s.recv(65536)
+                if not d:
+                    break
+                body += d
+            ok += 1
+    return socks, ok
+
+
+def case_memory(env_, mode, res):
+    """RSS idle, with idle keep-alive connections, per cached small object; then
+    the end-to-end restart with those objects cached until the first hit."""
+    work = env_["work"]
+    n = mode["small_n"]
+    src = os.path.join(work, "rand1k")
+    with open(src, "wb") as f:
+        f.write(os.urandom(1024))
+    log("memory: linking %d 1 KiB cold objects" % n)
+    keys = []
+    for i in range(n):
+        k = "tiny/%04d/%07d" % (i // 1000, i)
+        link(src, os.path.join(env_["data"], k))
+        keys.append("/bench/" + k)
+    port = free_port(env_["port_base"] + 40)
+    cache = os.path.join(work, "cache-mem")
+    shutil.rmtree(cache, ignore_errors=True)
+    sg = start_shardgate(env_, "sg-mem", port, env_["cold"].port, cache)
+    time.sleep(0.5)
+    out = dict(objects=n, rss_start_kib=rss_kib(sg.proc.pid))
+    http_get(port, "/bench/s4k/000000")
+    http_get(port, "/bench/s4k/000000")
+    out["rss_idle_kib"] = rss_kib(sg.proc.pid)
+    socks, ok = open_idle(port, mode["idle_conns"], "/bench/s4k/000000")
+    time.sleep(0.5)
+    out["idle_conns"] = mode["idle_conns"]
+    out["idle_conns_ok"] = ok
+    out["rss_idle_conns_kib"] = rss_kib(sg.proc.pid)
+    try:
+        st, _ = http_get(port, "/bench/s4k/000001", timeout=5)
+        out["new_conn_while_idle"] = st
+    except Exception as e:  # noqa: BLE001
+        out["new_conn_while_idle"] = "failed: %s" % e
+    for s in socks:
+        s.close()
+    time.sleep(1.0)
+    out["rss_after_close_kib"] = rss_kib(sg.proc.pid)
+    rss0 = rss_kib(sg.proc.pid)
+    log("memory: filling %d small objects through shardgate (c=8)" % n)
+    t = time.time()
+    rows = run_getc(env_, port, keys, conc=8, keepalive=True, check=False)
+    out["fill_secs"] = time.time() - t
+    out["fill_failed"] = sum(1 for x in rows if x["status"] != 200)
+    time.sleep(1.0)
+    m = metrics(port)
+    out["cache_objects"] = m.get("shardgate_cache_objects", -1)
+    out["rss_filled_kib"] = rss_kib(sg.proc.pid)
+    out["bytes_per_object"] = (out["rss_filled_kib"] - rss0) * 1024 / max(1, n)
+    # restart until the first hit
+    sg.stop()
+    log("restart: %d cached objects, SIGTERM, start, poll for the first hit" % out["cache_objects"])
+    t0 = time.time()
+    sg2 = Server("sg-mem2", sg.argv, port, sg.log_path, env=sg.env)
+    sg2.proc = subprocess.Popen(sg.argv, stdout=open(sg.log_path, "ab"), stderr=subprocess.STDOUT, env=sg.env,
+                                start_new_session=True)
+    PROCS.append((sg2.name, sg2.proc))
+    first_listen = None
+    hit = None
+    probe = keys[n // 2]
+    while time.time() - t0 < 60:
+        try:
+            st, _ = http_get(port, probe, timeout=5)
+            first_listen = first_listen or time.time() - t0
+            if st == 200:
+                hit = time.time() - t0
+                break
+        except Exception:  # noqa: BLE001
+            if sg2.proc.poll() is not None:
+                raise RuntimeError("shardgate did not restart")
+            time.sleep(0.005)
+    m = metrics(port)
+    out["restart_first_hit_s"] = hit
+    out["restart_was_hit"] = m["shardgate_cache_hits_total"] >= 1 and m['shardgate_backend_requests_total{op="get"}'] == 0
+    out["restart_cache_objects"] = m.get("shardgate_cache_objects", -1)
+    out["rss_after_restart_kib"] = rss_kib(sg2.proc.pid)
+    sg2.stop()
+    res["memory"] = out
+
+
+def case_threads(env_, mode, res):
+    """--threads N before/after, on the hit cases MHD's pool matters most for."""
+    out = []
+    base = env_["sg"]
+    for threads in (1, 2, 4):
+        port = free_port(env_["port_base"] + 60)
+        sg = start_shardgate(env_, "sg-t%d" % threads, port, env_["cold"].port, env_["cache"], threads=threads) \
+            if threads != 2 else base
+        for tag, n, c in (("4k", 2000, 64), ("64m", 4, 8)):
+            dur = mode["dur"] * (2 if tag == "64m" else 1)
+            log("threads=%d %s c=%d" % (threads, tag, c))
+            rs = [run_wrk(env_, sg, "/bench/s%s/" % tag, n, c, dur) for _ in range(max(1, mode["reps"] - 1))]
+            out.append(dict(threads=threads, size=tag, c=c, runs=rs))
+        if sg is not base:
+            sg.stop()
+    res["threads"] = out
+
+
+def sg_signed(method, port, path, body=None):
+    argv = ["curl", "-s", "-w", "\n%{http_code}", "-X", method, "--aws-sigv4", "aws:amz:us-east-1:s3",
+            "--user", "shardgate:shardgate-secret-key", "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD"]
+    if body is not None:
+        argv += ["-H", "Content-Type: application/json", "--data-binary", body]
+    # curl 7.88 signs the query exactly as written: spell it ?prefetch=
+    p = subprocess.run(argv + ["http://127.0.0.1:%d%s" % (port, path)], capture_output=True, text=True)
+    out, _, code = p.stdout.rpartition("\n")
+    return code, out
+
+
+def case_epoch(env_, mode, res):
+    """Epochs over a dataset twice the cache, each in a new shuffled order, from a
+    100 MiB/s cold tier: LRU without hints vs an ordered prefetch hint per epoch."""
+    import random
+    sg = env_["sg"]
+    code, _ = sg_signed("POST", sg.port, "/bench?prefetch=", json.dumps({"keys": ["s4k/000000"]}))
+    if code != "202":
+        res["epoch"] = dict(skipped=True, why="POST /bench?prefetch= answered %s: prefetch hints are not in "
+                            "this build" % code)
+        return
+    n, size, epochs = mode.get("epoch_shards", 64), 4 * MiB, mode.get("epochs", 4)
+    cache_bytes = n * size // 2
+    src = os.path.join(env_["work"], "rand4m")
+    if not os.path.exists(src):
+        with open(src, "wb") as f:
+            f.write(os.urandom(size))
+    keys = ["slow/ep/shard-%06d" % i for i in range(n)]
+    for k in keys:
+        link(src, os.path.join(env_["data"], k))
+    orders = []
+    for e in range(epochs):
+        o = list(keys)
+        random.Random(1000 + e).shuffle(o)
+        orders.append(o)
+    out = {}
+    for variant in (("lru", "hints") if mode["reps"] % 2 else ("hints", "lru")):
+        cache = os.path.join(env_["work"], "cache-epoch-" + variant)
+        shutil.rmtree(cache, ignore_errors=True)
+        g = start_shardgate(env_, "sg-epoch-" + variant, free_port(env_["port_base"] + 100), env_["cold"].port,
+                            cache, extra=["--cache-size", str(cache_bytes)])
+        rows = []
+        for e in range(epochs):
+            log("epoch %s %d: %d shards of 4 MiB, cache %d MiB, cold tier 100 MiB/s" %
+                (variant, e, n, cache_bytes // MiB))
+            m0 = metrics(g.port)
+            t0 = time.time()
+            job = None
+            if variant == "hints":
+                code, body = sg_signed("POST", g.port, "/bench?prefetch=", json.dumps(
+                    {"keys": orders[e], "ordered": True, "epoch": e, "consumer": "rank0"}))
+                if code != "202":
+                    raise RuntimeError("prefetch hint answered %s %s" % (code, body))
+                job = json.loads(body)["job"]
+            gr = run_getc(env_, g.port, ["/bench/" + k for k in orders[e]], conc=1)
+            secs = time.time() - t0
+            m1 = metrics(g.port)
+            d = lambda k: m1.get(k, 0) - m0.get(k, 0)  # noqa: E731
+            row = dict(epoch=e, secs=secs, MBps=n * size / secs / 1e6,
+                       cold_MiB=d("shardgate_backend_bytes_total") / MiB,
+                       hits=d("shardgate_cache_hits_total"), misses=d("shardgate_cache_misses_total"),
+                       ttfb_p50_ms=med([x["ttbody"] for x in gr]),
+                       ttfb_max_ms=max(x["ttbody"] for x in gr))
+            if job:
+                code, body = sg_signed("GET", g.port, "/bench?job=%s&prefetch=" % job)
+                try:
+                    row["job_objects"] = json.loads(body).get("objects")
+                except ValueError:
+                    row["job_objects"] = body[:200]
+            rows.append(row)
+        g.stop()
+        shutil.rmtree(cache, ignore_errors=True)
+        out[variant] = rows
+    res["epoch"] = dict(skipped=False, shards=n, shard_bytes=size, cache_bytes=cache_bytes, epochs=epochs, **out)
+
+
+PERF_EVENTS = ("task-clock,context-switches,instructions,syscalls:sys_enter_sendfile64,"
+               "syscalls:sys_enter_epoll_wait,syscalls:sys_enter_accept4,syscalls:sys_enter_recvfrom,"
+               "syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_writev,"
+               "syscalls:sys_enter_sendmsg,syscalls:sys_enter_sendto,syscalls:sys_enter_openat,"
+               "syscalls:sys_enter_close,syscalls:sys_enter_statx,syscalls:sys_enter_newfstatat,syscalls:sys_enter_epoll_ctl,"
+               "syscalls:sys_enter_futex,syscalls:sys_enter_setsockopt,syscalls:sys_enter_lseek,"
+               "syscalls:sys_enter_pread64,syscalls:sys_enter_mmap,syscalls:sys_enter_munmap,syscalls:sys_enter_madvise,"
+               "syscalls:sys_enter_io_uring_enter,syscalls:sys_enter_getrandom,syscalls:sys_enter_shutdown")
+
+
+def case_profile(env_, mode):
+    """perf stat of both servers per request, perf record of shardgate (hits),
+    then perf record of a 1 GiB PUT through a gateway to an S3 cold tier."""
+    outdir = os.path.join(RESULTS, "profile")
+    os.makedirs(outdir, exist_ok=True)
+    for (tag, size, n), c in zip(mode["sizes"], mode["conc"]):
+        for srv in (env_["sg"], env_["ngx_static"]):
+            name = "sg" if srv is env_["sg"] else "nginx"
+            pid_list = ",".join(str(p) for p in srv.pids())
+            so = os.path.join(outdir, "stat-%s-%s-c%d.txt" % (name, tag, c))
+            perf = subprocess.Popen(["perf", "stat", "-e", PERF_EVENTS, "-p", pid_list, "-o", so],
+                                    stderr=subprocess.DEVNULL)
+            PROCS.append(("perf", perf))
+            time.sleep(0.3)
+            w = run_wrk(env_, srv, "/bench/s%s/" % tag, n, c, mode["dur"])
+            perf.send_signal(signal.SIGINT)
+            perf.wait()
+            PROCS[:] = [x for x in PROCS if x[1] is not perf]
+            with open(so, "a") as f:
+                f.write("\n# wrk: %d requests, %.0f req/s, %.0f MB/s, p99 %.3f ms, server CPU %.1f us/req\n" % (
+                    w["requests"], w["rps"], w["MBps"], w["p99_ms"], w["cpu_us_per_req"]))
+            log("profile %s %s c=%d: %.0f req/s, %.0f MB/s, %.1f us/req -> %s" % (
+                name, tag, c, w["rps"], w["MBps"], w["cpu_us_per_req"], so))
+        # perf record of shardgate alone
+        data = os.path.join(env_["work"], "perf-%s.data" % tag)
+        perf = subprocess.Popen(["perf", "record", "--call-graph", "dwarf,16384", "-F", "499", "-o", data, "-p",
+                                 str(env_["sg"].proc.pid)], stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        PROCS.append(("perf", perf))
+        time.sleep(0.3)
+        run_wrk(env_, env_["sg"], "/bench/s%s/" % tag, n, c, 3)
+        perf.send_signal(signal.SIGINT)
+        perf.wait()
+        PROCS[:] = [x for x in PROCS if x[1] is not perf]
+        for kind, args in (("self", ["--no-children"]), ("children", ["--children"])):
+            rep = subprocess.run(["perf", "report", "-i", data, "--stdio", "--percent-limit", "1.5",
+                                  "-g", "caller,0.5,callee,function,percent", "--max-stack", "24"] + args,
+                                 capture_output=True, text=True)
+            with open(os.path.join(outdir, "report-sg-%s-c%d-%s.txt" % (tag, c, kind)), "w") as f:
+                f.write(rep.stdout)
+    # the write path: one 1 GiB PUT through a gateway to an S3-complete cold tier (shardgate --data)
+    cold = start_cold_s3(env_)
+    cache = os.path.join(env_["work"], "cache-put")
+    shutil.rmtree(cache, ignore_errors=True)
+    gw = start_shardgate(env_, "sg-put", free_port(cold.port + 1), cold.port, cache)
+    src = os.path.join(env_["work"], "put.bin")
+    with open(src, "wb") as f, open(env_["src64"], "rb") as g:
+        blk = g.read()
+        for _ in range(16):
+            f.write(blk)
+    perfs = []
+    for name, srv in (("gw", gw), ("cold", cold)):
+        data = os.path.join(env_["work"], "perf-put-%s.data" % name)
+        pr = subprocess.Popen(["perf", "record", "--call-graph", "dwarf,16384", "-F", "199", "-o", data, "-p",
+                               str(srv.proc.pid)], stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        PROCS.append(("perf", pr))
+        perfs.append((name, srv, pr, data))
+    time.sleep(0.3)
+    c0 = {n: cpu_ticks(sv.pids()) for n, sv, _, _ in perfs}
+    t = time.time()
+    code = subprocess.run(
+        ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--aws-sigv4", "aws:amz:us-east-1:s3",
+         "--user", "shardgate:shardgate-secret-key", "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD",
+         "-T", src, "http://127.0.0.1:%d/bench/ckpt/profile" % gw.port], capture_output=True, text=True).stdout
+    secs = time.time() - t
+    c1 = {n: cpu_ticks(sv.pids()) for n, sv, _, _ in perfs}
+    for name, srv, pr, data in perfs:
+        pr.send_signal(signal.SIGINT)
+        pr.wait()
+        PROCS[:] = [x for x in PROCS if x[1] is not pr]
+        rep = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children", "--percent-limit", "1.5",
+                              "-g", "caller,0.5,callee,function,percent", "--max-stack", "24"],
+                             capture_output=True, text=True)
+        with open(os.path.join(outdir, "report-put-1g-%s-self.txt" % name), "w") as f:
+            f.write("# 1 GiB PUT, HTTP %s, %.2f s (%.0f MB/s); %s CPU %.2f s\n" % (
+                code, secs, (1 << 30) / secs / 1e6, name, (c1[name] - c0[name]) / CLK))
+            f.write(rep.stdout)
+    log("profile PUT 1 GiB: HTTP %s in %.2f s; gateway CPU %.2f s, cold-tier shardgate CPU %.2f s" % (
+        code, secs, (c1["gw"] - c0["gw"]) / CLK, (c1["cold"] - c0["cold"]) / CLK))
+    gw.stop()
+    cold.stop()
+    shutil.rmtree(cache, ignore_errors=True)
+    shutil.rmtree(os.path.join(env_["data"], "ckpt"), ignore_errors=True)
+    os.unlink(src)
+    return 0
+
+
+# ---------------------------------------------------------------- report
+
+def goals(res):
+    """The issue's bars, one line each: case | goal | measured (median [min-max]) | met."""
+    L = ["| case | goal | measured | met |", "| --- | --- | --- | --- |"]
+
+    def yes(ok):
+        return "yes" if ok else "**no**"
+    for row in res.get("hits", {}).get("rows", []):
+        r = summary([a["rps"] / b["rps"] for a, b in zip(row["sg"], row["ngx"])])
+        p = summary([a["p99"] / max(1, b["p99"]) for a, b in zip(row["sg"], row["ngx"])])
+        if row["size"] == "4k":
+            L.append("| hit 4 KiB c=%d | >= 1.0x req/s, p99 <= nginx | %sx req/s, p99 %sx | %s |" % (
+                row["c"], fmt(r, 2), fmt(p, 2), yes(r["med"] >= 1.0 and p["med"] <= 1.0)))
+        else:
+            L.append("| hit %s c=%d | >= 1.0x MB/s | %sx (p99 %sx) | %s |" % (
+                row["size"].replace("m", " MiB"), row["c"], fmt(r, 2), fmt(p, 2), yes(r["med"] >= 1.0)))
+    for row in res.get("cold", []):
+        r = summary([x["MBps"] / y["MBps"] for x, y in zip(row["sg"], row["direct"])])
+        t = summary([x["ttfb_ms"] - y["ttfb_ms"] for x, y in zip(row["sg"], row["direct"])])
+        b = summary([x["ttbody_ms"] - y["ttbody_ms"] for x, y in zip(row["sg"], row["direct"])])
+        L.append("| cold miss %s | >= 0.95x throughput, TTFB +<= 1 ms | %sx, TTFB +%s ms (first body byte +%s ms) | %s |" % (
+            row["size"].replace("slow/64m", "64 MiB, 100 MiB/s tier").replace("1m", "1 MiB").replace("64m", "64 MiB"),
+            fmt(r, 2), fmt(t, 2), fmt(b, 1), yes(r["med"] >= 0.95 and t["med"] <= 1.0)))
+    if "late_joiner" in res:
+        lj = res["late_joiner"]
+        j = summary([x["ttfb_joiners_med_ms"] for x in lj["sg"]])
+        w = summary([max(x["ttbody_ms"][1:]) for x in lj["sg"]])
+        g = summary([x["backend_gets"] for x in lj["sg"]])
+        n = summary([x["ttfb_joiners_med_ms"] for x in lj["ngx"]])
+        L.append("| late joiners (7 after the first) | TTFB <= 10 ms, 1 backend GET | median %s ms, worst joiner %s ms, %s GET (nginx lock: %s ms) | %s |" % (
+            fmt(j, 2), fmt(w, 1), fmt(g, 0), fmt(n, 0), yes(w["med"] <= 10 and g["hi"] == 1)))
+        f = summary([x["ttbody_ms"][0] for x in lj["sg"]])
+        L.append("| the filling (first) reader | - | first body byte %s ms | - |" % fmt(f, 1))
+    if "mixed" in res:
+        mx = res["mixed"]
+        r = summary([a["rps"] / b["rps"] for a, b in zip(mx["with_cold"], mx["alone"])])
+        L.append("| hits with cold traffic | >= 0.9x | %sx | %s |" % (fmt(r, 2), yes(r["med"] >= 0.9)))
+    if "bipolar" in res:
+        bp = res["bipolar"]
+        r = summary([a["MBps"] / b["MBps"] for a, b in zip(bp["during"], bp["alone"])])
+        L.append("| bipolar (%d MiB PUTs) | >= 0.8x | %sx | %s |" % (bp["put_bytes"] // MiB, fmt(r, 2), yes(r["med"] >= 0.8)))
+    if "memory" in res:
+        m = res["memory"]
+        L.append("| memory | written down | idle %.1f MiB; +%.1f KiB per idle connection; %.0f B per cached object (%d objects) | - |" % (
+            m["rss_idle_kib"] / 1024, (m["rss_idle_conns_kib"] - m["rss_idle_kib"]) / max(1, m["idle_conns_ok"]),
+            m["bytes_per_object"], m["cache_objects"]))
+        h = m["restart_first_hit_s"]
+        L.append("| restart until the first hit (%d objects) | <= 2 s | %s | %s |" % (
+            m["restart_cache_objects"], "%.3f s" % h if h else "no hit", yes(bool(h) and h <= 2 and m["restart_was_hit"])))
+    e = res.get("epoch")
+    if e and not e.get("skipped"):
+        later = [(a, b) for a, b in zip(e["lru"], e["hints"]) if a["epoch"] > 0]
+        t = summary([b["secs"] / a["secs"] for a, b in later])
+        c = summary([b["cold_MiB"] / max(1e-9, a["cold_MiB"]) for a, b in later])
+        L.append("| epochs 1+ with ordered hints vs LRU | better than LRU | time %sx, cold-tier bytes %sx | %s |" % (
+            fmt(t, 2), fmt(c, 2), yes(t["med"] < 1.0 and c["med"] < 1.0)))
+    return "\n".join(L)
+
+
+def report(mode_name, mode, res, env_):
+    L = []
+    A = L.append
+    A("# shardgate benchmarks: `bench/run.sh %s`" % mode_name)
+    A("")
+    A("%s, %s, commit %s%s. Medians of %d runs per cell with [min-max]; the two systems alternate run by "
+      "run; ratios are the median of the per-run pair ratios (shardgate / reference)." %
+      (env_.get("date") or time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), env_["machine"], env_["commit"],
+       " (tree has local changes)" if env_["dirty"] else "", mode["reps"]))
+    A("")
+    A("Load average (1 min) at start / end: %s / %s. This machine is shared with other engineers' test "
+      "suites: a load above 2 means the figures are noisy; the side-by-side ratios are the figures to read." %
+      (env_.get("load0", "?"), env_.get("load1", "?")))
+    A("")
+    A("## Goals")
+    A("")
+    A(goals(res))
+    A("")
+    if "hits" in res:
+        h = res["hits"]
+        A("## Cache-hit GET vs nginx static (wrk, keep-alive, %d s per run)" % mode["dur"])
+        A("")
+        A("shardgate: %d hits, %d cold-tier GETs during the measured runs (all hits)." %
+          (h["hits_delta"], h["backend_get_delta"]))
+        A("")
+        A("| size | c | shardgate req/s | nginx req/s | ratio | shardgate MB/s | nginx MB/s | sg p50 ms | nginx p50 ms | sg p99 ms | nginx p99 ms | p99 ratio | sg CPU µs/req | nginx CPU µs/req |")
+        A("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        for row in h["rows"]:
+            sgr, ng = row["sg"], row["ngx"]
+            ratio = summary([a["rps"] / b["rps"] for a, b in zip(sgr, ng)])
+            p99r = summary([a["p99"] / max(1, b["p99"]) for a, b in zip(sgr, ng)])
+            g = lambda rs, k: summary([x[k] for x in rs])  # noqa: E731
+            A("| %s | %d | %s | %s | **%s** | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                row["size"], row["c"], fmt(g(sgr, "rps")), fmt(g(ng, "rps")), fmt(ratio, 2),
+                fmt(g(sgr, "MBps")), fmt(g(ng, "MBps")), fmt(g(sgr, "p50_ms"), 3), fmt(g(ng, "p50_ms"), 3),
+                fmt(g(sgr, "p99_ms"), 3), fmt(g(ng, "p99_ms"), 3), fmt(p99r, 2),
+                fmt(g(sgr, "cpu_us_per_req")), fmt(g(ng, "cpu_us_per_req"))))
+        A("")
+        A("![throughput](%s-hits-throughput.png)" % mode_name)
+        A("![p99](%s-hits-p99.png)" % mode_name)
+        A("![ratio](%s-hits-ratio.png)" % mode_name)
+        A("")
+    if "cold" in res:
+        A("## Cold miss vs a direct GET from the cold tier (one client, keep-alive, sequential)")
+        A("")
+        A("| size | objects/run | shardgate MB/s | direct MB/s | ratio | sg TTFB ms | direct TTFB ms | TTFB overhead ms | sg first body byte ms | sg CPU ms/object | misses |")
+        A("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        for row in res["cold"]:
+            a, b = row["sg"], row["direct"]
+            A("| %s | %d | %s | %s | **%s** | %s | %s | **%s** | %s | %s | %d |" % (
+                row["size"].replace("slow/64m", "64m, cold tier 100 MiB/s"),
+                {"1m": mode["cold1m"], "64m": mode["cold64m"]}.get(row["size"], 1),
+                fmt(summary([x["MBps"] for x in a])), fmt(summary([x["MBps"] for x in b])),
+                fmt(summary([x["MBps"] / y["MBps"] for x, y in zip(a, b)]), 2),
+                fmt(summary([x["ttfb_ms"] for x in a]), 3), fmt(summary([x["ttfb_ms"] for x in b]), 3),
+                fmt(summary([x["ttfb_ms"] - y["ttfb_ms"] for x, y in zip(a, b)]), 3),
+                fmt(summary([x["ttbody_ms"] for x in a]), 3),
+                fmt(summary([x["cpu_ms_per_obj"] for x in a]), 2), row["misses"]))
+        A("")
+    if "late_joiner" in res:
+        lj = res["late_joiner"]
+        A("## Late joiners: %d clients, %d ms apart, one cold 64 MiB object, cold tier throttled to 100 MiB/s" %
+          (lj["clients"], lj["stagger_ms"]))
+        A("")
+        A("TTFB here is to the first body byte. Backend GETs are counted in the cold tier's access log.")
+        A("")
+        A("| system | joiners' TTFB ms (median over clients 2-8) | worst TTFB ms | last client done ms | backend GETs per object |")
+        A("| --- | --- | --- | --- | --- |")
+        for name, rs in (("shardgate", lj["sg"]), ("nginx proxy_cache + lock", lj["ngx"])):
+            A("| %s | %s | %s | %s | %s |" % (name, fmt(summary([x["ttfb_joiners_med_ms"] for x in rs]), 2),
+                                             fmt(summary([x["ttfb_max_ms"] for x in rs]), 2),
+                                             fmt(summary([x["last_done_ms"] for x in rs])),
+                                             fmt(summary([x["backend_gets"] for x in rs]), 0)))
+        A("")
+        A("Per-client first-body-byte times of the median run (ms, in joining order):")
+        A("")
+        for name, rs in (("shardgate", lj["sg"]), ("nginx", lj["ngx"])):
+            r = sorted(rs, key=lambda x: x["ttfb_max_ms"])[len(rs) // 2]
+            A("- %s: %s" % (name, ", ".join("%.1f" % x for x in r["ttbody_ms"])))
+        A("")
+        A("![late joiner](%s-late-joiner.png)" % mode_name)
+        A("")
+    if "mixed" in res:
+        mx = res["mixed"]
+        A("## Hit path with cold traffic: 4 KiB hits c=8, alone vs while 2 throttled 64 MiB misses stream in")
+        A("")
+        A("| | req/s | p50 ms | p99 ms | sg CPU µs/req | cold bytes into the cache MB/s |")
+        A("| --- | --- | --- | --- | --- | --- |")
+        for name, rs in (("with cold traffic", mx["with_cold"]), ("hits alone", mx["alone"])):
+            A("| %s | %s | %s | %s | %s | %s |" % (name, fmt(summary([x["rps"] for x in rs])),
+                                                  fmt(summary([x["p50_ms"] for x in rs]), 3),
+                                                  fmt(summary([x["p99_ms"] for x in rs]), 3),
+                                                  fmt(summary([x["cpu_us_per_req"] for x in rs])),
+                                                  fmt(summary([x.get("bg_MBps", float("nan")) for x in rs]))))
+        A("")
+        A("Ratio with / alone: **%s** (req/s), p99 ratio %s." % (
+            fmt(summary([a["rps"] / b["rps"] for a, b in zip(mx["with_cold"], mx["alone"])]), 2),
+            fmt(summary([a["p99"] / max(1, b["p99"]) for a, b in zip(mx["with_cold"], mx["alone"])]), 2)))
+        A("")
+    if "bipolar" in res:
+        bp = res["bipolar"]
+        A("## Bipolar: 8 readers of 1 MiB hits, alone vs while %d MiB checkpoint PUTs stream in back to back" %
+          (bp["put_bytes"] // MiB))
+        A("")
+        A("| | MB/s | req/s | p50 ms | p99 ms | PUT MB/s | PUTs done / failed |")
+        A("| --- | --- | --- | --- | --- | --- | --- |")
+        for name, rs in (("during the PUT", bp["during"]), ("readers alone", bp["alone"])):
+            A("| %s | %s | %s | %s | %s | %s | %s |" % (
+                name, fmt(summary([x["MBps"] for x in rs])), fmt(summary([x["rps"] for x in rs])),
+                fmt(summary([x["p50_ms"] for x in rs]), 3), fmt(summary([x["p99_ms"] for x in rs]), 3),
+                fmt(summary([x.get("put_MBps", float("nan")) for x in rs])),
+                "%s / %s" % (sum(x.get("puts_done", 0) for x in rs), sum(x.get("put_fails", 0) for x in rs))
+                if "puts_done" in rs[0] else "-"))
+        A("")
+        A("The same PUT alone (no readers): %.0f MB/s (curl --aws-sigv4, UNSIGNED-PAYLOAD; shardgate spools, "
+          "then writes through to the cold tier, here a shardgate --data, as a multipart upload)." %
+          bp.get("put_alone_MBps", float("nan")))
+        A("")
+        A("Ratio during / alone: **%s** (MB/s)." % fmt(summary(
+            [a["MBps"] / b["MBps"] for a, b in zip(bp["during"], bp["alone"])]), 2))
+        A("")
+    if "memory" in res:
+        m = res["memory"]
+        A("## Memory and restart")
+        A("")
+        A("| what | figure |")
+        A("| --- | --- |")
+        A("| RSS at start | %.1f MiB |" % (m["rss_start_kib"] / 1024))
+        A("| RSS idle (after a few requests) | %.1f MiB |" % (m["rss_idle_kib"] / 1024))
+        A("| RSS with %d idle keep-alive connections | %.1f MiB (%d of %d connections got their answer; a new connection meanwhile: %s) |" % (
+            m["idle_conns"], m["rss_idle_conns_kib"] / 1024, m["idle_conns_ok"], m["idle_conns"], m["new_conn_while_idle"]))
+        A("| per idle connection | %.1f KiB |" % ((m["rss_idle_conns_kib"] - m["rss_idle_kib"]) / max(1, m["idle_conns_ok"])))
+        A("| RSS after the connections closed | %.1f MiB |" % (m["rss_after_close_kib"] / 1024))
+        A("| fill of %d objects of 1 KiB through shardgate, c=8 | %.1f s (%.0f objects/s), %d failed |" % (
+            m["objects"], m["fill_secs"], m["objects"] / m["fill_secs"], m["fill_failed"]))
+        A("| RSS with %d cached objects | %.1f MiB |" % (m["cache_objects"], m["rss_filled_kib"] / 1024))
+        A("| RSS per cached object | **%.0f bytes** |" % m["bytes_per_object"])
+        A("| restart (SIGTERM, exec) until the first hit, %d objects cached | **%s** (was a hit: %s; objects after restart %d) |" % (
+            m["cache_objects"], "%.3f s" % m["restart_first_hit_s"] if m["restart_first_hit_s"] else "no hit",
+            m["restart_was_hit"], m["restart_cache_objects"]))
+        A("| RSS right after the restart | %.1f MiB |" % (m["rss_after_restart_kib"] / 1024))
+        A("")
+    if "threads" in res:
+        A("## `--threads N` (shardgate alone)")
+        A("")
+        A("| threads | size | c | req/s | MB/s | p99 ms | CPU µs/req |")
+        A("| --- | --- | --- | --- | --- | --- | --- |")
+        for t in res["threads"]:
+            rs = t["runs"]
+            A("| %d | %s | %d | %s | %s | %s | %s |" % (t["threads"], t["size"], t["c"],
+                                                      fmt(summary([x["rps"] for x in rs])),
+                                                      fmt(summary([x["MBps"] for x in rs])),
+                                                      fmt(summary([x["p99_ms"] for x in rs]), 3),
+                                                      fmt(summary([x["cpu_us_per_req"] for x in rs]))))
+        A("")
+    if "epoch" in res:
+        e = res["epoch"]
+        A("## Epoch runs: ordered prefetch hints vs LRU without hints")
+        A("")
+        if e["skipped"]:
+            A("Skipped: %s." % e["why"])
+        else:
+            A("%d shards of %d MiB (%d MiB) from the 100 MiB/s cold tier, cache %d MiB (`--cache-size`), "
+              "one reader (keep-alive, sequential), each epoch in a new shuffled order; with hints an ordered "
+              "hint (consumer rank0) is sent just before the epoch's first GET. Each variant starts on an empty cache." %
+              (e["shards"], e["shard_bytes"] // MiB, e["shards"] * e["shard_bytes"] // MiB, e["cache_bytes"] // MiB))
+            A("")
+            A("| epoch | LRU s | hints s | time ratio hints/LRU | LRU cold MiB | hints cold MiB | LRU hits | hints hits | hints first-byte p50 / max ms |")
+            A("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+            for a, b in zip(e["lru"], e["hints"]):
+                A("| %d | %.2f | %.2f | **%.2f** | %.0f | %.0f | %d | %d | %.1f / %.1f |" % (
+                    a["epoch"], a["secs"], b["secs"], b["secs"] / a["secs"], a["cold_MiB"], b["cold_MiB"],
+                    a["hits"], b["hits"], b["ttfb_p50_ms"], b["ttfb_max_ms"]))
+            later = [(a, b) for a, b in zip(e["lru"], e["hints"]) if a["epoch"] > 0]
+            if later:
+                A("")
+                A("Epochs 1+: time ratio hints/LRU median **%s**, cold-tier bytes ratio %s." % (
+                    fmt(summary([b["secs"] / a["secs"] for a, b in later]), 2),
+                    fmt(summary([b["cold_MiB"] / max(1e-9, a["cold_MiB"]) for a, b in later]), 2)))
+            last = e["hints"][-1].get("job_objects")
+            if last:
+                A("")
+                A("Last hint job's objects: `%s`." % json.dumps(last))
+        A("")
+    A("## Setup")
+    A("")
+    A("- shardgate: `%s`, Release build, `--cold` = the cold tier, `--cache-dir` on the same disk, log level warn "
+      "(nginx has access_log off), %s threads (one per core)." % (env_["bin"], os.cpu_count()))
+    A("- cold tier: nginx static over the dataset directory (2 workers), `/bench/slow/` throttled with "
+      "`limit_rate 100m` and `sendfile_max_chunk 256k` (100 MiB/s per connection; nginx does not delay a "
+      "response's first chunk, so a 4 MiB object comes at about 125 MiB/s), WebDAV PUT for write-through; "
+      "the bipolar case has its own S3-complete cold tier (a shardgate `--data` over the same directory) "
+      "because shardgate writes big PUTs through as multipart uploads.")
+    A("- nginx static (hit reference): worker_processes 2, sendfile, tcp_nopush, keepalive_requests 1e6, "
+      "open_file_cache, access_log off, over the same dataset files (page cache warm for both).")
+    A("- nginx proxy_cache (late-joiner reference): proxy_cache_lock on, in front of the same cold tier.")
+    A("- clients: wrk (2 threads, a Lua script cycling over the distinct keys) for hits; "
+      "bench/clients/getc.c for cold misses, late joiners and fills. Client and servers share the 2 cores.")
+    A("- CPU per request: utime+stime deltas of the server's processes (nginx: its workers) from /proc/PID/stat.")
+    A("")
+    A("Reproduce: `bench/run.sh %s` (results in bench/results/report-%s.md / .json)." % (mode_name, mode_name))
+    A("")
+    return "\n".join(L)
+
+
+def plots(mode_name, res):
+    if "hits" not in res or not shutil.which("gnuplot"):
+        return []
+    made = []
+    rows = res["hits"]["rows"]
+    dat = os.path.join(RESULTS, "%s-hits.dat" % mode_name)
+    with open(dat, "w") as f:
+        f.write("# label sg_MBps ngx_MBps sg_rps ngx_rps sg_p99ms ngx_p99ms\n")
+        for r in rows:
+            f.write('"%s c=%d" %f %f %f %f %f %f\n' % (
+                r["size"], r["c"], med([x["MBps"] for x in r["sg"]]), med([x["MBps"] for x in r["ngx"]]),
+                med([x["rps"] for x in r["sg"]]), med([x["rps"] for x in r["ngx"]]),
+                med([x["p99_ms"] for x in r["sg"]]), med([x["p99_ms"] for x in r["ngx"]])))
+    common = """set terminal pngcairo size 1100,520 noenhanced
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set key top left
+set grid ytics
+set xtics rotate by -30
+"""
+    gp = common + """set output '{o1}'
+set multiplot layout 1,2 title 'cache-hit GET: shardgate vs nginx static (median of runs)'
+set title 'requests/s (4 KiB)'
+plot '{d}' every ::0::{k4} using 4:xtic(1) title 'shardgate', '' every ::0::{k4} using 5 title 'nginx'
+set title 'MB/s (1 MiB, 64 MiB)'
+plot '{d}' every ::{k5} using 2:xtic(1) title 'shardgate', '' every ::{k5} using 3 title 'nginx'
+unset multiplot
+set output '{o2}'
+set logscale y
+set title 'cache-hit GET: p99 latency (ms, log scale), shardgate vs nginx static'
+plot '{d}' using 6:xtic(1) title 'shardgate', '' using 7 title 'nginx'
+"""
+    n4 = sum(1 for r in rows if r["size"] == "4k")
+    o1 = os.path.join(RESULTS, "%s-hits-throughput.png" % mode_name)
+    o2 = os.path.join(RESULTS, "%s-hits-p99.png" % mode_name)
+    if n4 == len(rows):  # smoke: one size only
+        gp = common + "set output '{o1}'\nset title 'cache-hit GET 4 KiB req/s'\nplot '{d}' using 4:xtic(1) title 'shardgate', '' using 5 title 'nginx'\nset output '{o2}'\nset title 'p99 ms'\nplot '{d}' using 6:xtic(1) title 'shardgate', '' using 7 title 'nginx'\n"
+    gp = gp.format(o1=o1, o2=o2, d=dat, k4=n4 - 1, k5=n4)
+    if "late_joiner" in res:
+        lj = res["late_joiner"]
+        dat2 = os.path.join(RESULTS, "%s-late-joiner.dat" % mode_name)
+        a = sorted(lj["sg"], key=lambda x: x["ttfb_max_ms"])[len(lj["sg"]) // 2]
+        b = sorted(lj["ngx"], key=lambda x: x["ttfb_max_ms"])[len(lj["ngx"]) // 2]
+        with open(dat2, "w") as f:
+            f.write("# client sg_ttfb_ms ngx_ttfb_ms\n")
+            for i, (x, y) in enumerate(zip(a["ttbody_ms"], b["ttbody_ms"])):
+                f.write("%d %f %f\n" % (i + 1, max(x, 0.01), max(y, 0.01)))
+        o3 = os.path.join(RESULTS, "%s-late-joiner.png" % mode_name)
+        gp += """unset logscale y
+set output '{o3}'
+set logscale y
+set xtics norotate
+set title 'late joiners on one cold 64 MiB object (100 MiB/s cold tier): time to first body byte per client (ms, log)'
+set xlabel 'client (joins 50 ms after the previous one)'
+plot '{d2}' using 2:xtic(1) title 'shardgate', '' using 3 title 'nginx proxy_cache_lock'
+""".format(o3=o3, d2=dat2)
+        made.append(o3)
+    # the ratios, with the spread of the per-run pairs
+    dat3 = os.path.join(RESULTS, "%s-hits-ratio.dat" % mode_name)
+    with open(dat3, "w") as f:
+        f.write("# label ratio_med ratio_min ratio_max (shardgate/nginx throughput per run pair)\n")
+        for r in rows:
+            rs = summary([a["bytes"] / a["duration_us"] / (b["bytes"] / b["duration_us"]) for a, b in zip(r["sg"], r["ngx"])])
+            f.write('"%s c=%d" %f %f %f\n' % (r["size"], r["c"], rs["med"], rs["lo"], rs["hi"]))
+    o4 = os.path.join(RESULTS, "%s-hits-ratio.png" % mode_name)
+    gp += """unset logscale y
+unset xlabel
+set output '{o4}'
+set style histogram errorbars gap 1 lw 1
+set xtics rotate by -30
+set yrange [0:*]
+set title 'cache-hit GET: shardgate / nginx static throughput, median and min-max of the run pairs (goal >= 1.0)'
+plot '{d3}' using 2:3:4:xtic(1) title 'shardgate / nginx', 1 with lines lc rgb 'red' dt 2 title 'parity'
+""".format(o4=o4, d3=dat3)
+    made.append(o4)
+    gpf = os.path.join(RESULTS, "%s-plots.gp" % mode_name)
+    with open(gpf, "w") as f:
+        f.write(gp)
+    r = subprocess.run(["gnuplot", gpf], capture_output=True, text=True)
+    if r.returncode != 0:
+        log("gnuplot failed: %s" % r.stderr[-400:])
+        return []
+    return [o1, o2] + made
+
+
+# ---------------------------------------------------------------- main
+
+def rereport(mode_name):
+    """Rewrite report-MODE.md and the plots from report-MODE.json (no run)."""
+    with open(os.path.join(RESULTS, "report-%s.json" % mode_name)) as f:
+        res = json.load(f)
+    env_ = dict(res.get("env") or {})
+    for k, v in (("bin", "?"), ("commit", "?"), ("dirty", False), ("machine", "?")):
+        env_.setdefault(k, v)
+    plots(mode_name, res)
+    md = report(mode_name, MODES[mode_name], res, env_) + "\nWall time of the run: %.0f s.\n" % res.get("elapsed_s", 0)
+    with open(os.path.join(RESULTS, "report-%s.md" % mode_name), "w") as f:
+        f.write(md)
+    return 0
+
+
+def main():
+    if sys.argv[1] == "--report":
+        return rereport(sys.argv[2])
+    mode_name = sys.argv[1] if len(sys.argv) > 1 else "quick"
+    mode = MODES[mode_name]
+    binp = sys.argv[2]
+    getc = sys.argv[3]
+    work = os.environ.get("BENCH_WORK", "/tmp/shardgate-bench-%s" % mode_name)
+    for d in ("cache", "cache-mem", "ngx-proxy/cache", "spool"):
+        shutil.rmtree(os.path.join(work, d), ignore_errors=True)
+    for d in ("ckpt", "slow", "tiny", "c1m", "c64m"):  # per-run objects (cold again)
+        shutil.rmtree(os.path.join(work, "data", "bench", d), ignore_errors=True)
+    os.makedirs(work, exist_ok=True)
+    os.makedirs(RESULTS, exist_ok=True)
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = bool(subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True).stdout.strip())
+    env_ = dict(work=work, bin=binp, getc=getc, commit=commit or "?", dirty=dirty,
+                machine="%d cores, %s" % (os.cpu_count(), os.uname().release),
+                port_base=int(os.environ.get("BENCH_PORT_BASE", "27300")))
+    res = {}
+    t_start = time.time()
+    env_["load0"] = open("/proc/loadavg").read().split()[0]
+    try:
+        log("data in %s" % work)
+        data, src1, src64 = make_data(work, mode)
+        env_.update(data=data, src1=src1, src64=src64)
+        pb = env_["port_base"]
+        # cold tier
+        cp = free_port(pb)
+        cold_dir = os.path.join(work, "ngx-cold")
+        env_["cold_log"] = os.path.join(cold_dir, "access.log")
+        if os.path.exists(env_["cold_log"]):
+            os.unlink(env_["cold_log"])
+        env_["cold"] = start_nginx("nginx-cold", cold_dir, """
+  client_max_body_size 0;
+  server {{
+    listen 127.0.0.1:{p};
+    root {root};
+    location ~ ^/[^/]+/?$ {{ return 200; }}
+    location /bench/slow/ {{ limit_rate 100m; sendfile_max_chunk 256k; }}
+    location / {{ dav_methods PUT DELETE; create_full_put_path on; }}
+  }}""".format(p=cp, root=os.path.join(work, "data")), cp,
+            access="access_log %s;" % env_["cold_log"])
+        # shardgate in front of it
+        env_["cache"] = os.path.join(work, "cache")
+        env_["sg"] = start_shardgate(env_, "sg", free_port(cp + 1), cp, env_["cache"])
+        # nginx static over the same files
+        sp = free_port(env_["sg"].port + 1)
+        env_["ngx_static"] = start_nginx("nginx-static", os.path.join(work, "ngx-static"), """
+  open_file_cache max=10000 inactive=60s; open_file_cache_valid 60s;
+  server {{ listen 127.0.0.1:{p} backlog=4096; root {root}; }}""".format(p=sp, root=os.path.join(work, "data")), sp)
+        if mode["lj"]:
+            pp = free_port(sp + 1)
+            pdir = os.path.join(work, "ngx-proxy")
+            os.makedirs(os.path.join(pdir, "cache"), exist_ok=True)
+            env_["ngx_proxy"] = start_nginx("nginx-proxy-cache", pdir, """
+  proxy_cache_path {d}/cache levels=1:2 keys_zone=bench:64m max_size=100g inactive=1d use_temp_path=off;
+  upstream cold {{ server 127.0.0.1:{cp}; keepalive 32; }}
+  server {{
+    listen 127.0.0.1:{p};
+    location / {{
+      proxy_pass http://cold; proxy_http_version 1.1; proxy_set_header Connection "";
+      proxy_cache bench; proxy_cache_valid 200 1d;
+      proxy_cache_lock on; proxy_cache_lock_timeout 60s; proxy_cache_lock_age 60s;
+    }}
+  }}""".format(d=pdir, cp=cp, p=pp), pp)
+        log("up: cold %d, shardgate %d, nginx static %d%s" % (cp, env_["sg"].port, sp,
+            ", nginx proxy_cache %d" % env_["ngx_proxy"].port if mode["lj"] else ""))
+        # warm shardgate's cache (every hot object once) and both page caches
+        warm = ["/bench/s%s/%06d" % (tag, i) for tag, _, n in mode["sizes"] for i in range(n)]
+        run_getc(env_, env_["sg"].port, warm, conc=8)
+        run_getc(env_, env_["sg"].port, warm, conc=8)
+        run_getc(env_, env_["ngx_static"].port, warm, conc=8)
+        if mode_name == "profile":
+            return case_profile(env_, mode)
+        case_hits(env_, mode, res)
+        if mode["cold"]:
+            case_cold(env_, mode, res)
+        if mode["lj"]:
+            case_late_joiner(env_, mode, res)
+        if mode["mixed"]:
+            case_mixed(env_, mode, res)
+        if mode["bipolar"]:
+            case_bipolar(env_, mode, res)
+        if mode["epoch"]:
+            case_epoch(env_, mode, res)
+        if mode["threads"]:
+            case_threads(env_, mode, res)
+        if mode["memory"]:
+            case_memory(env_, mode, res)
+    finally:
+        stop_all()
+    res["elapsed_s"] = time.time() - t_start
+    env_["load1"] = open("/proc/loadavg").read().split()[0]
+    res["loadavg"] = [env_["load0"], env_["load1"]]
+    res["env"] = {k: env_.get(k) for k in ("bin", "commit", "dirty", "machine", "load0", "load1")}
+    res["env"]["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    with open(os.path.join(RESULTS, "report-%s.json" % mode_name), "w") as f:
+        json.dump(res, f, indent=1, default=str)
+    made = plots(mode_name, res)
+    md = report(mode_name, mode, res, env_)
+    md += "\nWall time of the run: %.0f s.\n" % res["elapsed_s"]
+    with open(os.path.join(RESULTS, "report-%s.md" % mode_name), "w") as f:
+        f.write(md)
+    print(md)
+    if not res.get("hits", {}).get("rows"):
+        print("bench: empty table", file=sys.stderr)
+        return 1
+    log("report: %s; plots: %s" % (os.path.join(RESULTS, "report-%s.md" % mode_name), ", ".join(made) or "none"))
+    return 0
+
+
+if __name__ == "__main__":
+    def _term(signum, frame):
+        stop_all()
+        sys.exit(128 + signum)
+    signal.signal(signal.SIGTERM, _term)
+    signal.signal(signal.SIGINT, _term)
+    sys.exit(main())

@@ -1,0 +1,13 @@
+set terminal pngcairo size 1100,520 noenhanced
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set key top left
+set grid ytics
+set xtics rotate by -30
+set output '/work/main/bench/results/smoke-hits-throughput.png'
+set title 'cache-hit GET 4 KiB req/s'
+plot '/work/main/bench/results/smoke-hits.dat' using 4:xtic(1) title 'shardgate', '' using 5 title 'nginx'
+set output '/work/main/bench/results/smoke-hits-p99.png'
+set title 'p99 ms'
+plot '/work/main/bench/results/smoke-hits.dat' using 6:xtic(1) title 'shardgate', '' using 7 title 'nginx'
