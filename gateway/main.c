@@ -27,8 +27,9 @@ static const char usage[] =
     "  --data DIR           local-directory cold store: sub-directories are buckets,\n"
     "                       files are objects (default var/data, created if missing)\n"
     "  --cold URL           use the S3 at URL as the cold tier instead of --data;\n"
-    "                       credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY\n"
-    "                       (/ AWS_SESSION_TOKEN), region from AWS_REGION else --region\n"
+    "                       credentials from the config (cold_access_key ...) or\n"
+    "                       AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (/ AWS_SESSION_TOKEN),\n"
+    "                       region from cold_region, AWS_REGION, else --region\n"
     "  --cache-dir DIR      keep hot objects in a cache directory (an NVMe file system)\n"
     "  --cache-size BYTES   the cache's capacity, e.g. 200G or 1.5TiB (default 10GiB)\n"
     "  --consistency MODE   immutable | always | ttl:SECONDS (default ttl:60): when a\n"
@@ -39,8 +40,9 @@ static const char usage[] =
     "  --log-level LEVEL    error, warn, info (default) or debug\n"
     "\n"
     "environment: SHARDGATE_ACCESS_KEY and SHARDGATE_SECRET_KEY set the root\n"
-    "credentials; SHARDGATE_LISTEN, SHARDGATE_DATA_DIR, SHARDGATE_REGION and\n"
-    "SHARDGATE_LOG_LEVEL set the options above. Without credentials the defaults\n"
+    "credentials; SHARDGATE_LISTEN, SHARDGATE_DATA_DIR, SHARDGATE_COLD_URL,\n"
+    "SHARDGATE_CACHE_DIR, SHARDGATE_CACHE_SIZE, SHARDGATE_CONSISTENCY, SHARDGATE_REGION\n"
+    "and SHARDGATE_LOG_LEVEL set the options above. Without credentials the defaults\n"
     "(" CONF_DEFAULT_ACCESS_KEY " / " CONF_DEFAULT_SECRET_KEY ") are used and printed.\n";
 
 static enum cache_consistency consistency(enum conf_consistency cc)
