@@ -40,6 +40,8 @@ enum backend_status {
     BACKEND_NOMEM,
     BACKEND_UNAVAILABLE,       /* s3: the cold tier is down, timed out, or
                                   answered 5xx/SlowDown after the retries */
+    BACKEND_INVALID_REQUEST,   /* s3: the cold tier refused the request as malformed
+                                  (InvalidRequest), e.g. a part's checksum algorithm */
 };
 
 const char *backend_status_name(enum backend_status st);

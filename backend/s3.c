@@ -217,6 +217,7 @@ enum backend_status s3_status_from_code(const char *code, long http_status)
         { "EntityTooLarge", BACKEND_TOO_LARGE },
         { "InvalidRange", BACKEND_BAD_RANGE },
         { "InvalidArgument", BACKEND_BAD_KEY },  /* the one 400 a key put gets */
+        { "InvalidRequest", BACKEND_INVALID_REQUEST },
         { "AccessDenied", BACKEND_DENIED },
         { "SignatureDoesNotMatch", BACKEND_DENIED },
         { "InvalidAccessKeyId", BACKEND_DENIED },
@@ -954,13 +955,19 @@ static enum backend_status not_found(struct s3_store *s, const char *bucket,
                                                                  : BACKEND_NO_KEY;
 }
 
+/* Asked on every object HEAD and opening GET: the cold tier then returns the
+ * object's checksums, which the gateway stores (the cache) and returns to a
+ * client that asks with x-amz-checksum-mode itself. */
+static char checksum_mode_line[] = "x-amz-checksum-mode: ENABLED";
+static struct curl_slist checksum_mode = { checksum_mode_line, NULL };
+
 static enum backend_status s3_object_head(struct backend *base, const char *bucket,
                                           const char *key, struct obj_meta *meta)
 {
     struct s3_store *s = (struct s3_store *)base;
     memset(meta, 0, sizeof *meta);
     struct s3_call c = { .method = "HEAD", .bucket = cold_bucket(s, bucket), .key = key,
-                         .body_fd = -1, .idempotent = true };
+                         .body_fd = -1, .idempotent = true, .hdrs = &checksum_mode };
     enum backend_status st = s3_do(s, &c);
     if (st == BACKEND_OK && s3_meta_from_headers(&c.rh, meta) != 0)
         st = BACKEND_NOMEM;
@@ -1293,7 +1300,7 @@ static enum backend_status s3_object_open(struct backend *base, const char *buck
         goto out;
     t->c = (struct s3_call){ .method = "GET", .bucket = o->bucket, .key = o->key,
                              .body_fd = -1, .idempotent = true, .long_transfer = true,
-                             .rmax = S3_ERR_BODY_MAX };
+                             .rmax = S3_ERR_BODY_MAX, .hdrs = &checksum_mode };
     t->url = s3_url_build(s->endpoint, s->vhost, o->bucket, o->key, NULL);
     if (!t->url || call_hdr_list(s, &t->c, &t->hl) != BACKEND_OK)
         goto out;

@@ -276,6 +276,17 @@ enum backend_status s3_xml_list_parts(const char *xml, size_t len,
         p->size = child_u64(c, "Size");
         child_etag(c, "ETag", p->etag);
         child_time(c, "LastModified", &p->mtime);
+        /* a part's checksum, named as the header that carries it */
+        static const char *const ck[][2] = {
+            { "ChecksumCRC32", "x-amz-checksum-crc32" },
+            { "ChecksumCRC32C", "x-amz-checksum-crc32c" },
+            { "ChecksumCRC64NVME", "x-amz-checksum-crc64nvme" },
+            { "ChecksumSHA1", "x-amz-checksum-sha1" },
+            { "ChecksumSHA256", "x-amz-checksum-sha256" },
+        };
+        for (size_t k = 0; k < sizeof ck / sizeof ck[0] && !p->checksum[0]; k++)
+            if (child_text(c, ck[k][0], p->checksum, sizeof p->checksum) && p->checksum[0])
+                snprintf(p->checksum_name, sizeof p->checksum_name, "%s", ck[k][1]);
     }
     out->truncated = child_true(r, "IsTruncated");
     out->next_marker = (unsigned)child_u64(r, "NextPartNumberMarker");

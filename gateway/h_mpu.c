@@ -568,6 +568,13 @@ void gw_h_mpu_list_parts(struct gw_req *r)
         gw_reply_backend_error(r, st);
         return;
     }
+    if (!a && pg.n_parts && pg.parts[0].checksum_name[0]) {
+        /* A store that keeps no upload settings (an S3 cold tier holds
+         * them itself): the parts' checksums name the algorithm, and the
+         * type is S3's default for it. */
+        a = ck_by_hdr(pg.parts[0].checksum_name);
+        full = a && strcmp(pg.parts[0].checksum_name, "x-amz-checksum-crc64nvme") == 0;
+    }
     struct gw_buf b;
     gw_buf_init(&b, XML_CAP);
     int rc = gw_xml_begin(&b, "ListPartsResult");

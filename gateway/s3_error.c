@@ -106,6 +106,7 @@ enum s3_err s3_error_from_backend(enum backend_status st)
     case BACKEND_IO: return S3E_INTERNAL;
     case BACKEND_NOMEM: return S3E_SLOW_DOWN;
     case BACKEND_UNAVAILABLE: return S3E_SERVICE_UNAVAILABLE;
+    case BACKEND_INVALID_REQUEST: return S3E_INVALID_REQUEST;
     }
     return S3E_INTERNAL;
 }
