@@ -2,7 +2,8 @@
 # bench/run.sh smoke|quick|full - shardgate vs nginx, side by side, on 127.0.0.1.
 #   smoke: start everything, one short case (<= 30 s), print the table; non-zero on failure
 #   quick: every case, 3 runs each (< 10 min on the 2-core CI VM)
-#   full:  every case, 5 runs of 10 s, 4 GiB checkpoint, 1M small objects
+#   full:  every case, 5 runs of 10 s, 4 GiB checkpoint, 1M small objects (~45 min)
+#   memory: only the memory / restart case with 1M small objects
 # Builds shardgate (Release) in build-bench/ and bench/clients/getc; needs wrk, nginx,
 # curl, python3 (gnuplot-nox for the plots). Results: bench/results/report-MODE.{md,json,png}.
 # BENCH_WORK (default /tmp/shardgate-bench-MODE) holds data and caches;
@@ -12,7 +13,7 @@
 #            shardgate, on 4 KiB c=64 and 64 MiB c=8 -> bench/results/profile/
 set -euo pipefail
 mode="${1:-quick}"
-case "$mode" in smoke|quick|full|profile) ;; *) echo "usage: $0 smoke|quick|full|profile" >&2; exit 2 ;; esac
+case "$mode" in smoke|quick|full|profile|memory) ;; *) echo "usage: $0 smoke|quick|full|profile|memory" >&2; exit 2 ;; esac
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
 build="${BENCH_BUILD_DIR:-$root/build-bench}"

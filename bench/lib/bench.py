@@ -42,6 +42,9 @@ MODES = {
     # profile: perf stat (syscalls, instructions) and perf record of both servers during hits
     "profile": dict(reps=1, dur=5, sizes=[("4k", 4096, 2000), ("64m", 64 * MiB, 4)], conc=[64, 8],
                     cold=False, lj=False, mixed=False, bipolar=False, memory=False, threads=False, epoch=False),
+    # memory: only the memory / restart case, with 1,000,000 small objects
+    "memory": dict(reps=1, dur=1, sizes=[("4k", 4096, 2000)], conc=[8], cold=False, lj=False, mixed=False,
+                   bipolar=False, memory=True, small_n=1000000, idle_conns=1000, threads=False, epoch=False),
     "full": dict(reps=5, dur=10, sizes=[("4k", 4096, 2000), ("1m", MiB, 16), ("64m", 64 * MiB, 4)],
                  conc=[1, 8, 64], cold=True, cold1m=50, cold64m=4, lj=True, mixed=True,
                  bipolar=True, put_bytes=4 << 30, memory=True, small_n=1000000, idle_conns=1000,
@@ -653,6 +656,11 @@ def case_memory(env_, mode, res):
     log("memory: linking %d 1 KiB cold objects" % n)
     keys = []
     for i in range(n):
+        if i % 60000 == 0 and i:  # ext4 allows 65,000 links per inode
+            src = os.path.join(work, "rand1k-%d" % (i // 60000))
+            if not os.path.exists(src):
+                with open(src, "wb") as f:
+                    f.write(os.urandom(1024))
         k = "tiny/%04d/%07d" % (i // 1000, i)
         link(src, os.path.join(env_["data"], k))
         keys.append("/bench/" + k)
@@ -1354,6 +1362,9 @@ def main():
         run_getc(env_, env_["ngx_static"].port, warm, conc=8)
         if mode_name == "profile":
             return case_profile(env_, mode)
+        if mode_name == "memory":
+            case_memory(env_, mode, res)
+            return finish(mode_name, mode, res, env_, t_start, hits_needed=False)
         case_hits(env_, mode, res)
         if mode["cold"]:
             case_cold(env_, mode, res)
@@ -1369,8 +1380,19 @@ def main():
             case_threads(env_, mode, res)
         if mode["memory"]:
             case_memory(env_, mode, res)
+    except Exception as e:  # noqa: BLE001 - keep what was measured, then fail
+        import traceback
+        traceback.print_exc()
+        stop_all()
+        res["failed"] = repr(e)
+        finish(mode_name, mode, res, env_, t_start)
+        return 1
     finally:
         stop_all()
+    return finish(mode_name, mode, res, env_, t_start)
+
+
+def finish(mode_name, mode, res, env_, t_start, hits_needed=True):
     res["elapsed_s"] = time.time() - t_start
     env_["load1"] = open("/proc/loadavg").read().split()[0]
     res["loadavg"] = [env_["load0"], env_["load1"]]
@@ -1384,7 +1406,10 @@ def main():
     with open(os.path.join(RESULTS, "report-%s.md" % mode_name), "w") as f:
         f.write(md)
     print(md)
-    if not res.get("hits", {}).get("rows"):
+    if res.get("failed"):
+        print("bench: FAILED: %s" % res["failed"], file=sys.stderr)
+        return 1
+    if hits_needed and not res.get("hits", {}).get("rows"):
         print("bench: empty table", file=sys.stderr)
         return 1
     log("report: %s; plots: %s" % (os.path.join(RESULTS, "report-%s.md" % mode_name), ", ".join(made) or "none"))

@@ -11,3 +11,11 @@ plot '/work/main/bench/results/smoke-hits.dat' using 4:xtic(1) title 'shardgate'
 set output '/work/main/bench/results/smoke-hits-p99.png'
 set title 'p99 ms'
 plot '/work/main/bench/results/smoke-hits.dat' using 6:xtic(1) title 'shardgate', '' using 7 title 'nginx'
+unset logscale y
+unset xlabel
+set output '/work/main/bench/results/smoke-hits-ratio.png'
+set style histogram errorbars gap 1 lw 1
+set xtics rotate by -30
+set yrange [0:*]
+set title 'cache-hit GET: shardgate / nginx static throughput, median and min-max of the run pairs (goal >= 1.0)'
+plot '/work/main/bench/results/smoke-hits-ratio.dat' using 2:3:4:xtic(1) title 'shardgate / nginx', 1 with lines lc rgb 'red' dt 2 title 'parity'
