@@ -39,6 +39,7 @@ JSON
 read p1 pid1 < <(start_cached c1 sendfile)
 read p2 pid2 < <(start_cached c2 io_uring)
 read p3 pid3 < <(start_cached c3 auto)
+pids+=("$pid1" "$pid2" "$pid3")   # started in subshells: the trap must know them here
 sleep 1
 for p in $p1 $p2 $p3; do   # warm the caches (public-read: anonymous GETs)
     for i in $(seq 0 199); do curl -sf -o /dev/null "http://127.0.0.1:$p/bench/small-$i"; done
