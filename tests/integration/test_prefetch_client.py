@@ -451,9 +451,14 @@ def train_loop_checks(payloads):
         if jid != "-":
             j = p.job(BUCKET, jid)
             got.append((j.get("ordered"), j.get("epoch"), j.get("consumer"),
-                        j.get("objects", {}).get("total")))
-    eq("train_loop.py hints: ordered, epoch 0/1, consumer rank0, 20 objects", got,
-       [(True, 0, "rank0", N_SHARDS), (True, 1, "rank0", N_SHARDS)])
+                        j.get("objects", {}).get("total"), j.get("state"), j.get("position")))
+    # epoch 1's hint is sent while epoch 0 is read (one epoch ahead): it
+    # queues behind epoch 0's instead of cancelling it, and each job counts
+    # its own epoch's reads
+    eq("train_loop.py hints: ordered, epoch 0/1, consumer rank0, 20 objects, both done "
+       "with the reader at the end", got,
+       [(True, 0, "rank0", N_SHARDS, "done", N_SHARDS),
+        (True, 1, "rank0", N_SHARDS, "done", N_SHARDS)])
 
 
 def debian_python(payloads):

@@ -15,13 +15,19 @@ Cold-tier bytes per epoch = delta of B's shardgate_backend_bytes_total.
 Asserts for (b): epochs 2-4 each <= 1.10 x (dataset - cache) = 11 MiB, and
 their sum <= 0.8 x the sum of (a)'s epochs 2-4; every body read is right.
 
-(c) "reader wait": B's cold tier throttled (throttle.py, 50 MB/s), the
-reader pauses 20 ms per shard (its compute), 2 epochs with hints and 2
-without: with hints, epoch 2 is served by hits (hit fraction >= 0.9) and no
-read starts a miss fill (misses_total delta <= 1: the very first read of an
-epoch can be one, as the full cache holds nothing the hint does not need).
-Also, polling the job before each GET, at most 1 read of epoch 2 finds its
-shard not yet staged. Asserts on counters, never on wall time.
+(c) the same with the hints sent one epoch ahead (epoch 1's and 2's first,
+then epoch e+1's as epoch e begins): the same cold-bytes bound.
+
+(d) "reader wait": B's cold tier throttled (throttle.py, 50 MB/s), the
+reader pauses 20 ms per shard (its compute), 2 epochs each without hints,
+with hints sent as each epoch begins, and with hints one epoch ahead. With
+hints at the start, epoch 2 is served by hits (hit fraction >= 0.9), no
+read starts a miss fill (misses_total delta <= 1) and, polling the job
+before each GET, at most 5 % of its reads find their shard not yet staged
+(at an epoch's start the full cache holds only objects the hint needs).
+With hints one epoch ahead, every read of epoch 2 but at most one is a hit,
+none a miss, and at most one finds its shard not yet staged. Asserts on
+counters, never on wall time.
 
 Note: "attached" = reads - hits - misses. shardgate_cache_hits_total also
 counts a read that missed, waited, and found the fill already published when
@@ -70,20 +76,31 @@ def start_b(cold_url, tag):
     return cfg
 
 
+def send_hint(tag, e):
+    a = P.hint(BUCKET, {"keys": order_of(e), "ordered": True, "epoch": e, "consumer": "rank0"})
+    if check("[%s] epoch %d: ordered hint accepted (202)" % (tag, e), a.status == 202
+             and (a.json or {}).get("job"), a):
+        return a.json["job"]
+    return None
+
+
 def run_epochs(tag, hints, epochs, want_sha, pause=0.0):
-    """Reads `epochs` epochs through B; returns a list of per-epoch dicts."""
+    """Reads `epochs` epochs through B; returns a list of per-epoch dicts.
+    hints: False (none), "start" (epoch e's hint as e begins) or "ahead"
+    (epoch 1's and 2's hints first, then epoch e+1's as e begins)."""
     c = H.boto3_client()
     rows = []
+    next_jid = None
     for e in range(1, epochs + 1):
         order = order_of(e)
         s0 = P.stats()
         jid = None
-        if hints:
-            a = P.hint(BUCKET, {"keys": order, "ordered": True, "epoch": e,
-                                "consumer": "rank0"})
-            if check("[%s] epoch %d: ordered hint accepted (202)" % (tag, e), a.status == 202
-                     and (a.json or {}).get("job"), a):
-                jid = a.json["job"]
+        if hints == "start" or (hints == "ahead" and e == 1):
+            jid = send_hint(tag, e)
+        elif hints == "ahead":
+            jid = next_jid
+        if hints == "ahead" and e < epochs:   # a loader knows its last epoch
+            next_jid = send_hint(tag, e + 1)
         bad = []
         ahead = 0
         t0 = time.time()
@@ -151,20 +168,27 @@ def headline(cold, want_sha):
     C.stop_cache("[lru] caching gateway exits 0 on SIGTERM")
 
     start_b(url, "hint")
-    hint = run_epochs("hint", True, EPOCHS, want_sha)
+    hint = run_epochs("hint", "start", EPOCHS, want_sha)
     C.stop_cache("[hint] caching gateway exits 0 on SIGTERM")
 
+    start_b(url, "ahead")
+    ahead = run_epochs("ahead", "ahead", EPOCHS, want_sha)
+    C.stop_cache("[ahead] caching gateway exits 0 on SIGTERM")
+
     table("cold-tier bytes per epoch, 4 shuffled epochs (test_prefetch_epochs.py)",
-          [("(a) LRU, no hints", lru), ("(b) ordered hints", hint)])
+          [("(a) LRU, no hints", lru), ("(b) ordered hints", hint),
+           ("(c) hints 1 epoch ahead", ahead)])
 
     limit = 1.10 * (DATASET - CACHE)
-    for r in hint:
-        if r["epoch"] == 1:
-            check("[hint] epoch 1 reads the dataset once (cold bytes %.2f MiB <= 20 MiB)"
-                  % (r["cold_bytes"] / MB), r["cold_bytes"] <= DATASET, r)
-            continue
-        check("[hint] epoch %d: cold bytes %.2f MiB <= 1.10 x (dataset - cache) = %.2f MiB"
-              % (r["epoch"], r["cold_bytes"] / MB, limit / MB), r["cold_bytes"] <= limit, r)
+    for tag, rows in (("hint", hint), ("ahead", ahead)):
+        for r in rows:
+            if r["epoch"] == 1:
+                check("[%s] epoch 1 reads the dataset once (cold bytes %.2f MiB <= 20 MiB)"
+                      % (tag, r["cold_bytes"] / MB), r["cold_bytes"] <= DATASET, r)
+                continue
+            check("[%s] epoch %d: cold bytes %.2f MiB <= 1.10 x (dataset - cache) = %.2f MiB"
+                  % (tag, r["epoch"], r["cold_bytes"] / MB, limit / MB),
+                  r["cold_bytes"] <= limit, r)
     sa = sum(r["cold_bytes"] for r in lru[1:])
     sb = sum(r["cold_bytes"] for r in hint[1:])
     check("[hint] epochs 2-4: %.2f MiB <= 0.8 x LRU's %.2f MiB" % (sb / MB, sa / MB),
@@ -183,14 +207,20 @@ def reader_wait(cold, want_sha):
         lru = run_epochs("wait-lru", False, 2, want_sha, pause=PAUSE_S)
         C.stop_cache("[wait-lru] caching gateway exits 0 on SIGTERM")
         start_b(url, "wait-hint")
-        hint = run_epochs("wait-hint", True, 2, want_sha, pause=PAUSE_S)
+        hint = run_epochs("wait-hint", "start", 2, want_sha, pause=PAUSE_S)
         C.stop_cache("[wait-hint] caching gateway exits 0 on SIGTERM")
+        start_b(url, "wait-ahead")
+        ahead = run_epochs("wait-ahead", "ahead", 2, want_sha, pause=PAUSE_S)
+        C.stop_cache("[wait-ahead] caching gateway exits 0 on SIGTERM")
     finally:
         thr.stop()
     table("reader wait: cold tier throttled to %d MB/s, reader pauses %d ms per shard; "
           "'attached' = reads that joined a fill already running (neither hit nor miss)"
           % (THROTTLE_RATE / 1e6, PAUSE_S * 1000),
-          [("(a) LRU, no hints", lru), ("(b) ordered hints", hint)])
+          [("(a) LRU, no hints", lru), ("(b) ordered hints", hint),
+           ("(c) hints 1 epoch ahead", ahead)])
+    print("# reader wait, hints 1 epoch ahead: reads that found their shard not yet staged: "
+          "epoch 1 %d, epoch 2 %d" % (ahead[0]["ahead"], ahead[1]["ahead"]), flush=True)
     e2 = hint[1]
     frac = e2["hits"] / float(N)
     lfrac = lru[1]["hits"] / float(N)
@@ -212,6 +242,13 @@ def reader_wait(cold, want_sha):
           % (e2["ahead"], few), e2["ahead"] is not None and e2["ahead"] <= few, e2)
     check("[wait-hint] epoch 2 beats LRU on hits (%d vs %d)" % (e2["hits"], lru[1]["hits"]),
           e2["hits"] > lru[1]["hits"], (e2, lru[1]))
+    # Declared one epoch ahead, epoch 2's start is staged during epoch 1
+    # (in place of objects epoch 2 needs later): even its first reads hit.
+    a2 = ahead[1]
+    check("[wait-ahead] epoch 2: every read a hit but at most one (hits %d >= %d), no miss"
+          % (a2["hits"], N - 1), a2["hits"] >= N - 1 and a2["misses"] == 0, a2)
+    check("[wait-ahead] epoch 2: the reader is never ahead of the stager (%r reads <= 1)"
+          % a2["ahead"], a2["ahead"] is not None and a2["ahead"] <= 1, a2)
 
 
 def main():

@@ -267,45 +267,160 @@ static void cancel_stops_staging(void)
     teardown();
 }
 
+static void submit_chain(const char *consumer, int epoch, char id[CACHE_JOB_ID_LEN])
+{
+    static const char *const names[] = { "a.tar", "b.tar", "c.tar", "d.tar" };
+    struct cache_hint h = { .bucket = "data", .keys = key_list(names, 4), .n_keys = 4,
+                            .ordered = true, .has_epoch = epoch >= 0,
+                            .epoch = epoch >= 0 ? (uint64_t)epoch : 0, .consumer = consumer };
+    CU_ASSERT_EQUAL_FATAL(cache_job_submit(cache, &h, id), 0);
+}
+
+/* The job's state and reader position. */
+static enum cache_job_state job_state(const char *id, uint64_t *position)
+{
+    struct cache_job_info ji;
+    CU_ASSERT_EQUAL_FATAL(cache_job_get(cache, "data", id, &ji), 0);
+    enum cache_job_state st = ji.state;
+    *position = ji.position;
+    cache_job_info_clear(&ji);
+    return st;
+}
+
+static uint64_t position_of(const char *id)
+{
+    uint64_t pos;
+    job_state(id, &pos);
+    return pos;
+}
+
+/* A consumer's hint for epoch e+1 queues behind its live hint for epoch e
+ * (reads count against e until e is read through); any other new hint of
+ * the consumer supersedes its live ones (they stop counting reads and
+ * guiding eviction). */
+static void next_epoch_hint_queues_behind_the_current_one(void)
+{
+    setup(64 * MIB, 90, 80, 2);
+    static const char *const names[] = { "a.tar", "b.tar", "c.tar", "d.tar" };
+    for (int i = 0; i < 4; i++)
+        put(names[i], 1000);
+    char e5[CACHE_JOB_ID_LEN], e6[CACHE_JOB_ID_LEN], e6b[CACHE_JOB_ID_LEN],
+        e8[CACHE_JOB_ID_LEN], other[CACHE_JOB_ID_LEN], none[CACHE_JOB_ID_LEN];
+    submit_chain("r0", 5, e5);
+    submit_chain("r1", 9, other);        /* another consumer: its own chain */
+    submit_chain("r0", 6, e6);
+    CU_ASSERT_EQUAL(read_object("a.tar"), 1000);
+    CU_ASSERT_EQUAL(read_object("b.tar"), 1000);
+    CU_ASSERT_EQUAL(position_of(e5), 2); /* epoch 5 is being read ... */
+    CU_ASSERT_EQUAL(position_of(e6), 0); /* ... not epoch 6, though it has the keys */
+    CU_ASSERT_EQUAL(position_of(other), 2);
+    submit_chain("r0", 6, e6b);          /* epoch 6 again: replaces the first one */
+    CU_ASSERT_EQUAL(read_object("c.tar"), 1000);
+    CU_ASSERT_EQUAL(read_object("d.tar"), 1000);   /* epoch 5 read through */
+    struct cache_job_info ji;
+    wait_job(e5, &ji);
+    CU_ASSERT_EQUAL(ji.state, CACHE_JOB_DONE);     /* not cancelled by epoch 6's hints */
+    CU_ASSERT_EQUAL(ji.position, 4);
+    cache_job_info_clear(&ji);
+    CU_ASSERT_EQUAL(read_object("a.tar"), 1000);   /* now epoch 6 counts */
+    CU_ASSERT_EQUAL(position_of(e6b), 1);
+    CU_ASSERT_EQUAL(position_of(e6), 0);           /* superseded */
+    submit_chain("r0", 8, e8);           /* not the next epoch: supersedes */
+    CU_ASSERT_EQUAL(read_object("b.tar"), 1000);
+    CU_ASSERT_EQUAL(position_of(e6b), 1);
+    CU_ASSERT_EQUAL(position_of(e8), 2);
+    submit_chain("r0", -1, none);        /* no epoch: supersedes */
+    CU_ASSERT_EQUAL(read_object("c.tar"), 1000);
+    CU_ASSERT_EQUAL(position_of(e8), 2);
+    CU_ASSERT_EQUAL(position_of(none), 3);
+    CU_ASSERT_EQUAL(position_of(other), 4);
+    teardown();
+}
+
+/* Waits until no fill is running and none has started for 0.6 s (three
+ * stager ticks): the stager has done all it may do now. */
+static void quiesce(void)
+{
+    struct cache_stats a, b;
+    cache_stats_get(cache, &a);
+    for (int stable = 0, i = 0; stable < 6 && i < 1000; i++) {
+        usleep(100000);
+        cache_stats_get(cache, &b);
+        bool idle = b.fills_started == b.fills_done + b.fills_failed &&
+                    b.fills_started == a.fills_started;
+        stable = idle ? stable + 1 : 0;
+        a = b;
+    }
+}
+
+enum hints_mode { NO_HINTS, HINT_AT_START, HINT_AHEAD };
+
+static void submit_epoch(const unsigned *order, unsigned n, int e, unsigned window_objects)
+{
+    char **keys = calloc(n, sizeof *keys);
+    for (unsigned i = 0; i < n; i++)
+        keys[i] = shard_name(order[i]);
+    struct cache_hint h = { .bucket = "data", .keys = keys, .n_keys = n, .ordered = true,
+                            .has_epoch = true, .epoch = (uint64_t)e, .consumer = "rank0",
+                            .window_objects = window_objects };
+    char id[CACHE_JOB_ID_LEN];
+    CU_ASSERT_EQUAL_FATAL(cache_job_submit(cache, &h, id), 0);
+}
+
 /* Four epochs over 160 shards of 256 KiB (40 MiB) with a 20 MiB cache;
- * returns cold bytes per epoch in out[]. */
+ * cold bytes per epoch in out[], and in first_hits[] how many of each
+ * epoch's first FIRST reads were hits. HINT_AT_START sends epoch e's hint
+ * as e begins; HINT_AHEAD sends epochs 0 and 1 first, then epoch e+1's as
+ * e begins (a loader declaring the next epoch ahead). Before the last
+ * FIRST reads of an epoch the reader pauses until staging is idle (its
+ * compute: deterministic, where a paced reader would race the stager). */
 #define SHARD (256u * 1024u)
-static void run_epochs(bool hints, uint64_t out[4])
+enum { N = 160, FIRST = 8 };
+static void run_epochs(enum hints_mode mode, uint64_t out[4], unsigned first_hits[4])
 {
     setup(20 * MIB, 100, 95, 4);
-    enum { N = 160 };
     for (unsigned i = 0; i < N; i++) {
         char *k = shard_name(i);
         put(k, SHARD);
         free(k);
     }
-    unsigned order[N];
+    unsigned orders[4][N];
     for (unsigned i = 0; i < N; i++)
-        order[i] = i;
+        orders[0][i] = i;
     uint32_t rnd = 12345;
     for (int e = 0; e < 4; e++) {
+        if (e > 0)
+            memcpy(orders[e], orders[e - 1], sizeof orders[e]);
         for (unsigned i = N - 1; i > 0; i--) {   /* a new shuffle per epoch, like a loader */
             rnd = rnd * 1103515245u + 12345u;
             unsigned j = (rnd >> 8) % (i + 1);
-            unsigned t = order[i];
-            order[i] = order[j];
-            order[j] = t;
+            unsigned t = orders[e][i];
+            orders[e][i] = orders[e][j];
+            orders[e][j] = t;
         }
-        if (hints) {
-            char **keys = calloc(N, sizeof *keys);
-            for (unsigned i = 0; i < N; i++)
-                keys[i] = shard_name(order[i]);
-            struct cache_hint h = { .bucket = "data", .keys = keys, .n_keys = N,
-                                    .ordered = true, .has_epoch = true, .epoch = (uint64_t)e,
-                                    .consumer = "rank0" };
-            char id[CACHE_JOB_ID_LEN];
-            CU_ASSERT_EQUAL_FATAL(cache_job_submit(cache, &h, id), 0);
+    }
+    for (int e = 0; e < 4; e++) {
+        const unsigned *order = orders[e];
+        if (mode == HINT_AT_START)
+            submit_epoch(order, N, e, FIRST);
+        if (mode == HINT_AHEAD) {
+            if (e == 0)
+                submit_epoch(order, N, e, FIRST);
+            if (e + 1 < 4)   /* a loader knows its last epoch */
+                submit_epoch(orders[e + 1], N, e + 1, FIRST);
         }
-        struct cache_stats s0, s1;
+        struct cache_stats s0, s1, h0, h1;
         cache_stats_get(cache, &s0);
+        first_hits[e] = 0;
         for (unsigned i = 0; i < N; i++) {
+            if (i == N - FIRST)
+                quiesce();
             char *k = shard_name(order[i]);
+            cache_stats_get(cache, &h0);
             CU_ASSERT_EQUAL(read_object(k), SHARD);
+            cache_stats_get(cache, &h1);
+            if (i < FIRST)
+                first_hits[e] += (unsigned)(h1.hits - h0.hits);
             free(k);
         }
         usleep(200000);   /* staging in flight at the epoch's end is counted in it */
@@ -318,17 +433,25 @@ static void run_epochs(bool hints, uint64_t out[4])
 
 static void ordered_hints_read_dataset_minus_cache_per_epoch_lru_does_not(void)
 {
-    uint64_t lru[4], hinted[4];
-    run_epochs(false, lru);
-    run_epochs(true, hinted);
-    printf("\n    cold MiB per epoch (dataset 40 MiB, cache 20 MiB):\n");
+    uint64_t lru[4], hinted[4], ahead[4];
+    unsigned lru_first[4], hinted_first[4], ahead_first[4];
+    run_epochs(NO_HINTS, lru, lru_first);
+    run_epochs(HINT_AT_START, hinted, hinted_first);
+    run_epochs(HINT_AHEAD, ahead, ahead_first);
+    printf("\n    cold MiB per epoch (dataset 40 MiB, cache 20 MiB), hits among the first %d reads:\n",
+           FIRST);
     for (int e = 0; e < 4; e++)
-        printf("    epoch %d: LRU %6.1f   hints %6.1f\n", e, (double)lru[e] / MIB,
-               (double)hinted[e] / MIB);
+        printf("    epoch %d: LRU %6.1f %u   hint at start %6.1f %u   hint ahead %6.1f %u\n", e,
+               (double)lru[e] / MIB, lru_first[e], (double)hinted[e] / MIB, hinted_first[e],
+               (double)ahead[e] / MIB, ahead_first[e]);
     for (int e = 1; e < 4; e++) {
         /* (dataset - cache) = 20 MiB, and 10 % slack */
         CU_ASSERT_TRUE(hinted[e] <= 22 * MIB);
         CU_ASSERT_TRUE(hinted[e] < lru[e]);
+        CU_ASSERT_TRUE(ahead[e] <= 22 * MIB);
+        /* declared an epoch ahead, the start of the next epoch is staged
+         * before the reader gets there */
+        CU_ASSERT_EQUAL(ahead_first[e], FIRST);
     }
     uint64_t sum_lru = lru[1] + lru[2] + lru[3], sum_hint = hinted[1] + hinted[2] + hinted[3];
     CU_ASSERT_TRUE(sum_hint * 10 < sum_lru * 8);   /* clearly less: at least 20 % */
@@ -346,6 +469,8 @@ int register_tests(void)
     CU_add_test(s, "missing_keys_are_reported_and_the_rest_staged",
                 missing_keys_are_reported_and_the_rest_staged);
     CU_add_test(s, "cancel_stops_staging", cancel_stops_staging);
+    CU_add_test(s, "next_epoch_hint_queues_behind_the_current_one",
+                next_epoch_hint_queues_behind_the_current_one);
     CU_add_test(s, "ordered_hints_read_dataset_minus_cache_per_epoch_lru_does_not",
                 ordered_hints_read_dataset_minus_cache_per_epoch_lru_does_not);
     return CU_get_error() == CUE_SUCCESS ? 0 : -1;

@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
 """train_loop.py - a training-loop skeleton that reads WebDataset tar shards
-from shardgate and tells the gateway, before each epoch, in which order this
-rank will read them (an ordered prefetch hint), so the NVMe cache stages the
-next shards while the current one is being consumed.
+from shardgate and tells the gateway in which order this rank will read them
+(ordered prefetch hints), so the NVMe cache stages the next shards while the
+current one is being consumed.
 
-Per epoch: shuffle the shard list with random.Random(seed + epoch), take
-this rank's share, send the hint (epoch, consumer="rank<R>"), then stream
-every shard through boto3 get_object()['Body'] with tarfile in stream mode
-'r|' (the way WebDataset's pipe: URLs stream), counting samples (files that
-share a basename, WebDataset style) and bytes. Prints one line per epoch:
+Per epoch: shuffle the shard list with random.Random(seed + epoch) and take
+this rank's share. The orders come from the seed, so the loop declares each
+epoch one epoch ahead: epochs 0 and 1 before epoch 0, then epoch e+1's hint
+as epoch e starts (epoch, consumer="rank<R>"); the gateway then stages the
+start of the next epoch during this one (cache/HINTS.md, "chains").
+--hint-at-start sends each epoch's hint only as it starts. Every shard is
+streamed through boto3 get_object()['Body'] with tarfile in stream mode 'r|'
+(the way WebDataset's pipe: URLs stream), counting samples (files that share
+a basename, WebDataset style) and bytes. Prints one line per epoch:
 
   epoch=0 rank=0 shards=20 samples=100 bytes=1638400 seconds=0.84 wait_s=0.61 job=p1a2b3c4
 
@@ -95,6 +99,8 @@ def main():
     ap.add_argument("--compute-ms", type=float, default=0.0,
                     help="simulated work per sample, in milliseconds")
     ap.add_argument("--no-hint", action="store_true", help="read without prefetch hints")
+    ap.add_argument("--hint-at-start", action="store_true",
+                    help="send each epoch's hint as it starts, not one epoch ahead")
     ap.add_argument("--region", default=os.environ.get("AWS_REGION", "us-east-1"))
     a = ap.parse_args()
     if not 0 <= a.rank < a.world_size:
@@ -109,20 +115,31 @@ def main():
     pf = Prefetcher(a.endpoint, region=a.region)
     shards = expand_template(a.template)
 
-    for epoch in range(a.epochs):
+    def my_shards(epoch):
         order = list(shards)
         random.Random(a.seed + epoch).shuffle(order)
-        mine = order[a.rank::a.world_size]
+        return order[a.rank::a.world_size]
+
+    def send_hint(epoch):
+        """The job id of epoch's ordered hint, or "-" when it was refused."""
+        try:
+            return pf.hint(a.bucket, keys=my_shards(epoch), ordered=True, epoch=epoch,
+                           consumer="rank%d" % a.rank, window_objects=a.window_objects)["job"]
+        except PrefetchError as e:
+            # training goes on without prefetch; the gateway said why
+            print("warning: prefetch hint refused: %s" % e, file=sys.stderr, flush=True)
+            return "-"
+
+    next_job = None
+    for epoch in range(a.epochs):
+        mine = my_shards(epoch)
         job_id = "-"
         t0 = time.monotonic()
         if not a.no_hint:
-            try:
-                job = pf.hint(a.bucket, keys=mine, ordered=True, epoch=epoch,
-                              consumer="rank%d" % a.rank, window_objects=a.window_objects)
-                job_id = job["job"]
-            except PrefetchError as e:
-                # training goes on without prefetch; the gateway said why
-                print("warning: prefetch hint refused: %s" % e, file=sys.stderr, flush=True)
+            ahead = not a.hint_at_start
+            job_id = next_job if ahead and next_job else send_hint(epoch)
+            if ahead and epoch + 1 < a.epochs:
+                next_job = send_hint(epoch + 1)
         wait = [0.0]
         samples = nbytes = 0
         for key in mine:
