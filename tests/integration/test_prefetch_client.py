@@ -461,6 +461,40 @@ def train_loop_checks(payloads):
         (True, 1, "rank0", N_SHARDS, "done", N_SHARDS)])
 
 
+BOTO3_HINT = os.path.join(CLIENT_DIR, "examples", "boto3_hint.py")
+
+
+def boto3_example_checks(py=sys.executable, tag="boto3_hint.py"):
+    """The README's plain-boto3 example: a hint, a malformed hint, a bad key."""
+    tmpl = '{"template": "train/shard-{000000..000019}.tar", "consumer": "b3"}'
+    rc, out, err = H.run_cmd([py, BOTO3_HINT, H.S.endpoint, BUCKET, tmpl], env=cli_env(),
+                             timeout=120)
+    m = re.match(r"^202 (\{.*\})$", out.strip())
+    ans = json.loads(m.group(1)) if m else {}
+    check("%s: 202 with a job id and 20 objects, exit 0" % tag,
+          rc == 0 and ans.get("objects") == N_SHARDS and len(ans.get("job", "")) == 16,
+          (rc, out, err))
+    if ans.get("job"):
+        from shardgate_prefetch import Prefetcher
+        p = Prefetcher(H.S.endpoint, H.ACCESS_KEY, H.SECRET_KEY)
+        final = p.wait(BUCKET, ans["job"], timeout=60)
+        eq("%s: the job ends done with its 20 objects" % tag,
+           (final.get("state"), final.get("objects", {}).get("total"), final.get("consumer")),
+           ("done", N_SHARDS, "b3"))
+    rc, out, err = H.run_cmd([py, BOTO3_HINT, H.S.endpoint, BUCKET, '{"keyz": ["a"]}'],
+                             env=cli_env(), timeout=120)
+    check("%s: a malformed hint -> 400 InvalidArgument naming the field, exit 1" % tag,
+          rc == 1 and out.startswith("400 ") and "<Code>InvalidArgument</Code>" in out
+          and "keyz" in out, (rc, out, err))
+    env = cli_env()
+    env["AWS_SECRET_ACCESS_KEY"] = "not-the-secret"
+    rc, out, err = H.run_cmd([py, BOTO3_HINT, H.S.endpoint, BUCKET, tmpl], env=env,
+                             timeout=120)
+    check("%s: a wrong secret -> 403 SignatureDoesNotMatch" % tag,
+          rc == 1 and out.startswith("403 ") and "SignatureDoesNotMatch" in out,
+          (rc, out, err))
+
+
 def debian_python(payloads):
     """The helper and the example with Debian's python3 (botocore 1.29)."""
     py = "/usr/bin/python3"
@@ -483,6 +517,7 @@ def debian_python(payloads):
     m = re.search(r"^epoch=0 rank=1 shards=10 samples=50 bytes=(\d+) ", out, re.M)
     check("Debian python3: train_loop.py rank 1 of 2 reads 10 shards, 50 samples",
           rc == 0 and m and "refused" not in err, (rc, out, err))
+    boto3_example_checks(py, "Debian python3: boto3_hint.py")
 
 
 def main():
@@ -520,6 +555,7 @@ def main():
     cli_prefix_checks()
     tty_bar()
     train_loop_checks(payloads)
+    boto3_example_checks()
     debian_python(payloads)
 
     with open(H.S.log_path, errors="replace") as f:
