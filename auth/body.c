@@ -18,8 +18,8 @@ struct auth_body {
     bool finished;
     enum auth_status err;          /* sticky after the first failure */
     uint64_t length;
-    EVP_MD_CTX *sha256;            /* AUTH_PAYLOAD_SHA256 only */
-    EVP_MD_CTX *md5;
+    EVP_MD_CTX *sha256;            /* AUTH_PAYLOAD_SHA256 only; made at the first byte */
+    EVP_MD_CTX *md5;               /* made at the first byte: a bodiless request has none */
     bool have_md5;
     uint8_t want_md5[16];
     struct auth_ck ck;
@@ -27,8 +27,30 @@ struct auth_body {
     uint8_t want_ck[32];
     auth_body_out_cb out;          /* valid during one feed */
     void *out_arg;
-    struct auth_chunk_dec dec;     /* chunked only */
+    struct auth_chunk_dec *dec;    /* chunked only (20 KiB: not for every request) */
 };
+
+/* MD5 and SHA-256 of the empty payload, for bodies that never had a byte. */
+static const uint8_t EMPTY_MD5[16] = {
+    0xd4, 0x1d, 0x8c, 0xd9, 0x8f, 0x00, 0xb2, 0x04,
+    0xe9, 0x80, 0x09, 0x98, 0xec, 0xf8, 0x42, 0x7e,
+};
+static const char EMPTY_SHA256_HEX[] =
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+/* The payload digests, made when the first payload byte arrives. */
+static int digests_start(struct auth_body *b)
+{
+    b->md5 = EVP_MD_CTX_new();
+    if (!b->md5 || EVP_DigestInit_ex(b->md5, EVP_md5(), NULL) != 1)
+        return -1;
+    if (b->ctx->payload == AUTH_PAYLOAD_SHA256) {
+        b->sha256 = EVP_MD_CTX_new();
+        if (!b->sha256 || EVP_DigestInit_ex(b->sha256, EVP_sha256(), NULL) != 1)
+            return -1;
+    }
+    return 0;
+}
 
 /* Reads x-amz-checksum-<algo> (at most one), x-amz-trailer and
  * x-amz-sdk-checksum-algorithm, and picks what to compute and check. */
@@ -140,18 +162,6 @@ enum auth_status auth_body_begin(const struct auth_ctx *ctx, const struct auth_r
         st = AUTH_NOMEM;
         goto out;
     }
-    b->md5 = EVP_MD_CTX_new();
-    if (!b->md5 || EVP_DigestInit_ex(b->md5, EVP_md5(), NULL) != 1) {
-        st = AUTH_NOMEM;
-        goto out;
-    }
-    if (ctx->payload == AUTH_PAYLOAD_SHA256) {
-        b->sha256 = EVP_MD_CTX_new();
-        if (!b->sha256 || EVP_DigestInit_ex(b->sha256, EVP_sha256(), NULL) != 1) {
-            st = AUTH_NOMEM;
-            goto out;
-        }
-    }
     if (b->chunked) {
         enum auth_chunk_mode mode =
             ctx->payload == AUTH_PAYLOAD_STREAMING ? AUTH_CHUNK_SIGNED
@@ -161,7 +171,16 @@ enum auth_status auth_body_begin(const struct auth_ctx *ctx, const struct auth_r
             st = AUTH_BAD_CONTENT_SHA256;
             goto out;
         }
-        st = auth_chunk_init(&b->dec, mode, &ctx->sig, decoded_len);
+        b->dec = malloc(sizeof *b->dec);
+        if (!b->dec) {
+            st = AUTH_NOMEM;
+            goto out;
+        }
+        st = auth_chunk_init(b->dec, mode, &ctx->sig, decoded_len);
+        if (st != AUTH_OK) {
+            free(b->dec);     /* auth_chunk_init frees what it made */
+            b->dec = NULL;
+        }
         if (st != AUTH_OK)
             goto out;
     }
@@ -181,6 +200,8 @@ static int on_payload(void *arg, const uint8_t *buf, size_t len)
     struct auth_body *b = arg;
     if (len == 0)
         return 0;
+    if (!b->md5 && digests_start(b) != 0)
+        return -1;
     EVP_DigestUpdate(b->md5, buf, len);
     if (b->sha256)
         EVP_DigestUpdate(b->sha256, buf, len);
@@ -200,7 +221,7 @@ enum auth_status auth_body_feed(struct auth_body *b, const uint8_t *in, size_t l
     b->out = out;
     b->out_arg = arg;
     if (b->chunked)
-        st = auth_chunk_feed(&b->dec, in, len, on_payload, b);
+        st = auth_chunk_feed(b->dec, in, len, on_payload, b);
     else
         st = on_payload(b, in, len) ? AUTH_ABORTED : AUTH_OK;
     b->out = NULL;
@@ -216,9 +237,9 @@ enum auth_status auth_body_feed(struct auth_body *b, const uint8_t *in, size_t l
  * an unannounced checksum trailer is refused rather than silently ignored. */
 static enum auth_status trailer_checksum(struct auth_body *b)
 {
-    for (size_t i = 0; i < b->dec.n_trailers; i++) {
-        const char *n = b->dec.trailer + b->dec.trailers[i].name_off;
-        size_t nl = b->dec.trailers[i].name_len;
+    for (size_t i = 0; i < b->dec->n_trailers; i++) {
+        const char *n = b->dec->trailer + b->dec->trailers[i].name_off;
+        size_t nl = b->dec->trailers[i].name_len;
         if (nl < 15 || strncmp(n, "x-amz-checksum-", 15) != 0)
             continue;
         const char *want = auth_ck_header(b->ck.algo);
@@ -228,7 +249,7 @@ static enum auth_status trailer_checksum(struct auth_body *b)
     if (b->ck_src != CK_SRC_TRAILER)
         return AUTH_OK;
     size_t vl = 0;
-    const char *v = auth_chunk_trailer(&b->dec, auth_ck_header(b->ck.algo), &vl);
+    const char *v = auth_chunk_trailer(b->dec, auth_ck_header(b->ck.algo), &vl);
     if (!v)
         return AUTH_BAD_CHUNK;                   /* announced, never sent */
     if (vl > 64 ||
@@ -244,20 +265,26 @@ static enum auth_status body_finish(struct auth_body *b, struct auth_body_result
     unsigned int mdlen = 0;
 
     if (b->chunked) {
-        if ((st = auth_chunk_finish(&b->dec)) != AUTH_OK)
+        if ((st = auth_chunk_finish(b->dec)) != AUTH_OK)
             return st;
         if ((st = trailer_checksum(b)) != AUTH_OK)
             return st;
     }
-    if (b->sha256) {
+    if (b->ctx->payload == AUTH_PAYLOAD_SHA256) {
         char hex[65];
-        if (EVP_DigestFinal_ex(b->sha256, md, &mdlen) != 1)
-            return AUTH_NOMEM;
-        auth_hex(md, 32, hex);
+        if (!b->sha256) {
+            memcpy(hex, EMPTY_SHA256_HEX, sizeof hex);
+        } else {
+            if (EVP_DigestFinal_ex(b->sha256, md, &mdlen) != 1)
+                return AUTH_NOMEM;
+            auth_hex(md, 32, hex);
+        }
         if (CRYPTO_memcmp(hex, b->ctx->payload_hash, 64) != 0)
             return AUTH_SHA256_MISMATCH;
     }
-    if (EVP_DigestFinal_ex(b->md5, md, &mdlen) != 1)
+    if (!b->md5)
+        memcpy(md, EMPTY_MD5, sizeof EMPTY_MD5);
+    else if (EVP_DigestFinal_ex(b->md5, md, &mdlen) != 1)
         return AUTH_NOMEM;
     if (b->have_md5 && CRYPTO_memcmp(md, b->want_md5, 16) != 0)
         return AUTH_BAD_DIGEST;
@@ -299,8 +326,10 @@ void auth_body_free(struct auth_body *b)
     EVP_MD_CTX_free(b->sha256);
     EVP_MD_CTX_free(b->md5);
     auth_ck_free(&b->ck);
-    if (b->chunked)
-        auth_chunk_free(&b->dec);
-    OPENSSL_cleanse(b, sizeof *b);
+    if (b->dec) {
+        auth_chunk_free(b->dec);
+        OPENSSL_cleanse(b->dec, sizeof *b->dec);   /* chunk signatures */
+        free(b->dec);
+    }
     free(b);
 }
