@@ -117,6 +117,12 @@ bool cache_obj_complete(const struct cache_obj *o);
 int cache_obj_fd(const struct cache_obj *o);
 uint64_t cache_obj_data_offset(const struct cache_obj *o);
 
+/* A small complete hit was read whole with its header: returns that
+ * allocation (the caller frees it) and sets *body to the object's first
+ * byte (cache_obj_read's offset 0); NULL otherwise, or when taken already.
+ * The object stays usable through its descriptor either way. */
+void *cache_obj_take_body(struct cache_obj *o, const uint8_t **body);
+
 /* Reads up to len bytes at off. CACHE_OK with *got > 0; CACHE_AGAIN when
  * the fill has not reached off yet (w suspended); CACHE_END at the end; an
  * error when the fill failed (the caller ends the response with an error,

@@ -351,6 +351,19 @@ static struct MHD_Response *object_body(struct gw_req *r, struct body_src *src,
 {
     if (!src->co && !src->bo)
         return MHD_create_response_from_callback(len, 4096, no_body, NULL, NULL);
+    if (src->co && cache_obj_complete(src->co)) {
+        /* a small hit read whole with its header: the body goes out from
+         * memory with the response headers, in one send */
+        const uint8_t *body = NULL;
+        void *whole = cache_obj_take_body(src->co, &body);
+        if (whole) {
+            struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback_cls(
+                len, (void *)(body + off), free, whole);
+            if (!resp)
+                free(whole);
+            return resp;
+        }
+    }
     int fd = -1;
     uint64_t base = 0;
     if (src->co && cache_obj_complete(src->co) && hit_by_sendfile(r, len)) {

@@ -124,6 +124,32 @@ def suite(tag, cold, tp):
     check("[%s] ranges on a cached object count as hits" % tag,
           C.bstats()["hits"] - h4 >= len(ranges), "hits +%d" % (C.bstats()["hits"] - h4))
 
+    # --- small objects: a hit up to 16 KiB is read whole with its header and
+    # sent from memory with the response headers; one byte more goes by sendfile
+    for size in (0, 1, 4096, 16384, 16385):
+        small = os.urandom(size)
+        key = "small-%d" % size
+        cc.put_object(Bucket=b, Key=key, Body=small, ContentType="application/x-small")
+        before = C.bstats()["objects"]
+        g = C.bget("/%s/%s" % (b, key), keep=True)
+        check("[%s] small %d B: miss 200, published" % (tag, size),
+              g.status == 200 and g.body == small and published(before + 1), g.status)
+        h0 = C.bstats()["hits"]
+        g = C.bget("/%s/%s" % (b, key), keep=True)
+        check("[%s] small %d B: hit 200, bytes, Content-Length, Content-Type" % (tag, size),
+              g.status == 200 and g.body == small and g.clen() == size
+              and g.headers.get("content-type") == "application/x-small"
+              and C.bstats()["hits"] == h0 + 1, (g.status, g.n, g.headers))
+        if size < 2:
+            continue
+        for lo, hi in ((0, 0), (1, size - 1), (size // 2, size - 1), (size - 1, size - 1)):
+            g = C.bget("/%s/%s" % (b, key), headers={"Range": "bytes=%d-%d" % (lo, hi)},
+                       keep=True)
+            check("[%s] small %d B: hit range %d-%d byte-exact" % (tag, size, lo, hi),
+                  g.status == 206 and g.body == small[lo:hi + 1]
+                  and g.headers.get("content-range") == "bytes %d-%d/%d" % (lo, hi, size),
+                  (g.status, g.n, g.headers.get("content-range")))
+
     # --- a range on a cold object, then the whole object
     d2 = os.urandom(5 * MB + 3)
     cc.put_object(Bucket=b, Key="cold-range", Body=d2)
