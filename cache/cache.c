@@ -370,12 +370,7 @@ static struct fill *fill_new_locked(struct cache *c, const char *bucket, const c
 
 static int open_data(struct cache *c, uint64_t id, int flags)
 {
-    char path[4096];
-    if (cidx_data_path(c->idx, id, path, sizeof path) != 0) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    return open(path, flags | O_CLOEXEC, 0644);
+    return cidx_data_open(c->idx, id, flags, 0644);
 }
 
 /* A hit on an object this small reads header and body in one pread, and

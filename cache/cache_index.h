@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 struct cidx; /* opaque */
@@ -93,6 +94,8 @@ struct cidx_mem_stats {
 void cidx_data_name(uint64_t id, char out[CIDX_NAME_MAX]);
 /* Same, as a path under the cache directory of x. Returns 0, -1 if len is short. */
 int cidx_data_path(const struct cidx *x, uint64_t id, char *buf, size_t len);
+/* Opens entry id's data file (openat in its directory; O_CLOEXEC added). */
+int cidx_data_open(const struct cidx *x, uint64_t id, int flags, mode_t mode);
 
 /* Opens (creating dirs as needed) the index under cache_dir: loads the snapshot,
  * replays the journal (a torn or corrupt tail is truncated away), starts the

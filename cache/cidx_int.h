@@ -85,6 +85,7 @@ struct cidx_journal {
 struct cidx {
     char *dir;
     int dirfd, objfd;
+    int subfd[256];          /* objects/00 .. objects/ff: a hit opens one name in one */
     uint64_t capacity;
     struct cidx_opts opts;
     uint32_t epoch;

@@ -83,6 +83,18 @@ int cidx_data_path(const struct cidx *x, uint64_t id, char *buf, size_t len)
     return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
+int cidx_data_open(const struct cidx *x, uint64_t id, int flags, mode_t mode)
+{
+    /* the 16 hex digits of cidx_data_name's last component, without
+     * snprintf, opened in its directory: no path walk (hits do this) */
+    static const char hex[] = "0123456789abcdef";
+    char name[17];
+    for (int i = 15; i >= 0; i--)
+        name[15 - i] = hex[(id >> (4 * i)) & 0xf];
+    name[16] = '\0';
+    return openat(x->subfd[(id >> CIDX_SHARD_BITS) & 0xff], name, flags | O_CLOEXEC, mode);
+}
+
 static void unlink_data(struct cidx *x, uint64_t id)
 {
     char name[CIDX_NAME_MAX];
@@ -748,6 +760,9 @@ static void cidx_free(struct cidx *x)
     }
     if (x->j.fd >= 0)
         close(x->j.fd);
+    for (unsigned d = 0; d < 256; d++)
+        if (x->subfd[d] >= 0)
+            close(x->subfd[d]);
     if (x->objfd >= 0)
         close(x->objfd);
     if (x->dirfd >= 0)
@@ -774,6 +789,8 @@ enum cidx_status cidx_open_ex(const char *cache_dir, uint64_t capacity_bytes,
         return CIDX_NOMEM;
     memset(x, 0, sizeof *x);
     x->dirfd = x->objfd = x->j.fd = -1;
+    for (unsigned d = 0; d < 256; d++)
+        x->subfd[d] = -1;
     pthread_mutex_init(&x->j.mu, NULL);
     pthread_mutex_init(&x->compact_mu, NULL);
     pthread_condattr_t ca;
@@ -819,7 +836,8 @@ enum cidx_status cidx_open_ex(const char *cache_dir, uint64_t capacity_bytes,
     for (unsigned d = 0; d < 256; d++) {
         char dn[8];
         snprintf(dn, sizeof dn, "%02x", d);
-        if (mkdirat(x->objfd, dn, 0755) != 0 && errno != EEXIST) {
+        if ((mkdirat(x->objfd, dn, 0755) != 0 && errno != EEXIST) ||
+            (x->subfd[d] = openat(x->objfd, dn, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
             log_msg(LOG_LVL_ERROR, "cache", "mkdir %s/objects/%s: %s", cache_dir, dn,
                     strerror(errno));
             cidx_free(x);
