@@ -603,6 +603,22 @@ static enum cache_status obj_open(struct cache *c, const char *bucket, const cha
         }
         struct cache_obj *o = calloc(1, sizeof *o);
         int fd = o ? open_data(c, f->id, O_RDONLY) : -1;
+        if (o && fd < 0 && errno == ENOENT && f->state == FILL_DONE) {
+            /* Published, then evicted before its worker let go of the fill
+             * (eviction under staging pressure): the object is not cached
+             * any more. Drop the finished fill from the table and look
+             * again - a new miss - rather than read around the cache. */
+            pthread_mutex_unlock(&f->mu);
+            free(o);
+            pthread_mutex_lock(&c->mu);
+            if (table_find(c, bucket, key) == f) {
+                table_remove(c, f);
+                f->refs--;   /* the table's; ours and the worker's remain */
+            }
+            fill_unref_locked(f);
+            pthread_mutex_unlock(&c->mu);
+            continue;
+        }
         if (!o || fd < 0 || obj_meta_copy_hdrs(meta, &f->meta) != 0) {
             pthread_mutex_unlock(&f->mu);
             if (fd >= 0)

@@ -164,7 +164,8 @@ struct cache_hint {
     bool has_epoch;
     uint64_t epoch;
     const char *consumer;     /* NULL: none */
-    uint64_t window_bytes;    /* ordered: 0 = the default (half the low watermark) */
+    uint64_t window_bytes;    /* ordered: 0 = the default (half the low watermark, shared
+                                 among the consumers being read) */
     unsigned window_objects;  /* ordered: 0 = no object limit */
     bool pin;
 };

@@ -58,7 +58,7 @@ struct job {
     size_t cursor;              /* next key to look at */
     uint64_t position;          /* ordered: keys the reader has read (highest index + 1) */
     uint64_t seq_base;          /* next use of key i is seq_base + i */
-    uint64_t window_bytes;
+    uint64_t window_bytes;      /* 0: the default, a share of half the low watermark */
     unsigned window_objects;
     unsigned inflight;
 
@@ -182,13 +182,18 @@ static struct job *chain_head(struct cache_prefetch *pf, struct job *j)
     return head;
 }
 
-/* The live ordered job whose sequence range holds next use v, or NULL. */
-static struct job *seq_owner(struct cache_prefetch *pf, uint64_t v)
+/* Where the readers of live ordered hints are now on the use clock: the
+ * least (seq_base + position) of the chains being read; next_seq when none.
+ * A new hint starts there, so hints of several ranks sent at an epoch's
+ * start line up key for key. Under pf->mu. */
+static uint64_t use_clock_now(struct cache_prefetch *pf)
 {
+    uint64_t now = UINT64_MAX;
     for (struct job *o = pf->jobs; o; o = o->next)
-        if (o->ordered && !o->retired && v >= o->seq_base && v - o->seq_base < o->n)
-            return o;
-    return NULL;
+        if (o->ordered && !o->retired && chain_head(pf, o) == o &&
+            o->seq_base + o->position < now)
+            now = o->seq_base + o->position;
+    return now == UINT64_MAX ? pf->next_seq : now;
 }
 
 /* ---- next uses ---- */
@@ -324,6 +329,22 @@ static void stage_done(struct cache_stage_obs *base, bool ok, uint64_t size,
 
 /* ---- the stager ---- */
 
+/* How far ahead of its reader job j stages: its window_bytes, or by
+ * default half the low watermark shared by the chains being read (four
+ * ranks each staging half the cache ahead would stage far more than fits,
+ * and evict what the next epoch needs soon: measured with bench/epochs.py
+ * --ranks 4, 102-107 MiB per epoch where 80 is the minimum). Under pf->mu. */
+static uint64_t window_of(struct cache_prefetch *pf, const struct job *j)
+{
+    if (j->window_bytes)
+        return j->window_bytes;
+    uint64_t chains = 0;
+    for (struct job *o = pf->jobs; o; o = o->next)
+        chains += o->ordered && !o->retired && chain_head(pf, o) == o;
+    uint64_t low = cache_capacity_of(pf->c) / 100 * cache_low_pct_of(pf->c);
+    return low / 2 / (chains ? chains : 1);
+}
+
 /* May key i of an ordered job be staged now? Within the window, and making
  * room for it evicts nothing needed sooner. Under pf->mu. */
 static bool ordered_may_stage(struct cache_prefetch *pf, struct job *j, size_t i)
@@ -334,7 +355,7 @@ static bool ordered_may_stage(struct cache_prefetch *pf, struct job *j, size_t i
     for (size_t k = j->position; k < i; k++)
         if (j->st[k] != K_FAILED && j->sizes[k] != UINT64_MAX)
             ahead += j->sizes[k];
-    if (ahead >= j->window_bytes)
+    if (ahead >= window_of(pf, j))
         return false;
     uint64_t used, reserved, objects;
     cidx_usage(pf->idx, &used, &reserved, &objects);
@@ -363,58 +384,80 @@ static bool ordered_may_stage(struct cache_prefetch *pf, struct job *j, size_t i
      * An object whose next use is in a later hint of this consumer's chain
      * is what Belady's rule evicts anyway: the objects the reader passes
      * get their next use in that later hint too, so nothing better comes. */
-    struct job *owner = seq_owner(pf, victim);
-    return victim > j->seq_base + i && owner && owner != chain_head(pf, j) &&
-           same_chain(owner, j);
+    struct job *head = chain_head(pf, j);
+    return victim > j->seq_base + i && victim >= head->seq_base + head->n;
 }
 
-/* Starts what job j may start now. Returns false when the background budget
- * is exhausted (no point looking at other jobs). Under pf->mu. */
-static bool job_step(struct cache_prefetch *pf, struct job *j)
+/* Moves j's cursor past keys that need nothing; whether the key there may
+ * be staged now. Under pf->mu. */
+static bool job_ready(struct cache_prefetch *pf, struct job *j)
 {
     if (j->state == CACHE_JOB_QUEUED)
         j->state = CACHE_JOB_RUNNING;
-    while (j->cursor < j->n) {
-        size_t i = j->cursor;
-        if (j->st[i] != K_PENDING) {
-            j->cursor++;
-            continue;
-        }
-        if (j->ordered && !ordered_may_stage(pf, j, i))
-            break;
-        struct stage_obs *o = calloc(1, sizeof *o);
-        if (!o)
-            return false;
-        o->base.done = stage_done;
-        o->base.job = j;
-        o->base.index = i;
-        o->job = j;
-        uint64_t size = 0;
-        enum cache_stage_result r = cache_stage(pf->c, j->bucket, j->keys[i], &o->base, &size);
-        if (r == CACHE_STAGE_BUSY) {
-            free(o);
-            return false;
-        }
-        if (r != CACHE_STAGE_STARTED)
-            free(o);
-        if (r == CACHE_STAGE_CACHED) {
-            mark_cached(j, i, size);
-            if (j->ordered)
-                declare(pf, j->bucket, j->keys[i]);
-        } else if (r == CACHE_STAGE_STARTED) {
-            j->st[i] = K_INFLIGHT;
-            j->inflight++;
-            if (j->first_stage.tv_sec == 0)
-                clock_gettime(CLOCK_MONOTONIC, &j->first_stage);
-        } else {
-            j->st[i] = K_FAILED;
-            j->failed++;
-            add_error(j, i, BACKEND_IO);
-        }
+    while (j->cursor < j->n && j->st[j->cursor] != K_PENDING)
         j->cursor++;
+    check_done(j);
+    if (j->cursor >= j->n)
+        return false;
+    return !j->ordered || ordered_may_stage(pf, j, j->cursor);
+}
+
+/* Stages the key at j's cursor. False when the background budget is
+ * exhausted (nothing more starts this round). Under pf->mu. */
+static bool stage_one(struct cache_prefetch *pf, struct job *j)
+{
+    size_t i = j->cursor;
+    struct stage_obs *o = calloc(1, sizeof *o);
+    if (!o)
+        return false;
+    o->base.done = stage_done;
+    o->base.job = j;
+    o->base.index = i;
+    o->job = j;
+    uint64_t size = 0;
+    enum cache_stage_result r = cache_stage(pf->c, j->bucket, j->keys[i], &o->base, &size);
+    if (r == CACHE_STAGE_BUSY) {
+        free(o);
+        return false;
     }
+    if (r != CACHE_STAGE_STARTED)
+        free(o);
+    if (r == CACHE_STAGE_CACHED) {
+        mark_cached(j, i, size);
+        if (j->ordered)
+            declare(pf, j->bucket, j->keys[i]);
+    } else if (r == CACHE_STAGE_STARTED) {
+        j->st[i] = K_INFLIGHT;
+        j->inflight++;
+        if (j->first_stage.tv_sec == 0)
+            clock_gettime(CLOCK_MONOTONIC, &j->first_stage);
+    } else {
+        j->st[i] = K_FAILED;
+        j->failed++;
+        add_error(j, i, BACKEND_IO);
+    }
+    j->cursor++;
     check_done(j);
     return true;
+}
+
+/* Starts staging work, most urgent first: each round, of the keys the jobs
+ * may stage now, the one whose use comes first on the use clock (several
+ * ranks reading in step are served in step, not one job before the next).
+ * Under pf->mu. */
+static void stage_round(struct cache_prefetch *pf)
+{
+    for (;;) {
+        struct job *best = NULL;
+        for (struct job *j = pf->jobs; j; j = j->next) {
+            if (job_final(j) || !job_ready(pf, j))
+                continue;
+            if (!best || j->seq_base + j->cursor < best->seq_base + best->cursor)
+                best = j;
+        }
+        if (!best || !stage_one(pf, best))
+            return;
+    }
 }
 
 static void job_free(struct job *j)
@@ -456,15 +499,7 @@ static void *stager_main(void *arg)
     struct cache_prefetch *pf = arg;
     pthread_mutex_lock(&pf->mu);
     while (!pf->stopping) {
-        /* oldest first: a job submitted earlier is read earlier */
-        struct job *order[64];
-        size_t n = 0;
-        for (struct job *j = pf->jobs; j && n < 64; j = j->next)
-            if (!job_final(j))
-                order[n++] = j;
-        for (size_t k = n; k-- > 0;)
-            if (!job_step(pf, order[k]))
-                break;
+        stage_round(pf);
         jobs_expire(pf);
         struct timespec t;
         clock_gettime(CLOCK_REALTIME, &t);
@@ -567,8 +602,7 @@ int cache_job_submit(struct cache *c, struct cache_hint *h, char id_out[CACHE_JO
     j->has_epoch = h->has_epoch;
     j->epoch = h->epoch;
     j->pin = h->pin;
-    uint64_t low = cache_capacity_of(c) / 100 * cache_low_pct_of(c);
-    j->window_bytes = h->window_bytes ? h->window_bytes : low / 2;
+    j->window_bytes = h->window_bytes;
     j->window_objects = h->window_objects;
     if (j->ordered && map_build(j) != 0) {
         job_free(j);
@@ -587,8 +621,6 @@ int cache_job_submit(struct cache *c, struct cache_hint *h, char id_out[CACHE_JO
         job_free(j);
         return -1;
     }
-    j->seq_base = pf->next_seq;
-    pf->next_seq += j->n;
     /* A new ordered hint of a consumer supersedes its live ones - except
      * the one of the epoch just before, when both carry an epoch: the new
      * hint is then read after it (a loader declaring epoch e+1 while it
@@ -601,6 +633,16 @@ int cache_job_submit(struct cache *c, struct cache_hint *h, char id_out[CACHE_JO
                 job_end(o, CACHE_JOB_CANCELLED);
                 job_retire(pf, o);
             }
+    /* Next uses are positions on one use clock: a hint that follows the
+     * consumer's live one starts where that one ends, any other where the
+     * readers are now. */
+    struct job *prev = NULL;
+    for (struct job *o = pf->jobs; j->ordered && o; o = o->next)
+        if (same_chain(o, j))
+            prev = o;
+    j->seq_base = prev ? prev->seq_base + prev->n : use_clock_now(pf);
+    if (j->seq_base + j->n > pf->next_seq)
+        pf->next_seq = j->seq_base + j->n;
     j->next = pf->jobs;
     pf->jobs = j;
     /* Every object of an ordered hint that is cached already gets its next
@@ -671,35 +713,58 @@ int cache_job_cancel(struct cache *c, const char *bucket, const char *id,
     return j ? 0 : -1;
 }
 
+/* The reader of j read key i: j's position moves past it. Under pf->mu. */
+static void job_advance(struct cache_prefetch *pf, struct job *j, size_t i)
+{
+    /* keys the reader passed before they were staged: it fetched them */
+    for (size_t k = j->position; k <= i; k++)
+        if (j->st[k] == K_PENDING)
+            mark_cached(j, k, j->sizes[k]);
+    j->position = i + 1;
+    if (j->pinned && j->pinned[i]) {
+        cidx_unpin(pf->idx, j->pinned[i]);
+        j->pinned[i] = 0;
+    }
+    if (j->position >= j->n) {
+        check_done(j);
+        job_retire(pf, j);
+    }
+}
+
 void cache_note_read(struct cache *c, const char *bucket, const char *key)
 {
     struct cache_prefetch *pf = cache_prefetch_of(c);
     pthread_mutex_lock(&pf->mu);
-    bool moved = false;
+    /* A read carries no consumer, only its key: it belongs to the hints
+     * that expected it soonest. A read belongs to the hint of its chain
+     * being read, not to the next epoch's (which holds the same keys); and
+     * when ranks cross an epoch boundary a step apart, the last reads of
+     * one rank's epoch must not move another rank's next epoch, where the
+     * same key waits further ahead (measured: that jump cleared the next
+     * uses of keys the other rank was about to read, and they were
+     * evicted; tests/unit/test_cache_prefetch.c, two ranks). */
+    enum { MAX_MATCH = 64 };
+    struct job *match[MAX_MATCH];
+    size_t at[MAX_MATCH], n = 0, best = SIZE_MAX;
     for (struct job *j = pf->jobs; j; j = j->next) {
         if (!j->ordered || j->retired || strcmp(j->bucket, bucket) != 0)
             continue;
         size_t i = map_find(j, key);
-        /* a read belongs to the hint of its chain being read, not to the
-         * next epoch's (which holds the same keys) */
         if (i == SIZE_MAX || i < j->position || chain_head(pf, j) != j)
             continue;
-        /* keys the reader passed before they were staged: it fetched them */
-        for (size_t k = j->position; k <= i; k++)
-            if (j->st[k] == K_PENDING)
-                mark_cached(j, k, j->sizes[k]);
-        j->position = i + 1;
-        moved = true;
-        if (j->pinned && j->pinned[i]) {
-            cidx_unpin(pf->idx, j->pinned[i]);
-            j->pinned[i] = 0;
+        size_t d = i - j->position;
+        if (d < best) {
+            best = d;
+            n = 0;
         }
-        if (j->position >= j->n) {
-            check_done(j);
-            job_retire(pf, j);
+        if (d == best && n < MAX_MATCH) {
+            match[n] = j;
+            at[n++] = i;
         }
     }
-    if (moved) {
+    for (size_t k = 0; k < n; k++)
+        job_advance(pf, match[k], at[k]);
+    if (n) {
         declare(pf, bucket, key);   /* its next use moves on, or goes */
         pthread_cond_signal(&pf->cv);
     }

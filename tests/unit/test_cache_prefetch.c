@@ -91,6 +91,9 @@ static uint64_t read_object(const char *key)
         cache_obj_close(o);
         cache_note_read(cache, "data", key);
     }
+    if (st != CACHE_END)
+        fprintf(stderr, "read_object(%s): %s after %llu bytes\n", key, cache_status_name(st),
+                (unsigned long long)total);
     obj_meta_clear(&m);
     pthread_mutex_destroy(&s.mu);
     pthread_cond_destroy(&s.cv);
@@ -431,6 +434,89 @@ static void run_epochs(enum hints_mode mode, uint64_t out[4], unsigned first_hit
     teardown();
 }
 
+/* Two ranks in step over one dataset, hints one epoch ahead: rank r reads
+ * shards r, r+2, ... of each epoch's order, the two alternating read by
+ * read (data-parallel training). Both ranks' next uses share one use
+ * clock, so eviction and staging serve them alike: cold bytes stay near
+ * (dataset - cache) and each rank's first reads of an epoch are hits.
+ * Returns cold bytes per epoch; first_hits[e] counts hits among the first
+ * FIRST reads of each rank. */
+static void run_two_ranks(uint64_t out[4], unsigned first_hits[4])
+{
+    setup(20 * MIB, 100, 95, 4);
+    for (unsigned i = 0; i < N; i++) {
+        char *k = shard_name(i);
+        put(k, SHARD);
+        free(k);
+    }
+    unsigned orders[4][N];
+    uint32_t rnd = 777;
+    for (int e = 0; e < 4; e++) {
+        for (unsigned i = 0; i < N; i++)
+            orders[e][i] = e ? orders[e - 1][i] : i;
+        for (unsigned i = N - 1; i > 0; i--) {
+            rnd = rnd * 1103515245u + 12345u;
+            unsigned j = (rnd >> 8) % (i + 1);
+            unsigned t = orders[e][i];
+            orders[e][i] = orders[e][j];
+            orders[e][j] = t;
+        }
+    }
+    enum { HALF = N / 2 };
+    for (int e = 0; e < 4; e++) {
+        for (int ahead = e == 0 ? 0 : 1; ahead <= 1 && e + ahead < 4; ahead++)
+            for (unsigned r = 0; r < 2; r++) {
+                unsigned share[HALF];
+                for (unsigned k = 0; k < HALF; k++)
+                    share[k] = orders[e + ahead][2 * k + r];
+                char **keys = calloc(HALF, sizeof *keys);
+                for (unsigned k = 0; k < HALF; k++)
+                    keys[k] = shard_name(share[k]);
+                char consumer[8];
+                snprintf(consumer, sizeof consumer, "rank%u", r);
+                struct cache_hint h = { .bucket = "data", .keys = keys, .n_keys = HALF,
+                                        .ordered = true, .has_epoch = true,
+                                        .epoch = (uint64_t)(e + ahead), .consumer = consumer };
+                char id[CACHE_JOB_ID_LEN];
+                CU_ASSERT_EQUAL_FATAL(cache_job_submit(cache, &h, id), 0);
+            }
+        struct cache_stats s0, s1, h0, h1;
+        cache_stats_get(cache, &s0);
+        first_hits[e] = 0;
+        for (unsigned i = 0; i < N; i++) {   /* read i is rank (i % 2)'s read i / 2 */
+            if (i == N - 2 * FIRST)
+                quiesce();
+            char *k = shard_name(orders[e][i]);
+            cache_stats_get(cache, &h0);
+            CU_ASSERT_EQUAL(read_object(k), SHARD);
+            cache_stats_get(cache, &h1);
+            if (i < 2 * FIRST)
+                first_hits[e] += (unsigned)(h1.hits - h0.hits);
+            free(k);
+        }
+        usleep(200000);
+        cache_stats_get(cache, &s1);
+        out[e] = s1.backend_bytes - s0.backend_bytes;
+        CU_ASSERT_TRUE(s1.bytes_used <= 20 * MIB);
+    }
+    teardown();
+}
+
+static void two_ranks_in_step_are_staged_alike(void)
+{
+    uint64_t bytes[4];
+    unsigned first[4];
+    run_two_ranks(bytes, first);
+    printf("\n    two ranks, hints one epoch ahead: cold MiB per epoch, hits among each "
+           "rank's first %d reads (of %d):\n", FIRST, 2 * FIRST);
+    for (int e = 0; e < 4; e++)
+        printf("    epoch %d: %6.1f %u\n", e, (double)bytes[e] / MIB, first[e]);
+    for (int e = 1; e < 4; e++) {
+        CU_ASSERT_TRUE(bytes[e] <= 22 * MIB);
+        CU_ASSERT_EQUAL(first[e], 2 * FIRST);
+    }
+}
+
 static void ordered_hints_read_dataset_minus_cache_per_epoch_lru_does_not(void)
 {
     uint64_t lru[4], hinted[4], ahead[4];
@@ -473,5 +559,6 @@ int register_tests(void)
                 next_epoch_hint_queues_behind_the_current_one);
     CU_add_test(s, "ordered_hints_read_dataset_minus_cache_per_epoch_lru_does_not",
                 ordered_hints_read_dataset_minus_cache_per_epoch_lru_does_not);
+    CU_add_test(s, "two_ranks_in_step_are_staged_alike", two_ranks_in_step_are_staged_alike);
     return CU_get_error() == CUE_SUCCESS ? 0 : -1;
 }
