@@ -11,7 +11,8 @@ Setup (everything on 127.0.0.1):
   cache      = shardgate B, --cold <throttle>, --cache-size --cache-mib MiB,
                --consistency immutable, config {"cache": {"high_watermark": 100,
                "low_watermark": 95}} (as the test), a fresh cache dir per variant;
-  reader     = one boto3 client (keep-alive) reading every shard once per epoch,
+  reader     = one boto3 client (keep-alive) reading every shard once per epoch
+               (--ranks R: R clients in lockstep, rank r reading shards r, r+R, ...),
                epoch e (1-based) in the order random.Random(seed + e).shuffle(keys).
                It consumes at --reader-mbps MB/s: after fetching a shard it sleeps
                until size/rate has passed since it wanted that shard, so it never
@@ -46,6 +47,7 @@ import signal
 import statistics
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -73,6 +75,10 @@ def parse_args():
     ap.add_argument("--reader-mbps", type=float, default=60.0,
                     help="reader consumption rate, MB/s (10^6 bytes/s)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--ranks", type=int, default=1,
+                    help="readers in lockstep (data-parallel ranks): rank r reads shards "
+                         "r, r+R, ... of each epoch's order; a step ends when every rank has "
+                         "its shard, and each rank consumes --reader-mbps / R")
     ap.add_argument("--runs", type=int, default=3,
                     help="repetitions of (LRU, hint at start, hint ahead), alternated "
                     "(default 3)")
@@ -146,21 +152,32 @@ class Bench:
         if cap != self.cache:
             raise RuntimeError("cache capacity %r != %d" % (cap, self.cache))
 
-    def send_hint(self, e, tag):
-        ans = P.hint(BUCKET, {"keys": self.order(e), "ordered": True, "epoch": e,
-                              "consumer": "rank0"})
-        if ans.status != 202 or not (ans.json or {}).get("job"):
-            raise RuntimeError("[%s] epoch %d: hint refused: %r" % (tag, e, ans))
-        return ans.json["job"]
+    def shares(self, e):
+        """Each rank's part of epoch e's order."""
+        o, R = self.order(e), self.a.ranks
+        return [o[r::R] for r in range(R)]
+
+    def send_hints(self, e, tag):
+        """Every rank's ordered hint for epoch e; their job ids."""
+        jids = []
+        for r, keys in enumerate(self.shares(e)):
+            ans = P.hint(BUCKET, {"keys": keys, "ordered": True, "epoch": e,
+                                  "consumer": "rank%d" % r})
+            if ans.status != 202 or not (ans.json or {}).get("job"):
+                raise RuntimeError("[%s] epoch %d rank %d: hint refused: %r" % (tag, e, r, ans))
+            jids.append(ans.json["job"])
+        return jids
 
     def variant(self, name, hints, run):
         """hints: None (LRU), "start" or "ahead"."""
         tag = "%s-%d" % (hints or "lru", run)
         self.start_b(tag)
-        self.next_jid = None
+        self.next_jids = None
+        pool = ThreadPoolExecutor(self.a.ranks)
         try:
-            c = H.boto3_client()
-            c.list_objects_v2(Bucket=BUCKET, MaxKeys=1)      # connect; not timed
+            c = [H.boto3_client() for _ in range(self.a.ranks)]
+            for x in c:
+                x.list_objects_v2(Bucket=BUCKET, MaxKeys=1)  # connect; not timed
             # botocore's models are hundreds of thousands of Python objects: a full
             # collection in the middle of an epoch stalled one read by ~90 ms (the
             # gateway's access log had answered in 0.08 ms). Freeze them out of the
@@ -170,38 +187,51 @@ class Bench:
             rows = []
             for e in range(1, self.a.epochs + 1):
                 gc.collect()
-                rows.append(self.epoch(c, e, hints, tag))
+                rows.append(self.epoch(c, pool, e, hints, tag))
         finally:
+            pool.shutdown()
             with quiet():
                 C.stop_cache("[%s] caching gateway exits 0 on SIGTERM" % tag)
         for r in rows:
             r["variant"], r["run"] = name, run
         return rows
 
-    def epoch(self, c, e, hints, tag):
+    def fetch(self, client, key):
+        """GETs key whole; returns whether its bytes are right, and its size."""
+        body = client.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+        return H.sha256(body) == self.want_sha[key], len(body)
+
+    def epoch(self, c, pool, e, hints, tag):
         order = self.order(e)
+        shares = self.shares(e)
+        R = self.a.ranks
         s0 = P.stats()
         t0 = time.monotonic()
-        jid, hint_ms = None, None
+        jids, hint_ms = None, None
         h0 = time.monotonic()
         if hints == "start" or (hints == "ahead" and e == 1):
-            jid = self.send_hint(e, tag)
+            jids = self.send_hints(e, tag)
         elif hints == "ahead":
-            jid = self.next_jid
+            jids = self.next_jids
         if hints == "ahead" and e < self.a.epochs:
-            self.next_jid = self.send_hint(e + 1, tag)
+            self.next_jids = self.send_hints(e + 1, tag)
         if hints:
             hint_ms = (time.monotonic() - h0) * 1000
+        # One step = every rank reads its next shard (ranks in lockstep, as
+        # data-parallel training is); with one rank a step is one shard.
         waits, fetches, bad = [], [], []
-        for k in order:
+        for k in range(len(shares[0])):
+            step = [shares[r][k] for r in range(R) if k < len(shares[r])]
             t_want = time.monotonic()
-            body = c.get_object(Bucket=BUCKET, Key=k)["Body"].read()
+            if R == 1:
+                got = [self.fetch(c[0], step[0])]
+            else:
+                got = list(pool.map(self.fetch, c[:len(step)], step))
             t_end = time.monotonic()
-            budget = len(body) / self.rate
+            budget = max(n for _, n in got) / (self.rate / R)
             fetches.append(t_end - t_want)
             waits.append(max(0.0, (t_end - t_want) - budget))
-            if H.sha256(body) != self.want_sha[k]:
-                bad.append(k)
+            bad += [key for key, (ok, _) in zip(step, got) if not ok]
             left = t_want + budget - time.monotonic()
             if left > 0:
                 time.sleep(left)
@@ -218,18 +248,21 @@ class Bench:
                "fetch_p50": pct(fetches, 50), "wall": wall,
                "wait_head": sum(waits[:max(1, len(waits) // 10)]), "hint_ms": hint_ms,
                "staged": None, "cached": None}
-        if jid:
-            j = P.job(BUCKET, jid).json or {}
-            o = j.get("objects") or {}
-            row["staged"], row["cached"] = o.get("staged"), o.get("cached")
-            if j.get("position") != len(order):
-                print("# note [%s] epoch %d: job position %r != %d" % (
-                    tag, e, j.get("position"), len(order)), file=sys.stderr)
+        if jids:
+            row["staged"] = row["cached"] = 0
+            for r, jid in enumerate(jids):
+                j = P.job(BUCKET, jid).json or {}
+                o = j.get("objects") or {}
+                row["staged"] += o.get("staged") or 0
+                row["cached"] += o.get("cached") or 0
+                if j.get("position") != len(shares[r]):
+                    print("# note [%s] epoch %d rank %d: job position %r != %d" % (
+                        tag, e, r, j.get("position"), len(shares[r])), file=sys.stderr)
         worst = max(range(len(waits)), key=lambda i: waits[i])
         print("# [%s] epoch %d: cold %.2f MiB, %d GETs, wait %.3f s, p99 %.1f ms, max %.1f ms "
-              "(read %d, %s), wall %.2f s"
+              "(step %d, rank 0 read %s), wall %.2f s"
               % (tag, e, row["cold_bytes"] / MiB, row["cold_gets"], row["wait"],
-                 row["p99"] * 1000, waits[worst] * 1000, worst, order[worst], wall),
+                 row["p99"] * 1000, waits[worst] * 1000, worst, shares[0][worst], wall),
               file=sys.stderr, flush=True)
         return row
 
@@ -308,11 +341,13 @@ def reading(b, allrows, lru, start, ahead):
         lines.append(
             "- %s, epochs 2-%d: total wait per epoch %.3f-%.3f s over %d epoch-runs (median "
             "%.3f s), %d of them over %.0f ms; %.0f %% of the wait in the first 10 %% of an "
-            "epoch's reads; reads waiting > 1 ms: %d of %d; p99 per-shard wait up to %.2f "
+            "epoch's reads; %s waiting > 1 ms: %d of %d; p99 per-%s wait up to %.2f "
             "ms; cold MiB per epoch %.1f-%.1f (dataset - cache = %.1f MiB)." % (
                 v, a.epochs, min(w), max(w), len(w), statistics.median(w), len(over),
                 near_s * 1000, 100.0 * sum(r["wait_head"] for r in rs) / max(1e-9, sum(w)),
-                sum(r["n_wait"] for r in rs), len(rs) * a.shards,
+                "steps" if a.ranks > 1 else "reads",
+                sum(r["n_wait"] for r in rs), len(rs) * -(-a.shards // a.ranks),
+                "step" if a.ranks > 1 else "shard",
                 max(r["p99"] for r in rs) * 1000, min(cold), max(cold), floor_mib))
     lines.append(
         "- Why a hint sent as the epoch starts still waits, at the start: the cache is then "
@@ -380,16 +415,25 @@ def report(b, allrows, cmd, started, took):
         "- Caching shardgate: `--cache-size %dMiB --consistency immutable`, config "
         "`{\"cache\": {\"high_watermark\": 100, \"low_watermark\": 95}}`, a fresh cache "
         "directory per variant and run (Release build)." % a.cache_mib,
-        "- Reader: one boto3 client, keep-alive, %.0f MB/s: after fetching a shard it sleeps "
-        "until size/rate has passed since it wanted it (it never consumes faster and cannot "
-        "catch up after a stall). Per shard, wait = max(0, time from wanting the shard to "
-        "its last byte - size/rate). Every body's sha256 is checked." % a.reader_mbps,
+        ("- Reader: one boto3 client, keep-alive, %.0f MB/s: after fetching a shard it sleeps "
+         "until size/rate has passed since it wanted it (it never consumes faster and cannot "
+         "catch up after a stall). Per shard, wait = max(0, time from wanting the shard to "
+         "its last byte - size/rate). Every body's sha256 is checked." % a.reader_mbps)
+        if a.ranks == 1 else
+        ("- Readers: %d ranks in lockstep (data-parallel training), a thread and a keep-alive "
+         "boto3 client each, %.0f MB/s in all: rank r reads shards r, r+%d, ... of the "
+         "epoch's order; a step is every rank fetching its next shard, and ends when the last "
+         "one has it; then they sleep until shard size / (rate / %d) has passed since the "
+         "step began. Per step, wait = max(0, step time - that budget); the tables' wait "
+         "columns are per step. Every body's sha256 is checked."
+         % (a.ranks, a.reader_mbps, a.ranks, a.ranks)),
         "- Epoch e reads every shard once, in `random.Random(%d + e)` shuffled order (same "
         "orders for every variant); %d epochs; %d runs with the variants alternated."
         % (a.seed, a.epochs, a.runs),
         "- Hinted variants send ordered hints `{\"keys\": <that epoch's order>, \"ordered\": "
-        "true, \"epoch\": e, \"consumer\": \"rank0\"}` (default window: half the low "
-        "watermark). *Hint at start*: epoch e's hint just before its first GET. *Hint ahead*: "
+        "true, \"epoch\": e, \"consumer\": \"rank0\"}` - with several ranks, one per rank "
+        "with its share and `\"consumer\": \"rank<r>\"` (default window: half the low "
+        "watermark, shared among the consumers). *Hint at start*: epoch e's hint just before its first GET. *Hint ahead*: "
         "epoch 1's and 2's hints before epoch 1, then epoch e+1's hint as epoch e starts "
         "(none past the last epoch), so the gateway knows the next epoch a whole epoch "
         "early (a chain: cache/HINTS.md).",
@@ -434,6 +478,8 @@ def main():
           "--cold-mbps %g --reader-mbps %g --seed %d --runs %d" % (
               a.shards, a.shard_kib, a.cache_mib, a.epochs, a.cold_mbps, a.reader_mbps,
               a.seed, a.runs)
+    if a.ranks > 1:
+        cmd += " --ranks %d" % a.ranks
     if os.path.abspath(a.bin) != os.path.join(ROOT, "build-epochs", "shardgate"):
         cmd += " --bin %s" % a.bin
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
