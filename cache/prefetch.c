@@ -351,12 +351,13 @@ static bool ordered_may_stage(struct cache_prefetch *pf, struct job *j, size_t i
 {
     if (j->window_objects && i >= j->position + j->window_objects)
         return false;
-    uint64_t ahead = 0;
-    for (size_t k = j->position; k < i; k++)
+    uint64_t ahead = 0, window = window_of(pf, j);
+    for (size_t k = j->position; k < i; k++) {
         if (j->st[k] != K_FAILED && j->sizes[k] != UINT64_MAX)
             ahead += j->sizes[k];
-    if (ahead >= window_of(pf, j))
-        return false;
+        if (ahead >= window)
+            return false;
+    }
     uint64_t used, reserved, objects;
     cidx_usage(pf->idx, &used, &reserved, &objects);
     uint64_t cap = cache_capacity_of(pf->c);
@@ -381,9 +382,10 @@ static bool ordered_may_stage(struct cache_prefetch *pf, struct job *j, size_t i
      * the reader passes becomes one nobody needs, so evicting a later one
      * of the same pass now costs a cold read that waiting saves (measured:
      * 25 instead of 22 MiB per epoch in tests/unit/test_cache_prefetch.c).
-     * An object whose next use is in a later hint of this consumer's chain
-     * is what Belady's rule evicts anyway: the objects the reader passes
-     * get their next use in that later hint too, so nothing better comes. */
+     * An object whose next use lies beyond the end of the hint being read
+     * (in a later hint: the next epoch, of this rank or another) is what
+     * Belady's rule evicts anyway: the objects the reader passes get their
+     * next use in the next epoch too, so nothing better comes. */
     struct job *head = chain_head(pf, j);
     return victim > j->seq_base + i && victim >= head->seq_base + head->n;
 }
