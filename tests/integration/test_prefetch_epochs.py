@@ -18,6 +18,10 @@ their sum <= 0.8 x the sum of (a)'s epochs 2-4; every body read is right.
 (c) the same with the hints sent one epoch ahead (epoch 1's and 2's first,
 then epoch e+1's as epoch e begins): the same cold-bytes bound.
 
+(e) two ranks in step, one hint per rank (shards r, r+2, ... of the epoch's
+order, consumer rank<r>) sent one epoch ahead: each rank's job counts
+exactly its own reads, and the same cold-bytes bound holds.
+
 (d) "reader wait": B's cold tier throttled (throttle.py, 50 MB/s), the
 reader pauses 20 ms per shard (its compute), 2 epochs each without hints,
 with hints sent as each epoch begins, and with hints one epoch ahead. With
@@ -198,6 +202,54 @@ def headline(cold, want_sha):
           [(r["epoch"], r["cold_gets"], r["cold_bytes"]) for r in dup])
 
 
+def two_ranks(cold, want_sha):
+    """(e) Two data-parallel ranks reading in step, one ordered hint per rank
+    (its share: shards r, r+2, ... of the epoch's order; consumer rank<r>),
+    sent one epoch ahead. Reading the epoch's order front to back is the
+    two ranks alternating read by read. Same cold-bytes bound as (b)."""
+    start_b(cold.endpoint, "ranks")
+    c = H.boto3_client()
+    jobs = {}
+
+    def send(e):
+        o = order_of(e)
+        for r in (0, 1):
+            a = P.hint(BUCKET, {"keys": o[r::2], "ordered": True, "epoch": e,
+                                "consumer": "rank%d" % r})
+            if check("[ranks] epoch %d rank %d: hint accepted (202)" % (e, r),
+                     a.status == 202 and (a.json or {}).get("job"), a):
+                jobs[(e, r)] = a.json["job"]
+
+    rows = []
+    for e in range(1, EPOCHS + 1):
+        if e == 1:
+            send(1)
+        if e < EPOCHS:
+            send(e + 1)
+        s0 = P.stats()
+        t0 = time.time()
+        bad = [k for k in order_of(e)
+               if H.sha256(c.get_object(Bucket=BUCKET, Key=k)["Body"].read()) != want_sha[k]]
+        dt = time.time() - t0
+        check("[ranks] epoch %d: all %d bodies right" % (e, N), not bad, bad[:5])
+        s1 = P.stats()
+        d = P.delta(s0, s1)
+        rows.append({"epoch": e, "cold_bytes": d["backend_bytes"], "cold_gets": d["backend_get"],
+                     "hits": d["hits"], "misses": d["misses"],
+                     "attached": N - d["hits"] - d["misses"], "objects": s1["objects"],
+                     "bytes": s1["bytes"], "seconds": dt})
+        for r in (0, 1):
+            j = P.job(BUCKET, jobs.get((e, r), "-")).json or {}
+            eq("[ranks] epoch %d rank %d: the job counted exactly its rank's %d reads"
+               % (e, r, N // 2), (j.get("position"), j.get("consumer")), (N // 2, "rank%d" % r))
+    C.stop_cache("[ranks] caching gateway exits 0 on SIGTERM")
+    table("two ranks in step, one hint per rank, sent one epoch ahead", [("(e) two ranks", rows)])
+    limit = 1.10 * (DATASET - CACHE)
+    for r in rows[1:]:
+        check("[ranks] epoch %d: cold bytes %.2f MiB <= 1.10 x (dataset - cache) = %.2f MiB"
+              % (r["epoch"], r["cold_bytes"] / MB, limit / MB), r["cold_bytes"] <= limit, r)
+
+
 def reader_wait(cold, want_sha):
     from throttle import ThrottleProcess
     thr = ThrottleProcess("127.0.0.1", cold.port, down_rate=THROTTLE_RATE).start()
@@ -260,6 +312,7 @@ def main():
         for k in KEYS:
             want_sha[k] = cold.put_random(BUCKET, k, SHARD)
         headline(cold, want_sha)
+        two_ranks(cold, want_sha)
         reader_wait(cold, want_sha)
     finally:
         C.stop_all()
