@@ -761,6 +761,19 @@ static enum backend_status s3_do(struct s3_store *s, struct s3_call *c)
     return st;
 }
 
+/* GETs a listing of the cold tier (a bucket's, or an upload's parts when
+ * key is given) into c->rbuf for the caller to parse; the caller frees c.
+ * Without a key, a missing bucket answers NoSuchBucket. */
+static enum backend_status get_listing(struct s3_store *s, struct s3_call *c,
+                                       const char *bucket, const char *key, const char *q)
+{
+    *c = (struct s3_call){ .method = "GET", .bucket = cold_bucket(s, bucket), .key = key,
+                           .query = q, .body_fd = -1, .idempotent = true,
+                           .rmax = S3_XML_MAX };
+    enum backend_status st = s3_do(s, c);
+    return st == BACKEND_NO_KEY && !key ? BACKEND_NO_BUCKET : st;
+}
+
 /* ---- open / close ---- */
 
 static char *dup_or_env(const char *v, const char *env)
@@ -1891,11 +1904,8 @@ static enum backend_status s3_list_objects(struct backend *base, const char *buc
         free(q);
         return BACKEND_NOMEM;
     }
-    struct s3_call c = { .method = "GET", .bucket = cold_bucket(s, bucket), .query = q,
-                         .body_fd = -1, .idempotent = true, .rmax = S3_XML_MAX };
-    enum backend_status st = s3_do(s, &c);
-    if (st == BACKEND_NO_KEY)
-        st = BACKEND_NO_BUCKET;
+    struct s3_call c;
+    enum backend_status st = get_listing(s, &c, bucket, NULL, q);
     if (st == BACKEND_OK)
         st = s3_xml_list_objects(c.rbuf, c.rlen, out);
     call_free(&c);
@@ -2219,9 +2229,8 @@ static enum backend_status s3_mpu_list_parts(struct backend *base, const char *b
     char *q = upload_query(upload_id, extra);
     if (!q)
         return BACKEND_NOMEM;
-    struct s3_call c = { .method = "GET", .bucket = cold_bucket(s, bucket), .key = key,
-                         .query = q, .body_fd = -1, .idempotent = true, .rmax = S3_XML_MAX };
-    enum backend_status st = s3_do(s, &c);
+    struct s3_call c;
+    enum backend_status st = get_listing(s, &c, bucket, key, q);
     if (st == BACKEND_OK)
         st = s3_xml_list_parts(c.rbuf, c.rlen, out);
     call_free(&c);
@@ -2255,11 +2264,8 @@ static enum backend_status s3_mpu_list_uploads(struct backend *base, const char 
         free(q);
         return BACKEND_NOMEM;
     }
-    struct s3_call c = { .method = "GET", .bucket = cold_bucket(s, bucket), .query = q,
-                         .body_fd = -1, .idempotent = true, .rmax = S3_XML_MAX };
-    enum backend_status st = s3_do(s, &c);
-    if (st == BACKEND_NO_KEY)
-        st = BACKEND_NO_BUCKET;
+    struct s3_call c;
+    enum backend_status st = get_listing(s, &c, bucket, NULL, q);
     if (st == BACKEND_OK)
         st = s3_xml_list_uploads(c.rbuf, c.rlen, out);
     call_free(&c);

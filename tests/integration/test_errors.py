@@ -176,6 +176,22 @@ def t_escapes(b):
     check("gateway alive after escape attempts", H.alive())
 
 
+def t_not_implemented(b):
+    """Sub-resources shardgate does not implement answer S3's 501 NotImplemented
+    (moto implements them: shardgate only)."""
+    if not H.shardgate_only("501 for unimplemented sub-resources"):
+        return
+    for method, path, query in (("GET", "/%s" % b, "acl"), ("PUT", "/%s" % b, "versioning"),
+                                ("GET", "/%s/obj" % b, "tagging"),
+                                ("GET", "/%s/obj" % b, "versionId=abc")):
+        r = raw(method, path, query=query)
+        e = r.error() or {}
+        check("%s %s?%s -> 501 NotImplemented with a message" % (method, path, query),
+              r.status == 501 and e.get("Code") == "NotImplemented" and e.get("Message")
+              and e.get("RequestId"), (r.status, r.body[:300]))
+    eq("the object is unchanged after them", raw("GET", "/%s/obj" % b).body, b"object body")
+
+
 def t_symlinks(b):
     if not H.shardgate_only("symlinks planted in a bucket"):
         return
@@ -329,6 +345,7 @@ def main():
     t_error_body(b)
     t_auth(b)
     t_escapes(b)
+    t_not_implemented(b)
     t_symlinks(b)
     t_key_conflict(b)
     t_oversized_header(b)
