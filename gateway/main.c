@@ -263,9 +263,9 @@ int main(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "serve") == 0)
         return serve(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "prefetch") == 0)
-        return gw_cli_prefetch(argc - 1, argv + 1);
+        return cli_prefetch(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "jobs") == 0)
-        return gw_cli_jobs(argc - 1, argv + 1);
+        return cli_jobs(argc - 1, argv + 1);
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
                       strcmp(argv[1], "help") == 0)) {
         fputs(usage, stdout);

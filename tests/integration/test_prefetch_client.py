@@ -1,5 +1,5 @@
 """tests/integration/test_prefetch_client.py - the prefetch hint clients end to
-end: `shardgate prefetch` / `shardgate jobs` (gateway/cli_prefetch.c), the
+end: `shardgate prefetch` / `shardgate jobs` (clients/cli/), the
 Python helper clients/python/shardgate_prefetch.py and the example
 clients/python/examples/train_loop.py, against a caching shardgate B
 (--cold: shardgate A serving --data, --cache-dir) with 20 small WebDataset tar
