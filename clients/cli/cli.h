@@ -1,5 +1,5 @@
 /* clients/cli/cli.h - the client commands of the shardgate binary: the client
- * side of the prefetch hint API (cache/HINTS.md). They
+ * side of the prefetch hint API (cache/HINTS.md) and a health probe. They
  * talk to a running gateway over HTTP (libcurl; SigV4-signed by curl where
  * the gateway wants a signature) instead of serving. Shipped in the same
  * binary as the server so a training node or a container needs one program;
@@ -22,5 +22,11 @@ int cli_prefetch(int argc, char **argv);
 /* `shardgate jobs ...`: lists a bucket's prefetch jobs, shows one (--job)
  * or cancels one (--cancel). Exit codes as cli_prefetch (1 is not used). */
 int cli_jobs(int argc, char **argv);
+
+/* `shardgate health [--endpoint URL] [--ready]`: GETs /_shardgate/health
+ * (or /_shardgate/ready) with a short deadline. Exit codes: 0 the gateway
+ * answered 200, 1 anything else (another status, no answer in time, no
+ * connection), 2 usage error: what a container HEALTHCHECK expects. */
+int cli_health(int argc, char **argv);
 
 #endif

@@ -17,7 +17,7 @@
 
 enum cli_exit {
     CLI_EXIT_OK = 0,
-    CLI_EXIT_FAILED = 1,        /* job failed or cancelled */
+    CLI_EXIT_FAILED = 1,        /* job failed or cancelled; not healthy */
     CLI_EXIT_USAGE = 2,
     CLI_EXIT_GATEWAY = 3,       /* the gateway refused the request or could not be reached */
     CLI_EXIT_INTERRUPTED = 130,
