@@ -14,9 +14,10 @@
 
 /* `shardgate prefetch ...`: sends one prefetch hint and, with --wait, polls
  * its job until it is final, showing progress. Exit codes: 0 hint accepted
- * (or, with --wait, job done), 1 job failed or cancelled, 2 usage error, 3
- * the gateway answered an error or could not be reached, 130 interrupted
- * while waiting (the job goes on in the gateway). */
+ * (with --wait: every object staged or already cached), 1 with --wait: some
+ * objects could not be staged, or the job failed or was cancelled, 2 usage
+ * error, 3 the gateway refused the request or could not be reached, 130
+ * interrupted while waiting (the job goes on in the gateway). */
 int cli_prefetch(int argc, char **argv);
 
 /* `shardgate jobs ...`: lists a bucket's prefetch jobs, shows one (--job)

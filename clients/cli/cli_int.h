@@ -17,7 +17,7 @@
 
 enum cli_exit {
     CLI_EXIT_OK = 0,
-    CLI_EXIT_FAILED = 1,        /* job failed or cancelled; not healthy */
+    CLI_EXIT_FAILED = 1,        /* objects not staged, job failed/cancelled, not healthy */
     CLI_EXIT_USAGE = 2,
     CLI_EXIT_GATEWAY = 3,       /* the gateway refused the request or could not be reached */
     CLI_EXIT_INTERRUPTED = 130,
@@ -170,9 +170,11 @@ void cli_fmt_rate(double v, char *out, size_t n);
 /* The width of the terminal on fd: TIOCGWINSZ, else $COLUMNS, else 80. */
 unsigned cli_term_width(int fd);
 
-/* One progress line, cut at `cols` characters (and n-1 bytes): with `bar`,
- * "[=====>    ]  45% " first; then the object counters, bytes, rate and ETA
- * (while the gateway has them). */
+/* One progress line of at most `cols` characters (and n-1 bytes), the most
+ * useful first: the object counters, then bytes, rate and ETA (while the
+ * gateway has them), then - with `bar` and only when there is room - a bar
+ * and the percentage. Narrower lines drop the cached/staged detail, then
+ * ETA, rate and bytes. */
 void cli_progress_line(const struct cli_job *j, unsigned cols, bool bar, char *out, size_t n);
 
 #endif

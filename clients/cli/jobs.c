@@ -11,8 +11,10 @@ static const char jobs_usage[] =
     "usage: shardgate jobs --endpoint URL s3://BUCKET [--job ID | --cancel ID] [--json]\n"
     "\n"
     "Lists the bucket's prefetch jobs (newest first), shows one job (--job) or\n"
-    "cancels one (--cancel). Endpoint, credentials, --region and exit status as for\n"
-    "`shardgate prefetch --help`.\n";
+    "cancels one (--cancel). Endpoint, credentials and --region as for\n"
+    "`shardgate prefetch --help`.\n"
+    "Exit status: 0 done, 2 usage error, 3 the gateway refused the request (its S3\n"
+    "error is shown, e.g. NoSuchJob) or could not be reached.\n";
 
 static void print_job_detail(const json_t *doc)
 {

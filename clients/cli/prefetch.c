@@ -35,14 +35,21 @@ static const char prefetch_usage[] =
     "  --window-bytes SIZE   ordered: stay at most SIZE ahead of the reader (e.g. 8GiB)\n"
     "  --window-objects N    ordered: ... and at most N objects ahead\n"
     "  --pin                 keep staged objects out of eviction while the job is active\n"
-    "  --wait                follow the job until it ends, showing progress\n"
+    "  --wait                follow the job until it ends, showing progress (on a\n"
+    "                        terminal one line, as wide as the terminal or $COLUMNS)\n"
     "  --json                print the gateway's JSON answer instead of a summary\n"
     "  --region NAME         signing region (default $AWS_REGION, else us-east-1)\n"
     "\n"
     "Credentials: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (AWS_SESSION_TOKEN), else\n"
     "SHARDGATE_ACCESS_KEY / SHARDGATE_SECRET_KEY.\n"
-    "Exit status: 0 accepted (with --wait: job done), 1 job failed or cancelled,\n"
-    "2 usage error, 3 the gateway answered an error or could not be reached.\n";
+    "Exit status:\n"
+    "  0    the hint was accepted; with --wait: every object is staged or was cached\n"
+    "  1    with --wait: some objects could not be staged (listed on stderr),\n"
+    "       or the job failed or was cancelled\n"
+    "  2    usage error (options, arguments, key file, credentials)\n"
+    "  3    the gateway refused the request (its S3 error is shown) or could not be\n"
+    "       reached\n"
+    "  130  interrupted while waiting (the job goes on in the gateway)\n";
 
 static void on_sigint(int sig)
 {
@@ -87,7 +94,14 @@ static int job_end(const struct cli_job *j, const json_t *doc, bool json, double
             fprintf(stderr, "objects that could not be staged (first 20):\n");
         cli_job_errors_print(stderr, doc);
     }
-    return strcmp(j->state, "done") == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
+    if (strcmp(j->state, "done") != 0)
+        return CLI_EXIT_FAILED;
+    if (j->failed > 0) {
+        fprintf(stderr, "shardgate prefetch: %.0f of %.0f objects could not be staged\n",
+                j->failed, j->total);
+        return CLI_EXIT_FAILED;
+    }
+    return CLI_EXIT_OK;
 }
 
 /* Polls the job until it is final; returns the exit code. */
@@ -138,7 +152,7 @@ static int wait_job(struct cli_conn *c, const char *bucket, const char *id, bool
                 draw(&j, &prev_len);
             } else {
                 char line[512];
-                cli_progress_line(&j, sizeof line - 1, false, line, sizeof line);
+                cli_progress_line(&j, cli_term_width(STDOUT_FILENO), false, line, sizeof line);
                 double t = now_s();
                 if (fin || (strcmp(line, last) != 0 && t - last_print >= PLAIN_EVERY_S)) {
                     printf("%s\n", line);
