@@ -39,8 +39,7 @@ def test_only_packages():
     """The packages .ci/deps.sh installs only for `test`."""
     with open(os.path.join(SRC, ".ci", "deps.sh")) as f:
         text = f.read()
-    m = re.search(r"want\+=\(([^)]*)\)", text)
-    return m.group(1).split() if m else []
+    return [p for m in re.findall(r"want\+=\(([^)]*)\)", text) for p in m.split()]
 
 
 def hidden_pc_files(pkgs):
