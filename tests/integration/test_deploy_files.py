@@ -20,7 +20,13 @@ Docker engine (the image build itself is not run here):
   every credential is required (`${VAR:?}`: interpolation without them
   fails naming them) and none is built in; its service command, run through
   the entrypoint with compose's environment, serves a cold shardgate A with
-  a cache directory.
+  a cache directory;
+- `cmake --install BUILD --prefix DIR`: the binary, the example config and
+  the unit, whose ExecStart names the installed binary; the unit is
+  hardened (own user, state/cache directories, LimitNOFILE, ...), passes
+  `systemd-analyze verify`, and its ExecStart, run in the directories it
+  names and under its syscall filter (libseccomp), serves uploads, misses
+  and hits.
 """
 
 import atexit
@@ -44,6 +50,7 @@ SRC = os.path.realpath(os.environ.get("SHARDGATE_SRC") or os.path.join(HERE, "..
 DOCKERFILE = os.path.join(SRC, "docker", "Dockerfile")
 ENTRYPOINT = os.path.join(SRC, "docker", "entrypoint.sh")
 COMPOSE = os.path.join(SRC, "docker", "compose.yaml")
+UNIT = os.path.join(SRC, "conf", "shardgate.service")
 
 _procs = []
 
@@ -522,6 +529,166 @@ def compose_checks(df, cold):
     sanitizer_clean("compose's gateway", log_of(p))
 
 
+# ---------------------------------------------------------------- install + systemd
+
+def unit_keys(text):
+    sec, out = None, {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("["):
+            sec = line.strip("[]")
+            continue
+        k, _, v = line.partition("=")
+        out.setdefault((sec, k.strip()), []).append(v.strip())
+    return out
+
+
+def syscall_set(group, seen=None):
+    seen = set() if seen is None else seen
+    rc, out, _ = H.run_cmd(["systemd-analyze", "syscall-filter", group], timeout=60)
+    names = set()
+    if rc != 0:
+        return None
+    for line in out.splitlines()[1:]:
+        w = line.strip()
+        if not w or w.startswith("#"):
+            continue
+        if w.startswith("@"):
+            if w not in seen:
+                seen.add(w)
+                sub = syscall_set(w, seen)
+                if sub is None:
+                    return None
+                names |= sub
+        else:
+            names.add(w)
+    return names
+
+
+SECCOMP_EXEC = r"""
+import errno, os, sys, seccomp
+names = open(sys.argv[1]).read().split()
+f = seccomp.SyscallFilter(seccomp.ERRNO(errno.EPERM))
+for n in names:
+    try:
+        f.add_rule(seccomp.ALLOW, n)
+    except (RuntimeError, ValueError, OSError):
+        pass          # not a syscall of this architecture
+f.load()
+os.execv(sys.argv[2], sys.argv[2:])
+"""
+
+
+def install_checks():
+    build = os.path.dirname(os.path.realpath(os.environ["SHARDGATE_BIN"]))
+    if not check("SHARDGATE_BIN sits in a CMake build tree",
+                 os.path.exists(os.path.join(build, "CMakeCache.txt")), build):
+        return
+    prefix = H.tmpdir("prefix")
+    rc, out, err = H.run_cmd(["cmake", "--install", build, "--prefix", prefix], timeout=300)
+    binp = os.path.join(prefix, "bin", "shardgate")
+    unit_path = os.path.join(prefix, "lib", "systemd", "system", "shardgate.service")
+    example = os.path.join(prefix, "share", "doc", "shardgate", "shardgate.example.json")
+    check("cmake --install --prefix: the binary, the example config and the unit",
+          rc == 0 and os.access(binp, os.X_OK) and os.path.exists(unit_path) and
+          os.path.exists(example), (rc, out, err))
+    if rc != 0 or not os.path.exists(unit_path):
+        return
+    rc, out, err = H.run_cmd([binp, "--version"], timeout=30)
+    check("the installed binary runs", rc == 0 and out.startswith("shardgate "), (rc, out, err))
+    eq("the installed example config is the repository's",
+       read(example), read(os.path.join(SRC, "conf", "shardgate.example.json")))
+
+    text = read(unit_path)
+    u = unit_keys(text)
+    get = lambda k: (u.get(("Service", k)) or [None])[-1]   # noqa: E731
+    exec_start = shlex.split(get("ExecStart") or "")
+    eq("unit: ExecStart names the installed binary", exec_start[:2], [binp, "serve"])
+    check("unit: its own user (DynamicUser=yes or a User= that is not root)",
+          get("DynamicUser") == "yes" or (get("User") not in (None, "root", "0")))
+    state, cachedir = get("StateDirectory"), get("CacheDirectory")
+    check("unit: StateDirectory and CacheDirectory", state and cachedir)
+    nofile = get("LimitNOFILE") or "0"
+    check("unit: LimitNOFILE of at least 65536", nofile.isdigit() and int(nofile) >= 65536,
+          nofile)
+    for k, v in (("NoNewPrivileges", "yes"), ("ProtectSystem", "strict"), ("ProtectHome", "yes"),
+                 ("PrivateTmp", "yes"), ("PrivateDevices", "yes"), ("CapabilityBoundingSet", "")):
+        eq("unit: %s=%s" % (k, v), get(k), v)
+    cache_arg = exec_start[exec_start.index("--cache-dir") + 1] \
+        if "--cache-dir" in exec_start else None
+    eq("unit: the cache is its CacheDirectory", cache_arg, "/var/cache/%s" % cachedir)
+    eq("unit: it works in its StateDirectory", get("WorkingDirectory"), "/var/lib/%s" % state)
+    check("unit: credentials from an EnvironmentFile, none in the unit",
+          get("EnvironmentFile") and "SHARDGATE_SECRET_KEY=" not in
+          "\n".join(l for l in text.splitlines() if not l.startswith("#")))
+
+    if H.run_cmd(["sh", "-c", "command -v systemd-analyze"])[0] != 0:
+        H.skip("systemd-analyze verify", "systemd-analyze is not installed (systemd)")
+    else:
+        rc, out, err = H.run_cmd(["systemd-analyze", "verify", unit_path], timeout=60)
+        check("systemd-analyze verify: no warning", rc == 0 and not err.strip() and
+              not out.strip(), (rc, out, err))
+
+    # The ExecStart as the service runs it: in its state directory, with its
+    # cache directory, under its syscall filter.
+    root = H.tmpdir("service")
+    state_dir = os.path.join(root, "state")
+    cache_dir = os.path.join(root, "cache")
+    os.makedirs(state_dir, exist_ok=True)
+    os.makedirs(cache_dir, exist_ok=True)
+    argv = [cache_dir if a == cache_arg else a for a in exec_start]
+    port = H._free_port()
+    env = C.clean_env()
+    env.update(SHARDGATE_ACCESS_KEY="AKIUNIT000000001",
+               SHARDGATE_SECRET_KEY="unit/Secret+Key/0123456789abcdef",
+               SHARDGATE_LISTEN="127.0.0.1:%d" % port)
+    filt = get("SystemCallFilter")
+    how = "without a syscall filter"
+    if filt:
+        names = syscall_set(filt) if filt.startswith("@") else None
+        py = "/usr/bin/python3"
+        has_seccomp = H.run_cmd([py, "-c", "import seccomp"], timeout=30)[0] == 0
+        check("unit: SystemCallErrorNumber=EPERM (a call outside the filter fails, "
+              "never kills)", get("SystemCallErrorNumber") == "EPERM")
+        if names and has_seccomp:
+            check("unit: the syscall filter allows io_uring_setup",
+                  "io_uring_setup" in names)
+            nf = os.path.join(root, "syscalls.txt")
+            with open(nf, "w") as f:
+                f.write("\n".join(sorted(names)))
+            argv = [py, "-c", SECCOMP_EXEC, nf] + argv
+            how = "under its syscall filter (%d calls)" % len(names)
+            if sanitized():
+                # LeakSanitizer stops the world with ptrace, which the filter
+                # rightly refuses; every other test checks this binary for leaks
+                env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
+        else:
+            H.skip("the unit's ExecStart under its syscall filter",
+                   "needs systemd-analyze and python3-seccomp")
+    p = spawn(argv, env, state_dir, "unit-serve")
+    ok = wait_health(port, p)
+    check("unit: its ExecStart serves %s" % how, ok, log_of(p)[-2000:])
+    if ok:
+        c = H.boto3_client(endpoint="http://127.0.0.1:%d" % port, access="AKIUNIT000000001",
+                           secret="unit/Secret+Key/0123456789abcdef")
+        b = "u-%s" % uuid.uuid4().hex[:8]
+        body = os.urandom(300000)
+        c.create_bucket(Bucket=b)
+        c.put_object(Bucket=b, Key="k/obj.bin", Body=body)
+        got = [c.get_object(Bucket=b, Key="k/obj.bin")["Body"].read() for _ in range(3)]
+        check("unit's gateway: an upload reads back, three times", got == [body] * 3)
+        check("unit's gateway: the data is in var/data of its state directory, as its "
+              "comment says", os.path.exists(os.path.join(state_dir, "var", "data", b, "k",
+                                                          "obj.bin")))
+        check("unit's gateway: the object is in its cache directory (a fill through the "
+              "cache engine, under the filter)", cached(cache_dir, len(body)))
+        bad = [l for l in log_of(p).splitlines() if "not permitted" in l.lower()]
+        check("unit's gateway: nothing refused by the filter in its log", not bad, bad[:5])
+    stop(p, "the unit's gateway")
+
+
 def main():
     C.need_clients()
     C.init("test_deploy_files")
@@ -535,6 +702,7 @@ def main():
         cold = C.ColdGateway().start()
         compose_checks(df, cold)
         cold.stop()
+    install_checks()
 
 
 H.run(main)
