@@ -152,7 +152,12 @@ int cli_jobs(int argc, char **argv)
     cli_buf_uri_enc(&path, bucket);
     bool qok = cli_job_query(&q, id);
     struct cli_conn c;
-    rc = path.over || !qok ? CLI_EXIT_GATEWAY : cli_conn_open("jobs", &t, path.p, &c);
+    if (path.over || !qok) {
+        fprintf(stderr, "shardgate jobs: out of memory\n");
+        rc = CLI_EXIT_GATEWAY;
+    } else {
+        rc = cli_conn_open("jobs", &t, path.p, &c);
+    }
     cli_buf_free(&path);
     if (rc != CLI_EXIT_OK) {
         cli_buf_free(&q);

@@ -424,7 +424,12 @@ int cli_prefetch(int argc, char **argv)
     cli_buf_init(&path, 1024);
     cli_buf_adds(&path, "/");
     cli_buf_uri_enc(&path, bucket);
-    rc = path.over ? CLI_EXIT_GATEWAY : cli_conn_open("prefetch", &t, path.p, &c);
+    if (path.over) {
+        fprintf(stderr, "shardgate prefetch: out of memory\n");
+        rc = CLI_EXIT_GATEWAY;
+    } else {
+        rc = cli_conn_open("prefetch", &t, path.p, &c);
+    }
     cli_buf_free(&path);
     if (rc != CLI_EXIT_OK) {
         free(body);
