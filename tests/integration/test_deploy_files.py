@@ -50,7 +50,6 @@ SRC = os.path.realpath(os.environ.get("SHARDGATE_SRC") or os.path.join(HERE, "..
 DOCKERFILE = os.path.join(SRC, "docker", "Dockerfile")
 ENTRYPOINT = os.path.join(SRC, "docker", "entrypoint.sh")
 COMPOSE = os.path.join(SRC, "docker", "compose.yaml")
-UNIT = os.path.join(SRC, "conf", "shardgate.service")
 
 _procs = []
 
@@ -81,7 +80,7 @@ def log_of(p):
         return f.read().decode("utf-8", "replace")
 
 
-def wait_health(port, p, timeout=20):
+def wait_health(port, p, timeout=30):
     deadline = time.time() + timeout
     while time.time() < deadline and p.poll() is None:
         rc, _, _ = H.run_cmd([os.environ["SHARDGATE_BIN"], "health", "--endpoint",
