@@ -312,9 +312,11 @@ def dockerfile_checks(context):
     check("Dockerfile: the runtime stage runs as a non-root USER (%s)" % user,
           uid and uid not in ("root", "0"))
     made = " ".join(a for i, a in final if i == "RUN")
-    m = re.search(r"useradd [^&]*--uid (\d+)", made)
-    check("Dockerfile: USER is the uid the image creates, owning /data and /cache",
-          m and m.group(1) == uid and re.search(r"chown \S+ /data /cache", made), made[-400:])
+    m = re.search(r"useradd [^&]*--uid (\d+) --gid (\d+)", made)
+    g = re.search(r"groupadd [^&]*--gid (\d+)", made)
+    check("Dockerfile: USER is the uid:gid the image creates, owning /data and /cache",
+          m and g and user == "%s:%s" % (m.group(1), m.group(2)) and g.group(1) == m.group(2)
+          and re.search(r"chown \S+ /data /cache", made), made[-400:])
     vols = json.loads(last(final, "VOLUME") or "[]")
     check("Dockerfile: VOLUMEs /data and /cache", {"/data", "/cache"} <= set(vols), vols)
 
