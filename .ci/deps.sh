@@ -9,6 +9,8 @@ want=(build-essential cmake pkg-config libmicrohttpd-dev liburing-dev libjansson
 if [ "${1:-build}" = test ]; then
   want+=(libcunit1-dev python3 python3-boto3 awscli curl clang libclang-rt-14-dev
          nginx wrk)
+  # test_deploy_files: compose.yaml, `systemd-analyze verify` and the unit's syscall filter
+  want+=(python3-yaml systemd python3-seccomp)
 fi
 missing=()
 for p in "${want[@]}"; do

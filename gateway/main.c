@@ -17,6 +17,7 @@ static const char usage[] =
     "usage: shardgate serve [options]\n"
     "       shardgate prefetch --endpoint URL s3://BUCKET/PREFIX-OR-TEMPLATE [options]\n"
     "       shardgate jobs --endpoint URL s3://BUCKET [--job ID | --cancel ID]\n"
+    "       shardgate health [--endpoint URL] [--ready]\n"
     "       shardgate --help | --version\n"
     "\n"
     "S3-compatible object gateway with an NVMe caching tier.\n"
@@ -263,9 +264,11 @@ int main(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "serve") == 0)
         return serve(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "prefetch") == 0)
-        return gw_cli_prefetch(argc - 1, argv + 1);
+        return cli_prefetch(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "jobs") == 0)
-        return gw_cli_jobs(argc - 1, argv + 1);
+        return cli_jobs(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "health") == 0)
+        return cli_health(argc - 1, argv + 1);
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
                       strcmp(argv[1], "help") == 0)) {
         fputs(usage, stdout);

@@ -1,5 +1,5 @@
 """tests/integration/test_prefetch_client.py - the prefetch hint clients end to
-end: `shardgate prefetch` / `shardgate jobs` (gateway/cli_prefetch.c), the
+end: `shardgate prefetch` / `shardgate jobs` (clients/cli/), the
 Python helper clients/python/shardgate_prefetch.py and the example
 clients/python/examples/train_loop.py, against a caching shardgate B
 (--cold: shardgate A serving --data, --cache-dir) with 20 small WebDataset tar
@@ -421,10 +421,14 @@ def tty_bar():
         return
     cmd = "%s prefetch --endpoint %s 's3://%s/train/shard-{000000..000019}.tar' --wait" % (
         os.environ["SHARDGATE_BIN"], H.S.endpoint, BUCKET)
-    rc, out, err = H.run_cmd([script, "-q", "-e", "-c", cmd, "/dev/null"], env=cli_env(),
+    env = cli_env()
+    env["COLUMNS"] = "80"       # script(1) without a terminal gives its pty no size
+    rc, out, err = H.run_cmd([script, "-q", "-e", "-c", cmd, "/dev/null"], env=env,
                              timeout=120)
-    check("CLI --wait on a terminal: a bar redrawn with \\r, ending at 100%, exit 0",
-          rc == 0 and "\r[" in out and "] 100% objects 20/20" in out, (rc, out[-800:], err))
+    check("CLI --wait on a terminal: a line redrawn with \\r, counters first, the bar last "
+          "ending at 100%, exit 0",
+          rc == 0 and re.search(r"\robjects 20/20\b[^\r\n]*\] 100%", out),
+          (rc, out[-800:], err))
 
 
 def train_loop_checks(payloads):

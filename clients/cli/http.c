@@ -1,0 +1,260 @@
+/* clients/cli/http.c - one blocking HTTP request at a time to the gateway,
+ * on a kept-alive libcurl handle, signed by curl's own SigV4 (the payload
+ * hash and the session token go in x-amz-* headers, which curl signs).
+ * Plus the capped byte buffer the answers are read into. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#include "cli_int.h"
+
+volatile sig_atomic_t cli_interrupted;
+
+/* ---------------------------------------------------------------- buffers */
+
+void cli_buf_init(struct cli_buf *b, size_t max)
+{
+    *b = (struct cli_buf){ .max = max };
+}
+
+void cli_buf_free(struct cli_buf *b)
+{
+    free(b->p);
+    b->p = NULL;
+    b->len = b->cap = 0;
+}
+
+bool cli_buf_add(struct cli_buf *b, const void *d, size_t n)
+{
+    if (b->over)
+        return false;
+    if (n > b->max || b->len > b->max - n) {
+        b->over = true;
+        return false;
+    }
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->over = true;
+            return false;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    if (n)
+        memcpy(b->p + b->len, d, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+    return true;
+}
+
+bool cli_buf_adds(struct cli_buf *b, const char *s)
+{
+    return cli_buf_add(b, s, strlen(s));
+}
+
+bool cli_buf_uri_enc(struct cli_buf *b, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '_' || c == '.' || c == '~') {
+            cli_buf_add(b, s, 1);
+        } else {
+            char e[3] = { '%', hex[c >> 4], hex[c & 15] };
+            cli_buf_add(b, e, 3);
+        }
+    }
+    return !b->over;
+}
+
+/* ---------------------------------------------------------------- the connection */
+
+int cli_conn_open(const char *cmd, const struct cli_target *t, const char *path,
+                  struct cli_conn *c)
+{
+    memset(c, 0, sizeof *c);
+    c->t = *t;
+    c->connect_timeout_ms = 10000;
+    /* expanding a million-object template takes the gateway a moment */
+    c->timeout_ms = 300000;
+    snprintf(c->sigv4, sizeof c->sigv4, "aws:amz:%s:s3", t->region ? t->region : "us-east-1");
+
+    struct cli_buf b;
+    cli_buf_init(&b, 8192);
+    size_t el = strlen(t->endpoint);
+    while (el > 0 && t->endpoint[el - 1] == '/')
+        el--;
+    cli_buf_add(&b, t->endpoint, el);
+    cli_buf_adds(&b, path);
+    if (b.over) {
+        cli_buf_free(&b);
+        fprintf(stderr, "shardgate %s: the endpoint URL is too long\n", cmd);
+        return CLI_EXIT_USAGE;
+    }
+    c->url = b.p;
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fprintf(stderr, "shardgate %s: cannot initialise libcurl\n", cmd);
+        free(c->url);
+        c->url = NULL;
+        return CLI_EXIT_GATEWAY;
+    }
+    if (!(c->curl = curl_easy_init())) {
+        fprintf(stderr, "shardgate %s: cannot initialise libcurl\n", cmd);
+        curl_global_cleanup();
+        free(c->url);
+        c->url = NULL;
+        return CLI_EXIT_GATEWAY;
+    }
+    return CLI_EXIT_OK;
+}
+
+void cli_conn_close(struct cli_conn *c)
+{
+    if (c->curl) {
+        curl_easy_cleanup(c->curl);
+        curl_global_cleanup();
+    }
+    free(c->url);
+    memset(c, 0, sizeof *c);
+}
+
+void cli_answer_free(struct cli_answer *a)
+{
+    cli_buf_free(&a->body);
+}
+
+static size_t write_cb(char *d, size_t size, size_t nmemb, void *ud)
+{
+    struct cli_buf *b = ud;
+    size_t n = size * nmemb;
+    return cli_buf_add(b, d, n) ? n : 0;
+}
+
+static int xfer_cb(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    (void)ud; (void)dt; (void)dn; (void)ut; (void)un;
+    return cli_interrupted ? 1 : 0;     /* Ctrl-C ends a hung request too */
+}
+
+static bool sha256_hex(const char *d, size_t n, char out[65])
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    if (EVP_Digest(d, n, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32)
+        return false;
+    for (unsigned i = 0; i < 32; i++) {
+        out[2 * i] = hex[md[i] >> 4];
+        out[2 * i + 1] = hex[md[i] & 15];
+    }
+    out[64] = '\0';
+    return true;
+}
+
+/* Appends "name: value" to *list; false (list unchanged) when out of memory. */
+static bool header_add(struct curl_slist **list, const char *name, const char *value)
+{
+    struct cli_buf h;
+    cli_buf_init(&h, 16384);
+    cli_buf_adds(&h, name);
+    cli_buf_adds(&h, ": ");
+    cli_buf_adds(&h, value);
+    struct curl_slist *l = h.over ? NULL : curl_slist_append(*list, h.p);
+    cli_buf_free(&h);
+    if (!l)
+        return false;
+    *list = l;
+    return true;
+}
+
+int cli_request(struct cli_conn *c, const char *method, const char *query, const char *body,
+                size_t body_len, struct cli_answer *a)
+{
+    struct cli_buf url;
+    struct curl_slist *hdrs = NULL;
+    bool sign = c->t.access != NULL;
+    char sha[65];
+    int rc = -1;
+
+    cli_buf_free(&a->body);
+    cli_buf_init(&a->body, CLI_ANSWER_MAX);
+    a->status = 0;
+    a->err[0] = '\0';
+    cli_buf_init(&url, 16384);
+    cli_buf_adds(&url, c->url);
+    if (query) {
+        cli_buf_adds(&url, "?");
+        cli_buf_adds(&url, query);
+    }
+    bool ok = !url.over;
+    /* S3 wants the payload hash with header auth; curl signs every x-amz-*
+     * header it is given, so the hash and the session token are covered */
+    if (ok && sign)
+        ok = sha256_hex(body ? body : "", body ? body_len : 0, sha) &&
+             header_add(&hdrs, "x-amz-content-sha256", sha);
+    if (ok && body)
+        ok = header_add(&hdrs, "Content-Type", "application/json");
+    if (ok && sign && c->t.token)
+        ok = header_add(&hdrs, "x-amz-security-token", c->t.token);
+    if (!ok) {
+        snprintf(a->err, sizeof a->err, "out of memory");
+        goto out;
+    }
+
+    CURL *e = c->curl;
+    curl_easy_reset(e);       /* keeps the live connection */
+    curl_easy_setopt(e, CURLOPT_URL, url.p);
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+#endif
+    if (sign) {
+        curl_easy_setopt(e, CURLOPT_AWS_SIGV4, c->sigv4);
+        curl_easy_setopt(e, CURLOPT_USERNAME, c->t.access);
+        curl_easy_setopt(e, CURLOPT_PASSWORD, c->t.secret);
+    }
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, a->err);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &a->body);
+    curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, xfer_cb);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, "shardgate-cli");
+    if (c->t.ca)
+        curl_easy_setopt(e, CURLOPT_CAINFO, c->t.ca);
+    if (strcmp(method, "POST") == 0) {
+        curl_easy_setopt(e, CURLOPT_POST, 1L);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, body ? body : "");
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? body_len : 0));
+    } else if (strcmp(method, "GET") != 0) {
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+    }
+    CURLcode cc = curl_easy_perform(e);
+    if (cc != CURLE_OK) {
+        if (a->body.over)
+            snprintf(a->err, sizeof a->err, "the answer is larger than %zu bytes",
+                     CLI_ANSWER_MAX);
+        else if (cli_interrupted)
+            snprintf(a->err, sizeof a->err, "interrupted");
+        else if (!a->err[0])
+            snprintf(a->err, sizeof a->err, "%s", curl_easy_strerror(cc));
+        goto out;
+    }
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &a->status);
+    if (!a->body.p)
+        cli_buf_add(&a->body, "", 0);     /* an empty body is still a string */
+    rc = a->body.p ? 0 : -1;
+out:
+    curl_slist_free_all(hdrs);
+    cli_buf_free(&url);
+    return rc;
+}
