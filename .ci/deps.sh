@@ -9,6 +9,7 @@ want=(build-essential cmake pkg-config libmicrohttpd-dev liburing-dev libjansson
 if [ "${1:-build}" = test ]; then
   want+=(libcunit1-dev python3 python3-boto3 awscli curl clang libclang-rt-14-dev
          nginx wrk)
+  want+=(mount)   # test_readonly_data: a read-only bind mount (unshare, setpriv: util-linux)
 fi
 missing=()
 for p in "${want[@]}"; do
