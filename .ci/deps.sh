@@ -11,6 +11,7 @@ if [ "${1:-build}" = test ]; then
          nginx wrk)
   # test_deploy_files: compose.yaml, `systemd-analyze verify` and the unit's syscall filter
   want+=(python3-yaml systemd python3-seccomp)
+  want+=(mount)   # test_readonly_data: a read-only bind mount (unshare, setpriv: util-linux)
 fi
 missing=()
 for p in "${want[@]}"; do

@@ -42,6 +42,9 @@ enum backend_status {
                                   answered 5xx/SlowDown after the retries */
     BACKEND_INVALID_REQUEST,   /* s3: the cold tier refused the request as malformed
                                   (InvalidRequest), e.g. a part's checksum algorithm */
+    BACKEND_READ_ONLY,         /* posix: the store is read-only (a read-only mount,
+                                  no writable state directory, or a directory the
+                                  process may not write): a write is refused */
 };
 
 const char *backend_status_name(enum backend_status st);
@@ -75,9 +78,24 @@ const char *obj_meta_get_hdr(const struct obj_meta *m, const char *name);
 
 struct backend_posix_conf {
     const char *root;        /* the data directory; created if missing */
+    const char *state_dir;   /* multipart uploads and the lock; NULL: ROOT/.shardgate */
+    unsigned mpu_max_age_s;  /* incomplete multipart uploads older than this are
+                                aborted (at open, then periodically); 0: never */
+    char *err;               /* optional: receives why the open failed (the path and
+                                the errno text), err_len bytes, NUL-terminated */
+    size_t err_len;
 };
 
-/* Opens the posix store. Returns BACKEND_OK and a new handle in *out. */
+/* Opens the posix store. Returns BACKEND_OK and a new handle in *out.
+ * The state directory is locked for the life of the handle: a second store
+ * on it fails (the message in cf->err names the holder's pid). When the
+ * state directory cannot be written (EROFS, EACCES) or ROOT is on a
+ * read-only mount, the store opens read-only: reads and listings work, every
+ * write answers BACKEND_READ_ONLY; this is logged once. At open, temporary
+ * files left by writers that died are removed (in bounded time: they live
+ * in ROOT/<bucket>/.sg~tmp/ and in the state directory, never scattered
+ * through the tree) and directories of ROOT that are not valid bucket names
+ * are named in a warning. */
 enum backend_status backend_posix_open(const struct backend_posix_conf *cf,
                                        struct backend **out);
 

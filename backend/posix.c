@@ -2,8 +2,10 @@
  * are buckets and whose files are objects. Every lookup is done relative to
  * the root fd with openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS), so no key
  * and no planted symlink can reach outside the store. This file holds
- * opening, buckets, reads, atomic writes, copy and delete; listings are in
- * posix_list.c and multipart uploads in posix_mpu.c. */
+ * buckets, reads, atomic writes, copy and delete; opening (state directory,
+ * lock, read-only mode) is in posix_state.c, the start-up reclaim and the
+ * expiry of old uploads in posix_reclaim.c, listings in posix_list.c and
+ * multipart uploads in posix_mpu.c. */
 #include "posix_int.h"
 #include "log.h"
 
@@ -42,6 +44,23 @@ enum backend_status posix_errno_status(int err)
         return BACKEND_NOMEM;
     case ENAMETOOLONG:
         return BACKEND_KEY_TOO_LONG;
+    case EROFS:
+        return BACKEND_READ_ONLY;
+    default:
+        return BACKEND_IO;
+    }
+}
+
+enum backend_status posix_write_errno_status(int err)
+{
+    switch (err) {
+    case ENOSPC:
+    case EDQUOT:
+        return BACKEND_NO_SPACE;
+    case EROFS:
+    case EACCES:
+    case EPERM:
+        return BACKEND_READ_ONLY;
     default:
         return BACKEND_IO;
     }
@@ -138,98 +157,6 @@ int posix_random_chars(char *out, size_t n)
         n -= (size_t)got;
     }
     return 0;
-}
-
-/* ---- opening ---- */
-
-static int mkdir_p(const char *path)
-{
-    char *p = strdup(path);
-    if (!p)
-        return -1;
-    for (char *s = p + 1; *s; s++) {
-        if (*s != '/')
-            continue;
-        *s = '\0';
-        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-            free(p);
-            return -1;
-        }
-        *s = '/';
-    }
-    int r = mkdir(p, 0755);
-    int e = errno;
-    free(p);
-    if (r != 0 && e != EEXIST) {
-        errno = e;
-        return -1;
-    }
-    return 0;
-}
-
-static int mkdir_open(int dirfd, const char *name)
-{
-    if (mkdirat(dirfd, name, 0755) != 0 && errno != EEXIST)
-        return -1;
-    return openat(dirfd, name, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
-}
-
-enum backend_status backend_posix_open(const struct backend_posix_conf *cf,
-                                       struct backend **out)
-{
-    *out = NULL;
-    if (!cf || !cf->root || !*cf->root)
-        return BACKEND_IO;
-    if (mkdir_p(cf->root) != 0) {
-        int e = errno;
-        log_msg(LOG_LVL_ERROR, "backend", "cannot create root %s: %s", cf->root, strerror(e));
-        return posix_errno_status(e) == BACKEND_NO_SPACE ? BACKEND_NO_SPACE : BACKEND_IO;
-    }
-    struct posix_store *b = calloc(1, sizeof *b);
-    if (!b)
-        return BACKEND_NOMEM;
-    b->base.ops = &posix_ops;
-    b->rootfd = b->mpufd = -1;
-    int statefd = -1;
-    b->rootfd = open(cf->root, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-    if (b->rootfd < 0) {
-        int e = errno;
-        log_msg(LOG_LVL_ERROR, "backend", "cannot open root %s: %s", cf->root, strerror(e));
-        goto fail;
-    }
-    statefd = mkdir_open(b->rootfd, POSIX_STATE_DIR);
-    if (statefd < 0) {
-        int e = errno;
-        log_msg(LOG_LVL_ERROR, "backend", "cannot open %s/%s: %s", cf->root, POSIX_STATE_DIR,
-                strerror(e));
-        goto fail;
-    }
-    b->mpufd = mkdir_open(statefd, "mpu");
-    if (b->mpufd < 0) {
-        int e = errno;
-        log_msg(LOG_LVL_ERROR, "backend", "cannot open %s/%s/mpu: %s", cf->root,
-                POSIX_STATE_DIR, strerror(e));
-        goto fail;
-    }
-    close(statefd);
-    *out = &b->base;
-    return BACKEND_OK;
-fail:
-    if (statefd >= 0)
-        close(statefd);
-    posix_close(b);
-    return BACKEND_IO;
-}
-
-void posix_close(struct posix_store *b)
-{
-    if (!b)
-        return;
-    if (b->rootfd >= 0)
-        close(b->rootfd);
-    if (b->mpufd >= 0)
-        close(b->mpufd);
-    free(b);
 }
 
 /* ---- buckets ---- */
@@ -345,12 +272,14 @@ enum backend_status posix_bucket_create(struct posix_store *b, const char *bucke
 {
     if (!posix_bucket_name_valid(bucket))
         return BACKEND_BAD_BUCKET_NAME;
+    if (b->read_only)
+        return BACKEND_READ_ONLY;
     if (mkdirat(b->rootfd, bucket, 0755) != 0) {
         int e = errno;
         if (e == EEXIST)
             return BACKEND_BUCKET_EXISTS;
         log_msg(LOG_LVL_ERROR, "backend", "create bucket %s: %s", bucket, strerror(e));
-        return posix_errno_status(e) == BACKEND_NO_SPACE ? BACKEND_NO_SPACE : BACKEND_IO;
+        return posix_write_errno_status(e);
     }
     fsync(b->rootfd);
     return BACKEND_OK;
@@ -409,6 +338,8 @@ static enum backend_status rm_tree(int dirfd)
 
 enum backend_status posix_bucket_delete(struct posix_store *b, const char *bucket)
 {
+    if (b->read_only)
+        return BACKEND_READ_ONLY;
     int bfd;
     enum backend_status st = posix_bucket_open(b, bucket, &bfd);
     if (st != BACKEND_OK)
@@ -432,7 +363,8 @@ enum backend_status posix_bucket_delete(struct posix_store *b, const char *bucke
             st = BACKEND_BUCKET_NOT_EMPTY;
         } else {
             log_msg(LOG_LVL_ERROR, "backend", "delete bucket %s: %s", bucket, strerror(e));
-            st = BACKEND_IO;
+            st = posix_write_errno_status(e) == BACKEND_READ_ONLY ? BACKEND_READ_ONLY
+                                                                  : BACKEND_IO;
         }
         goto out;
     }
@@ -622,8 +554,7 @@ enum backend_status posix_mkparents(int bucketfd, const char *path, int *dirfd,
                 close(cur);
                 if (e == ENOTDIR)
                     return BACKEND_KEY_CONFLICT;
-                return posix_errno_status(e) == BACKEND_NO_SPACE ? BACKEND_NO_SPACE
-                                                                 : BACKEND_IO;
+                return posix_write_errno_status(e);
             }
             nfd = openat(cur, comp, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
             if (nfd < 0 && errno != ENOENT) {
@@ -644,8 +575,9 @@ enum backend_status posix_mkparents(int bucketfd, const char *path, int *dirfd,
     return BACKEND_OK;
 }
 
-enum backend_status posix_put_new(struct posix_store *b, int dirfd, const char *leaf,
-                                  bool is_part, uint64_t max_size, struct posix_put **out)
+enum backend_status posix_put_new(struct posix_store *b, int dirfd, int tmpdirfd,
+                                  const char *leaf, bool is_part, uint64_t max_size,
+                                  struct posix_put **out)
 {
     *out = NULL;
     struct posix_put *p = calloc(1, sizeof *p);
@@ -654,6 +586,8 @@ enum backend_status posix_put_new(struct posix_store *b, int dirfd, const char *
         free(p);
         free(lf);
         close(dirfd);
+        if (tmpdirfd >= 0)
+            close(tmpdirfd);
         return BACKEND_NOMEM;
     }
     p->base.ops = &posix_ops;
@@ -661,6 +595,7 @@ enum backend_status posix_put_new(struct posix_store *b, int dirfd, const char *
     p->b = b;
     p->bucketfd = -1;
     p->dirfd = dirfd;
+    p->tmpdirfd = tmpdirfd >= 0 ? tmpdirfd : dirfd;
     p->leaf = lf;
     p->is_part = is_part;
     p->max_size = max_size;
@@ -672,10 +607,12 @@ enum backend_status posix_put_new(struct posix_store *b, int dirfd, const char *
         return BACKEND_IO;
     }
     p->tmp[pl + 16] = '\0';
-    p->fd = openat(dirfd, p->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    p->fd = openat(p->tmpdirfd, p->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                   0644);
     if (p->fd < 0) {
         int e = errno;
-        enum backend_status s = posix_errno_status(e);
+        /* ENOENT: the directory was pruned meanwhile (put_begin retries) */
+        enum backend_status s = e == ENOENT ? BACKEND_NO_KEY : posix_write_errno_status(e);
         if (s == BACKEND_IO)
             log_msg(LOG_LVL_ERROR, "backend", "create temp file: %s", strerror(e));
         p->tmp[0] = '\0';
@@ -704,10 +641,25 @@ static enum backend_status leaf_check(int dirfd, const char *leaf)
     return has == 0 ? BACKEND_OK : BACKEND_KEY_CONFLICT;
 }
 
+int posix_tmpdir_open(int bucketfd, int dirfd)
+{
+    if (mkdirat(bucketfd, POSIX_TMP_DIR, 0755) != 0 && errno != EEXIST)
+        return -1;
+    int fd = openat(bucketfd, POSIX_TMP_DIR, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
+    struct stat a, d;
+    if (fd >= 0 && (fstat(fd, &a) != 0 || fstat(dirfd, &d) != 0 || a.st_dev != d.st_dev)) {
+        close(fd);   /* another file system below the bucket: rename cannot cross it */
+        return -1;
+    }
+    return fd;
+}
+
 enum backend_status posix_put_begin(struct posix_store *b, const char *bucket, const char *key,
                                       struct posix_put **out)
 {
     *out = NULL;
+    if (b->read_only)
+        return BACKEND_READ_ONLY;
     char path[POSIX_PATH_MAX];
     enum backend_status s = posix_key_to_path(key, path, sizeof path);
     if (s != BACKEND_OK)
@@ -727,7 +679,10 @@ enum backend_status posix_put_begin(struct posix_store *b, const char *bucket, c
             close(dirfd);
             break;
         }
-        s = posix_put_new(b, dirfd, leaf, false, POSIX_MAX_PUT, out);
+        /* The temp file goes to the bucket's .sg~tmp/ (found by the reclaim
+         * at open), beside the object only when that cannot be renamed. */
+        s = posix_put_new(b, dirfd, posix_tmpdir_open(bfd, dirfd), leaf, false, POSIX_MAX_PUT,
+                          out);
         if (s != BACKEND_NO_KEY)   /* ENOENT: the directory was just pruned */
             break;
     }
@@ -764,8 +719,7 @@ enum backend_status posix_put_write(struct posix_put *p, const void *buf, size_t
                 continue;
             int e = errno;
             p->failed = true;
-            p->fail_st = posix_errno_status(e) == BACKEND_NO_SPACE ? BACKEND_NO_SPACE
-                                                                   : BACKEND_IO;
+            p->fail_st = posix_write_errno_status(e);
             if (p->fail_st == BACKEND_IO)
                 log_msg(LOG_LVL_ERROR, "backend", "write: %s", strerror(e));
             return p->fail_st;
@@ -779,8 +733,8 @@ enum backend_status posix_put_write(struct posix_put *p, const void *buf, size_t
 
 static enum backend_status io_status(const char *what, int e)
 {
-    enum backend_status s = posix_errno_status(e);
-    if (s == BACKEND_NO_SPACE)
+    enum backend_status s = posix_write_errno_status(e);
+    if (s != BACKEND_IO)
         return s;
     log_msg(LOG_LVL_ERROR, "backend", "%s: %s", what, strerror(e));
     return BACKEND_IO;
@@ -823,7 +777,7 @@ enum backend_status posix_put_commit(struct posix_put *p, const struct obj_meta 
             goto done;
     }
     for (int tries = 0; tries < 2 && !renamed; tries++) {
-        if (renameat(p->dirfd, p->tmp, p->dirfd, p->leaf) == 0) {
+        if (renameat(p->tmpdirfd, p->tmp, p->dirfd, p->leaf) == 0) {
             renamed = true;
             break;
         }
@@ -872,9 +826,11 @@ void posix_put_abort(struct posix_put *p)
         return;
     if (p->fd >= 0)
         close(p->fd);
-    if (p->tmp[0] && unlinkat(p->dirfd, p->tmp, 0) != 0 && errno != ENOENT)
+    if (p->tmp[0] && unlinkat(p->tmpdirfd, p->tmp, 0) != 0 && errno != ENOENT)
         log_msg(LOG_LVL_WARN, "backend", "cannot remove temp file %s: %s", p->tmp,
                 strerror(errno));
+    if (p->tmpdirfd != p->dirfd)
+        close(p->tmpdirfd);
     close(p->dirfd);
     if (p->bucketfd >= 0) {
         if (p->tmp[0] && p->path)   /* not committed: prune what put_begin made */
@@ -1004,6 +960,8 @@ void posix_rmdir_parents(int bucketfd, const char *path)
 enum backend_status posix_object_delete(struct posix_store *b, const char *bucket,
                                           const char *key)
 {
+    if (b->read_only)
+        return BACKEND_READ_ONLY;
     char path[POSIX_PATH_MAX];
     enum backend_status s = posix_key_to_path(key, path, sizeof path);
     if (s != BACKEND_OK)

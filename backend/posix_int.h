@@ -14,11 +14,16 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 
 #define POSIX_META_XATTR "user.shardgate.meta"
 #define POSIX_RESERVED   ".sg~"        /* names starting so are never keys */
 #define POSIX_EMPTY_SEG  ".sg~e"       /* stores an empty key segment */
 #define POSIX_TMP_PREFIX ".sg~tmp."    /* temp files of writes in progress */
+/* ROOT/<bucket>/.sg~tmp/ holds the temp files of the bucket's object writes,
+ * so that the reclaim at open finds a dead writer's leftovers by looking in
+ * one directory per bucket instead of walking the whole tree. */
+#define POSIX_TMP_DIR    ".sg~tmp"
 #define POSIX_STATE_DIR  ".shardgate"  /* ROOT/.shardgate: never a bucket name */
 #define POSIX_KEY_MAX    1024u
 #define POSIX_SEG_MAX    255u
@@ -33,10 +38,20 @@
 #define POSIX_MAX_OBJECT (5ull * 1024 * 1024 * 1024 * 1024) /* 5 TiB */
 #define POSIX_UPLOAD_ID_LEN 32u
 
+struct conf_dirlock;
+struct posix_expiry;
+
 struct posix_store {
     struct backend base;     /* first: ops of the posix store */
     int rootfd;     /* ROOT, O_DIRECTORY; read-only after open */
-    int mpufd;      /* ROOT/.shardgate/mpu */
+    int mpufd;      /* STATE/mpu (STATE: the state directory, ROOT/.shardgate by
+                       default); -1 when the store is read-only */
+    bool read_only; /* every write answers BACKEND_READ_ONLY; set at open only */
+    struct conf_dirlock *lock;      /* STATE's lock; NULL when none was taken */
+    struct conf_dirlock *tree_lock; /* ROOT's own, when writable: another gateway
+                                       with another STATE must not write (or
+                                       reclaim) the same tree; NULL: none */
+    struct posix_expiry *expiry;    /* the thread aborting old uploads, or NULL */
 };
 
 struct posix_put {
@@ -45,8 +60,11 @@ struct posix_put {
     int bucketfd;            /* objects: the bucket, to prune empty parents */
     char *path;              /* objects: the mapped key path in the bucket */
     int dirfd;               /* directory receiving the file */
+    int tmpdirfd;            /* directory holding the temp file: the bucket's
+                                .sg~tmp/, or dirfd itself (parts; a key whose
+                                directory is on another file system) */
     int fd;                  /* the temp file */
-    char tmp[32];            /* its name in dirfd */
+    char tmp[32];            /* its name in tmpdirfd */
     char *leaf;              /* final name in dirfd */
     uint64_t size;
     uint64_t max_size;
@@ -120,6 +138,10 @@ extern int posix_force_walk;
  * a symlink on the way). */
 int posix_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
 enum backend_status posix_errno_status(int err);
+/* The status of a failed write, creation or rename: NO_SPACE (ENOSPC,
+ * EDQUOT), READ_ONLY (EROFS, EACCES, EPERM: the process may not write
+ * there), else IO. */
+enum backend_status posix_write_errno_status(int err);
 
 /* Opens ROOT/<bucket> (validating the name). */
 enum backend_status posix_bucket_open(struct posix_store *b, const char *bucket, int *fd);
@@ -127,9 +149,14 @@ enum backend_status posix_bucket_open(struct posix_store *b, const char *bucket,
 /* Fills meta (size, mtime, etag, hdrs) from an open regular file. */
 enum backend_status posix_meta_from_fd(int fd, const struct stat *st, struct obj_meta *meta);
 
-/* Starts a temp file in dirfd (takes dirfd) that commit renames to leaf. */
-enum backend_status posix_put_new(struct posix_store *b, int dirfd, const char *leaf,
-                                  bool is_part, uint64_t max_size, struct posix_put **out);
+/* Starts a temp file in tmpdirfd (or in dirfd when tmpdirfd is -1) that
+ * commit renames to leaf in dirfd. Takes both descriptors. */
+enum backend_status posix_put_new(struct posix_store *b, int dirfd, int tmpdirfd,
+                                  const char *leaf, bool is_part, uint64_t max_size,
+                                  struct posix_put **out);
+/* Opens (creating it) the bucket's temp directory, when it is on the same
+ * file system as dirfd (a rename must not cross one); else -1. */
+int posix_tmpdir_open(int bucketfd, int dirfd);
 /* Opens (creating directories) the parent directory of a mapped key path;
  * *leaf points into path. KEY_CONFLICT/DENIED/... */
 enum backend_status posix_mkparents(int bucketfd, const char *path, int *dirfd,
@@ -153,8 +180,42 @@ int posix_random_chars(char *out, size_t n);
 
 /* 1 when the bucket has an unfinished upload, 0 when not, -1 on error. */
 int posix_mpu_bucket_busy(struct posix_store *b, const char *bucket);
-/* Removes ROOT/.shardgate/mpu/<bucket> when it holds nothing. */
+/* Removes STATE/mpu/<bucket> when it holds nothing. */
 void posix_mpu_bucket_forget(struct posix_store *b, const char *bucket);
+/* Is `id` the name of an upload directory (POSIX_UPLOAD_ID_LEN URL-safe
+ * characters)? */
+bool posix_upload_id_valid(const char *id);
+/* The initiation time recorded in the info file of the upload directory
+ * ufd: 0, or -1 when the info file is missing or malformed. */
+int posix_mpu_upload_initiated(int ufd, struct timespec *out);
+/* Removes upload directory `id` of parentfd (its files, then itself);
+ * returns the bytes its files held. */
+uint64_t posix_mpu_upload_remove(int parentfd, const char *id);
+
+/* ---- opening, start-up reclaim and upload expiry (posix_state.c,
+ * posix_reclaim.c) ---- */
+
+/* What the reclaim at open removed. */
+struct posix_reclaim_stats {
+    uint64_t files;     /* temp files of interrupted writes */
+    uint64_t bytes;     /* bytes they held */
+    uint64_t uploads;   /* upload directories a crashed create left without info */
+};
+/* Removes the temp files of writers that died: ROOT/<bucket>/.sg~tmp/ of
+ * each bucket directory, and every upload directory of STATE/mpu (its
+ * .sg~tmp.* files; the whole directory when it has no info file). Bounded
+ * by the number of buckets, uploads and temp files, never by the number of
+ * objects. Only while no writer runs: at open, before the store is shared. */
+void posix_reclaim_tmp(struct posix_store *b, struct posix_reclaim_stats *st);
+/* Aborts the uploads initiated more than max_age_s seconds before `now`
+ * (CLOCK_REALTIME seconds); returns how many, *bytes what they held. */
+uint64_t posix_mpu_expire(struct posix_store *b, unsigned max_age_s, time_t now,
+                          uint64_t *bytes);
+/* Starts the thread that runs posix_mpu_expire at once and then every
+ * max_age_s / 4 seconds (1 s to 1 h); NULL when it cannot start (logged). */
+struct posix_expiry *posix_expiry_start(struct posix_store *b, unsigned max_age_s);
+/* Stops and joins the thread (NULL is fine). */
+void posix_expiry_stop(struct posix_expiry *e);
 
 /* ---- the verbs (posix.c, posix_list.c, posix_mpu.c) ----
  * Same contracts as their backend_* counterparts in backend.h; posix.c's ops

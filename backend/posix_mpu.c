@@ -1,9 +1,10 @@
 /* backend/posix_mpu.c - multipart uploads of the posix store. An upload is
- * ROOT/.shardgate/mpu/<bucket>/<upload-id>/ holding "info" (key, initiation
- * time, headers) and one file per part ("p00001", written through a temp
- * name and renamed like objects, its MD5 and x-amz-checksum-* header in the
- * metadata xattr). Complete assembles the listed parts into a temp file
- * beside the destination and commits it like a put. */
+ * STATE/mpu/<bucket>/<upload-id>/ (STATE: the state directory, by default
+ * ROOT/.shardgate) holding "info" (key, initiation time, headers) and one
+ * file per part ("p00001", written through a temp name in the same directory
+ * and renamed like objects, its MD5 and x-amz-checksum-* header in the
+ * metadata xattr). Complete assembles the listed parts into a temp file in
+ * the bucket's temp directory and commits it like a put. */
 #include "posix_int.h"
 #include "log.h"
 
@@ -27,7 +28,7 @@ struct upload_info {
     struct obj_meta meta;     /* hdrs only */
 };
 
-static bool upload_id_valid(const char *id)
+bool posix_upload_id_valid(const char *id)
 {
     size_t n = strlen(id);
     if (n != POSIX_UPLOAD_ID_LEN)
@@ -84,8 +85,22 @@ out:
     return r;
 }
 
+int posix_mpu_upload_initiated(int ufd, struct timespec *out)
+{
+    struct upload_info ui;
+    int r = info_read(ufd, &ui);
+    obj_meta_clear(&ui.meta);
+    if (r == 0)
+        *out = ui.initiated;
+    return r;
+}
+
 static int bucket_mpu_dir(struct posix_store *b, const char *bucket)
 {
+    if (b->mpufd < 0) {   /* read-only: no state directory, so no upload */
+        errno = ENOENT;
+        return -1;
+    }
     return posix_open_beneath(b->mpufd, bucket, O_DIRECTORY | O_RDONLY, 0);
 }
 
@@ -99,11 +114,11 @@ static enum backend_status upload_open(struct posix_store *b, const char *bucket
     if (s != BACKEND_OK)
         return s;
     close(bfd);
-    if (!id || !upload_id_valid(id))
+    if (!id || !posix_upload_id_valid(id))
         return BACKEND_NO_UPLOAD;
     char path[128];
     snprintf(path, sizeof path, "%s/%s", bucket, id);
-    int fd = posix_open_beneath(b->mpufd, path, O_DIRECTORY | O_RDONLY, 0);
+    int fd = b->mpufd < 0 ? -1 : posix_open_beneath(b->mpufd, path, O_DIRECTORY | O_RDONLY, 0);
     if (fd < 0)
         return BACKEND_NO_UPLOAD;
     struct upload_info tmp;
@@ -120,17 +135,21 @@ static enum backend_status upload_open(struct posix_store *b, const char *bucket
     return BACKEND_OK;
 }
 
-/* Unlinks every file of an upload directory, then the directory. */
-static void upload_remove(int parentfd, const char *id)
+uint64_t posix_mpu_upload_remove(int parentfd, const char *id)
 {
+    uint64_t bytes = 0;
     int fd = openat(parentfd, id, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
         DIR *d = fdopendir(fd);
         if (d) {
             struct dirent *de;
             while ((de = readdir(d)) != NULL) {
-                if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-                    unlinkat(dirfd(d), de->d_name, 0);
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                    continue;
+                struct stat st;
+                bool sized = fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+                if (unlinkat(dirfd(d), de->d_name, 0) == 0 && sized)
+                    bytes += (uint64_t)st.st_size;
             }
             closedir(d);
         } else {
@@ -140,6 +159,7 @@ static void upload_remove(int parentfd, const char *id)
     if (unlinkat(parentfd, id, AT_REMOVEDIR) != 0 && errno != ENOENT)
         log_msg(LOG_LVL_WARN, "backend", "cannot remove upload %s: %s", id, strerror(errno));
     fsync(parentfd);
+    return bytes;
 }
 
 static void upload_remove_path(struct posix_store *b, const char *bucket, const char *id)
@@ -147,7 +167,7 @@ static void upload_remove_path(struct posix_store *b, const char *bucket, const 
     int pfd = bucket_mpu_dir(b, bucket);
     if (pfd < 0)
         return;
-    upload_remove(pfd, id);
+    posix_mpu_upload_remove(pfd, id);
     close(pfd);
 }
 
@@ -156,6 +176,8 @@ enum backend_status posix_mpu_create(struct posix_store *b, const char *bucket, 
                                        char upload_id[BACKEND_UPLOAD_ID_MAX])
 {
     upload_id[0] = '\0';
+    if (b->read_only)
+        return BACKEND_READ_ONLY;
     char path[POSIX_PATH_MAX];
     enum backend_status s = posix_key_to_path(key, path, sizeof path);
     if (s != BACKEND_OK)
@@ -191,7 +213,7 @@ enum backend_status posix_mpu_create(struct posix_store *b, const char *bucket, 
     for (int tries = 0; tries < 8 && ufd < 0; tries++) {
         if (pfd < 0) {
             if (mkdirat(b->mpufd, bucket, 0755) != 0 && errno != EEXIST) {
-                s = posix_errno_status(errno) == BACKEND_NO_SPACE ? BACKEND_NO_SPACE : BACKEND_IO;
+                s = posix_write_errno_status(errno);
                 goto out;
             }
             pfd = bucket_mpu_dir(b, bucket);
@@ -208,7 +230,7 @@ enum backend_status posix_mpu_create(struct posix_store *b, const char *bucket, 
                 close(pfd);
                 pfd = -1;
             } else if (errno != EEXIST) {
-                s = posix_errno_status(errno) == BACKEND_NO_SPACE ? BACKEND_NO_SPACE : BACKEND_IO;
+                s = posix_write_errno_status(errno);
                 goto out;
             }
             continue;
@@ -223,10 +245,10 @@ enum backend_status posix_mpu_create(struct posix_store *b, const char *bucket, 
     if (fd < 0 || write(fd, buf, len) != (ssize_t)len || fsync(fd) != 0 ||
         renameat(ufd, tmp, ufd, INFO_NAME) != 0) {
         int e = errno;
-        s = posix_errno_status(e) == BACKEND_NO_SPACE ? BACKEND_NO_SPACE : BACKEND_IO;
+        s = posix_write_errno_status(e);
         log_msg(LOG_LVL_ERROR, "backend", "create upload for %s/%s: %s", bucket, key,
                 strerror(e));
-        upload_remove(pfd, id);
+        posix_mpu_upload_remove(pfd, id);
         goto out;
     }
     fsync(ufd);
@@ -253,6 +275,8 @@ enum backend_status posix_mpu_part_begin(struct posix_store *b, const char *buck
                                            unsigned part_no, struct posix_put **out)
 {
     *out = NULL;
+    if (b->read_only)
+        return BACKEND_READ_ONLY;
     if (part_no < 1 || part_no > BACKEND_MAX_PARTS)
         return BACKEND_INVALID_PART;
     int ufd;
@@ -261,7 +285,7 @@ enum backend_status posix_mpu_part_begin(struct posix_store *b, const char *buck
         return s;
     char pn[16];
     part_name(part_no, pn);
-    return posix_put_new(b, ufd, pn, true, POSIX_MAX_PUT, out);
+    return posix_put_new(b, ufd, -1, pn, true, POSIX_MAX_PUT, out);
 }
 
 enum backend_status posix_mpu_part_copy(struct posix_store *b, const char *bucket,
@@ -386,7 +410,7 @@ static enum backend_status append_file(struct posix_put *p, int fd, uint64_t len
                 use_cfr = false;
                 break;
             }
-            return posix_errno_status(e) == BACKEND_NO_SPACE ? BACKEND_NO_SPACE : BACKEND_IO;
+            return posix_write_errno_status(e);
         }
         if (n == 0)
             return BACKEND_IO;   /* part shrank */
@@ -423,6 +447,8 @@ enum backend_status posix_mpu_complete(struct posix_store *b, const char *bucket
 {
     if (out)
         memset(out, 0, sizeof *out);
+    if (b->read_only)
+        return BACKEND_READ_ONLY;
     struct upload_info ui;
     int ufd;
     enum backend_status s = upload_open(b, bucket, key, upload_id, &ufd, &ui);
@@ -537,6 +563,8 @@ enum backend_status posix_mpu_head(struct posix_store *b, const char *bucket, co
 enum backend_status posix_mpu_abort(struct posix_store *b, const char *bucket, const char *key,
                                       const char *upload_id)
 {
+    if (b->read_only)
+        return BACKEND_READ_ONLY;
     int ufd;
     enum backend_status s = upload_open(b, bucket, key, upload_id, &ufd, NULL);
     if (s != BACKEND_OK)
@@ -678,7 +706,7 @@ int posix_mpu_bucket_busy(struct posix_store *b, const char *bucket)
     int busy = 0;
     struct dirent *de;
     while (!busy && (de = readdir(d)) != NULL) {
-        if (!upload_id_valid(de->d_name))
+        if (!posix_upload_id_valid(de->d_name))
             continue;
         struct stat st;
         char path[300];
@@ -702,8 +730,8 @@ void posix_mpu_bucket_forget(struct posix_store *b, const char *bucket)
     }
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
-        if (upload_id_valid(de->d_name))
-            upload_remove(dirfd(d), de->d_name);   /* left by a crashed create */
+        if (posix_upload_id_valid(de->d_name))
+            posix_mpu_upload_remove(dirfd(d), de->d_name);   /* left by a crashed create */
     }
     closedir(d);
     unlinkat(b->mpufd, bucket, AT_REMOVEDIR);
@@ -752,7 +780,7 @@ enum backend_status posix_mpu_list_uploads(struct posix_store *b, const char *bu
         lb->id[0] = '\0';
         have_lb = true;
         int pfd0 = -1, ufd = -1;
-        if (upload_id_marker && upload_id_valid(upload_id_marker) &&
+        if (upload_id_marker && posix_upload_id_valid(upload_id_marker) &&
             (pfd0 = bucket_mpu_dir(b, bucket)) >= 0 &&
             (ufd = openat(pfd0, upload_id_marker, O_DIRECTORY | O_NOFOLLOW | O_RDONLY |
                                                       O_CLOEXEC)) >= 0) {
@@ -790,7 +818,7 @@ enum backend_status posix_mpu_list_uploads(struct posix_store *b, const char *bu
         rewinddir(d);
         struct dirent *de;
         while ((de = readdir(d)) != NULL) {
-            if (!upload_id_valid(de->d_name))
+            if (!posix_upload_id_valid(de->d_name))
                 continue;
             int ufd = openat(dirfd(d), de->d_name, O_DIRECTORY | O_NOFOLLOW | O_RDONLY |
                                                        O_CLOEXEC);

@@ -35,6 +35,7 @@
 #include "cache.h"
 #include "cache_index.h"
 #include "cache_int.h"
+#include "dirlock.h"
 #include "log.h"
 
 enum {
@@ -71,6 +72,7 @@ struct cache {
     struct backend *cold;
     struct cache_conf cf;        /* strings and bucket table borrowed */
     char *dir;
+    struct conf_dirlock *lock;   /* one gateway per cache directory (NULL: no flock) */
 
     pthread_mutex_t mu;
     pthread_cond_t work;         /* signalled when the queue grows or on stop */
@@ -1262,6 +1264,26 @@ static void *reaper_main(void *arg)
 
 /* ---- open, stop, close ---- */
 
+/* Locks the cache directory for the cache's life, before the index is read:
+ * two gateways on one directory would overwrite each other's snapshots. */
+static int cache_dir_lock(struct cache *c)
+{
+    char msg[768];
+    int e;
+    switch (conf_dirlock_take(c->dir, "cache directory", &c->lock, &e, msg, sizeof msg)) {
+    case CONF_DIRLOCK_OK:
+        return 0;
+    case CONF_DIRLOCK_UNSUPPORTED:
+        log_msg(LOG_LVL_WARN, "cache", "%s", msg);
+        return 0;
+    case CONF_DIRLOCK_BUSY:
+    case CONF_DIRLOCK_ERRNO:
+        break;
+    }
+    log_msg(LOG_LVL_ERROR, "cache", "%s", msg);
+    return -1;
+}
+
 int cache_open(const struct cache_conf *cf, struct backend *cold, struct cache **out)
 {
     struct cache *c = calloc(1, sizeof *c);
@@ -1280,8 +1302,10 @@ int cache_open(const struct cache_conf *cf, struct backend *cold, struct cache *
     c->dir = strdup(cf->dir);
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->work, NULL);
-    if (!c->dir || cidx_open(cf->dir, cf->capacity, &c->idx) != CIDX_OK) {
+    if (!c->dir || cache_dir_lock(c) != 0 ||
+        cidx_open(cf->dir, cf->capacity, &c->idx) != CIDX_OK) {
         log_msg(LOG_LVL_ERROR, "cache", "cannot open the cache directory %s", cf->dir);
+        conf_dirlock_release(c->lock);
         free(c->dir);
         free(c);
         return -1;
@@ -1351,6 +1375,7 @@ void cache_close(struct cache *c)
     if (c->pf)
         cache_prefetch_free(c->pf);
     cidx_close(c->idx);
+    conf_dirlock_release(c->lock);   /* after the index is persisted */
     free(c->workers);
     pthread_cond_destroy(&c->work);
     pthread_mutex_destroy(&c->mu);

@@ -43,6 +43,7 @@
 #define SIZE_FRAC_DIGITS_MAX 6u          /* keeps frac * unit (< 10^6 * 2^40) in 64 bits */
 #define HOST_MAX 253u                    /* a DNS name */
 #define HOST_LABEL_MAX 63u
+#define MPU_MAX_AGE_MAX_S (3650u * 86400)   /* ten years: "never" is 0 */
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -139,6 +140,7 @@ void conf_free(struct conf *c)
         return;
     free(c->listen_addr);
     free(c->data_dir);
+    free(c->state_dir);
     free(c->cold_url);
     free(c->cold_ca_path);
     free(c->cold_access_key);
@@ -173,6 +175,7 @@ static int conf_copy(struct conf *dst, const struct conf *src)
     *dst = *src;
     dst->listen_addr = dup_opt(src->listen_addr, &ok);
     dst->data_dir = dup_opt(src->data_dir, &ok);
+    dst->state_dir = dup_opt(src->state_dir, &ok);
     dst->cold_url = dup_opt(src->cold_url, &ok);
     dst->cold_ca_path = dup_opt(src->cold_ca_path, &ok);
     dst->cold_access_key = dup_opt(src->cold_access_key, &ok);
@@ -276,6 +279,7 @@ int conf_init_defaults(struct conf *c)
     c->listen_port = 9000;
     c->threads = 0;
     c->data_dir = strdup("var/data");
+    c->mpu_max_age_s = 7u * 86400;
     c->cold_url = NULL;
     c->cold_ca_path = NULL;
     c->cold_connect_timeout_ms = 1000;
@@ -407,6 +411,7 @@ static int set_data_dir(struct conf *c, const char *field, const char *s, char *
         return fail(err, errlen, "%s: must be a non-empty path", field);
     if (replace_str(&c->data_dir, s) != 0)
         return fail(err, errlen, "%s: out of memory", field);
+    c->data_dir_from = field;   /* a static string: the table's spelling */
     return 0;
 }
 
@@ -622,6 +627,33 @@ static int set_spool_dir(struct conf *c, const char *field, const char *s, char 
                          size_t errlen)
 {
     return set_opt_path(&c->spool_dir, field, s, "", err, errlen);
+}
+
+static int set_state_dir(struct conf *c, const char *field, const char *s, char *err,
+                         size_t errlen)
+{
+    return set_opt_path(&c->state_dir, field, s,
+                        " (null in the config file: data_dir/.shardgate)", err, errlen);
+}
+
+#define MPU_MAX_AGE_HELP "must be seconds (0 = never) or a number with a unit s, m, h or d "                          "(\"7d\", \"12h\"), at most 3650 days"
+
+/* "604800", "7d", "12h", "30m", "45s": digits, then at most one unit. */
+static int set_mpu_max_age(struct conf *c, const char *field, const char *s, char *err,
+                           size_t errlen)
+{
+    unsigned long long v = 0, mult = 1;
+    const char *p = s;
+    for (; *p >= '0' && *p <= '9' && v <= MPU_MAX_AGE_MAX_S; p++)
+        v = v * 10u + (unsigned long long)(*p - '0');
+    if (*p != '\0' && p[1] == '\0')
+        mult = *p == 's' ? 1 : *p == 'm' ? 60 : *p == 'h' ? 3600 : *p == 'd' ? 86400 : 0;
+    else if (*p != '\0')
+        mult = 0;
+    if (p == s || mult == 0 || v > MPU_MAX_AGE_MAX_S / mult)
+        return fail(err, errlen, "%s: \"%s\" " MPU_MAX_AGE_HELP, field, s);
+    c->mpu_max_age_s = (unsigned)(v * mult);
+    return 0;
 }
 
 int conf_size_parse(const char *s, uint64_t *out)
@@ -1213,6 +1245,8 @@ static const struct file_key file_keys[] = {
     { "cold_region", NULL, false },
     { "cold_virtual_hosted", NULL, false },
     { "spool_dir", set_spool_dir, false },
+    { "state_dir", set_state_dir, true },
+    { "mpu_max_age", NULL, false },
     { "cache", NULL, false },
     { "region", set_region, false },
     { "vhost_domain", NULL, false },
@@ -1227,13 +1261,14 @@ static const struct file_key file_keys[] = {
     { "buckets", NULL, false },
 };
 enum { N_FILE_KEYS = sizeof file_keys / sizeof file_keys[0] };
-_Static_assert(N_FILE_KEYS == 25, "update file_keys, FILE_KEYS_HELP, key_apply and the "
+_Static_assert(N_FILE_KEYS == 27, "update file_keys, FILE_KEYS_HELP, key_apply and the "
                "example config");
 
 #define FILE_KEYS_HELP "listen, data_dir, cold_url, cold_ca_path, cold_connect_timeout_ms, " \
                        "cold_request_timeout_ms, cold_retries, cold_access_key, "              \
                        "cold_secret_key, cold_secret_key_env, cold_region, "                   \
-                       "cold_virtual_hosted, spool_dir, cache, region, "                       \
+                       "cold_virtual_hosted, spool_dir, state_dir, mpu_max_age, cache, "       \
+                       "region, "                                                              \
                        "vhost_domain, threads, log_level, shutdown_grace_s, prefetch_keep_s, " \
                        "max_xml_body, max_header_bytes, metrics_public, users, buckets"
 
@@ -1333,6 +1368,14 @@ static int key_apply(struct conf *c, const struct file_key *k, const json_t *v, 
             return fail(err, errlen, "cold_secret_key_env: the variable %s is not set", name);
         if (replace_str(&c->cold_secret_key, val) != 0)
             return fail(err, errlen, "cold_secret_key_env: out of memory");
+        return 0;
+    }
+    if (strcmp(k->name, "mpu_max_age") == 0) {
+        if (json_is_string(v))
+            return set_mpu_max_age(c, k->name, json_string_value(v), err, errlen);
+        if (json_uint(v, k->name, 0, MPU_MAX_AGE_MAX_S, &n, err, errlen) != 0)
+            return fail(err, errlen, "mpu_max_age: " MPU_MAX_AGE_HELP);
+        c->mpu_max_age_s = (unsigned)n;
         return 0;
     }
     if (strcmp(k->name, "metrics_public") == 0) {
@@ -1492,6 +1535,8 @@ static const struct {
     { "SHARDGATE_CACHE_DIR", set_cache_dir },
     { "SHARDGATE_CACHE_SIZE", set_cache_size },
     { "SHARDGATE_CONSISTENCY", set_consistency },
+    { "SHARDGATE_STATE_DIR", set_state_dir },
+    { "SHARDGATE_MPU_MAX_AGE", set_mpu_max_age },
 };
 
 int conf_apply_env(struct conf *c, char *err, size_t errlen)
@@ -1542,6 +1587,7 @@ static const struct {
     { "cache-dir", "--cache-dir", set_cache_dir },
     { "cache-size", "--cache-size", set_cache_size },
     { "consistency", "--consistency", set_consistency },
+    { "state-dir", "--state-dir", set_state_dir },
 };
 
 /* Each setter checks its value before touching `c`, so a single flag needs
@@ -1558,7 +1604,7 @@ int conf_set_flag(struct conf *c, const char *flag, const char *value, char *err
     }
     return fail(err, errlen, "unknown flag \"--%.64s\" (allowed: --listen, --data, --region, "
                 "--vhost-domain, --threads, --log-level, --cold, --cache-dir, --cache-size, "
-                "--consistency)", flag);
+                "--consistency, --state-dir)", flag);
 }
 
 /* ---- final checks ---- */
@@ -1607,6 +1653,18 @@ int conf_validate(const struct conf *c, char *err, size_t errlen)
         return fail(err, errlen, "region: must not be empty");
     if (c->cold_url != NULL && !cold_url_ok(c->cold_url))
         return fail(err, errlen, "cold_url: " COLD_URL_HELP);
+    if (c->cold_url != NULL && c->data_dir_from != NULL)
+        return fail(err, errlen, "%s and cold_url (--cold, SHARDGATE_COLD_URL) are exclusive: "
+                    "the cold tier is either a local directory (--data, SHARDGATE_DATA_DIR, "
+                    "\"data_dir\" in the config file) or an S3 endpoint; give only one",
+                    c->data_dir_from);
+    if (c->cold_url != NULL && c->state_dir != NULL)
+        return fail(err, errlen, "state_dir (--state-dir, SHARDGATE_STATE_DIR) belongs to the "
+                    "local directory store: it has no use with cold_url (--cold)");
+    if (c->state_dir != NULL && c->state_dir[0] == '\0')
+        return fail(err, errlen, "state_dir: must be a non-empty path or null");
+    if (c->mpu_max_age_s > MPU_MAX_AGE_MAX_S)
+        return fail(err, errlen, "mpu_max_age: " MPU_MAX_AGE_HELP);
     if ((c->cold_access_key == NULL) != (c->cold_secret_key == NULL))
         return fail(err, errlen, "cold_access_key and cold_secret_key (or cold_secret_key_env) "
                     "go together: give both, or neither to use AWS_ACCESS_KEY_ID / "

@@ -75,6 +75,17 @@ struct conf {
 
     /* the cold tier: an S3 endpoint, or (cold_url NULL) the local directory data_dir */
     char *data_dir;             /* "var/data" under the working directory */
+    const char *data_dir_from;  /* how data_dir was given ("data_dir", "SHARDGATE_DATA_DIR",
+                                   "--data"; static), NULL for the default:
+                                   conf_validate refuses it together with cold_url */
+    char *state_dir;            /* "state_dir" / --state-dir / SHARDGATE_STATE_DIR: the
+                                   directory store's multipart uploads and lock; NULL =
+                                   data_dir/.shardgate. Without a writable one the
+                                   store serves data_dir read-only */
+    unsigned mpu_max_age_s;     /* "mpu_max_age" / SHARDGATE_MPU_MAX_AGE: incomplete
+                                   multipart uploads of the directory store older than
+                                   this are aborted; 7 days; 0 = never. Seconds, or a
+                                   string with a unit: "7d", "12h", "30m", "45s" */
     char *cold_url;                 /* "cold_url" / --cold URL / SHARDGATE_COLD_URL; NULL;
                                        http(s)://host[:port][/] only, stored as given */
     char *cold_ca_path;             /* "cold_ca_path": CA bundle file or dir for TLS to the
@@ -164,14 +175,15 @@ int conf_init_defaults(struct conf *c);
 int conf_load_file(struct conf *c, const char *path, char *err, size_t errlen);
 
 /* Merges SHARDGATE_* environment variables (ACCESS_KEY, SECRET_KEY, LISTEN,
- * DATA_DIR, REGION, LOG_LEVEL, COLD_URL, CACHE_DIR, CACHE_SIZE, CONSISTENCY).
+ * DATA_DIR, REGION, LOG_LEVEL, COLD_URL, CACHE_DIR, CACHE_SIZE, CONSISTENCY,
+ * STATE_DIR, MPU_MAX_AGE).
  * A variable set to "" is an error, not "unset". Same error contract as
  * conf_load_file. */
 int conf_apply_env(struct conf *c, char *err, size_t errlen);
 
 /* Sets one option from a command-line flag name without dashes ("listen",
  * "data", "region", "vhost-domain", "threads", "log-level", "cold",
- * "cache-dir", "cache-size", "consistency"). Only --vhost-domain takes ""
+ * "cache-dir", "cache-size", "consistency", "state-dir"). Only --vhost-domain takes ""
  * (to turn it off); the others refuse it. Same error contract. */
 int conf_set_flag(struct conf *c, const char *flag, const char *value, char *err, size_t errlen);
 

@@ -77,6 +77,7 @@ enum s3_err {
     S3E_NOT_IMPLEMENTED,
     S3E_NOT_MODIFIED,
     S3E_PRECONDITION_FAILED,
+    S3E_READ_ONLY,             /* AccessDenied: a write to a read-only store */
     S3E_REQUEST_HEADER_TOO_LARGE,
     S3E_REQUEST_TIME_SKEWED,
     S3E_SERVICE_UNAVAILABLE,

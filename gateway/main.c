@@ -27,6 +27,8 @@ static const char usage[] =
     "  --listen ADDR:PORT   address to listen on (default 127.0.0.1:9000)\n"
     "  --data DIR           local-directory cold store: sub-directories are buckets,\n"
     "                       files are objects (default var/data, created if missing)\n"
+    "  --state-dir DIR      the directory store's uploads and lock (default DIR/.shardgate);\n"
+    "                       without a writable one, DIR is served read-only\n"
     "  --cold URL           use the S3 at URL as the cold tier instead of --data;\n"
     "                       credentials from the config (cold_access_key ...) or\n"
     "                       AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (/ AWS_SESSION_TOKEN),\n"
@@ -44,7 +46,10 @@ static const char usage[] =
     "credentials; SHARDGATE_LISTEN, SHARDGATE_DATA_DIR, SHARDGATE_COLD_URL,\n"
     "SHARDGATE_CACHE_DIR, SHARDGATE_CACHE_SIZE, SHARDGATE_CONSISTENCY, SHARDGATE_REGION\n"
     "and SHARDGATE_LOG_LEVEL set the options above. Without credentials the defaults\n"
-    "(" CONF_DEFAULT_ACCESS_KEY " / " CONF_DEFAULT_SECRET_KEY ") are used and printed.\n";
+    "(" CONF_DEFAULT_ACCESS_KEY " / " CONF_DEFAULT_SECRET_KEY ") are used and printed.\n"
+    "SHARDGATE_STATE_DIR is --state-dir; SHARDGATE_MPU_MAX_AGE (default 7d) aborts the\n"
+    "directory store's incomplete multipart uploads older than that. --data and --cold\n"
+    "(from any source) are exclusive.\n";
 
 static enum cache_consistency consistency(enum conf_consistency cc)
 {
@@ -70,6 +75,7 @@ static int serve(int argc, char **argv)
         { "cache-dir", required_argument, NULL, 'D' },
         { "cache-size", required_argument, NULL, 'S' },
         { "consistency", required_argument, NULL, 'K' },
+        { "state-dir", required_argument, NULL, 'T' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -128,6 +134,7 @@ static int serve(int argc, char **argv)
     const char *cold = c.cold_url;
     struct backend *b = NULL;
     enum backend_status bs;
+    char perr[1024] = "";
     if (cold) {
         map = calloc(c.n_buckets ? c.n_buckets : 1, sizeof *map);
         for (size_t i = 0; map && i < c.n_buckets; i++)
@@ -150,12 +157,17 @@ static int serve(int argc, char **argv)
         };
         bs = map ? backend_s3_open(&sc, &b) : BACKEND_NOMEM;
     } else {
-        struct backend_posix_conf pc = { c.data_dir };
+        struct backend_posix_conf pc = { .root = c.data_dir, .state_dir = c.state_dir,
+                                         .mpu_max_age_s = c.mpu_max_age_s, .err = perr,
+                                         .err_len = sizeof perr };
         bs = backend_posix_open(&pc, &b);
     }
     if (bs != BACKEND_OK) {
-        fprintf(stderr, "shardgate: cannot open the cold tier %s: %s\n",
-                cold ? cold : c.data_dir, backend_status_name(bs));
+        if (!cold && perr[0])
+            fprintf(stderr, "shardgate: %s\n", perr);
+        else
+            fprintf(stderr, "shardgate: cannot open the cold tier %s: %s\n",
+                    cold ? cold : c.data_dir, backend_status_name(bs));
         goto out;
     }
     struct auth *a = NULL;

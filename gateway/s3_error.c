@@ -61,6 +61,12 @@ static const struct s3_error table[] = {
     [S3E_NOT_MODIFIED] = { "NotModified", 304, "Not Modified" },
     [S3E_PRECONDITION_FAILED] = { "PreconditionFailed", 412,
         "At least one of the pre-conditions you specified did not hold" },
+    /* S3 has no code of its own for a read-only target; AccessDenied (403) is
+     * what it answers for a write it will not allow, and clients do not
+     * retry it. The message says why. */
+    [S3E_READ_ONLY] = { "AccessDenied", 403,
+        "Access Denied: this store is read-only (a read-only directory tree or no writable "
+        "state directory); reads and listings work, writes are refused." },
     [S3E_REQUEST_HEADER_TOO_LARGE] = { "RequestHeaderSectionTooLarge", 400,
         "Your request header section exceeds the maximum allowed size." },
     [S3E_REQUEST_TIME_SKEWED] = { "RequestTimeTooSkewed", 403,
@@ -107,6 +113,7 @@ enum s3_err s3_error_from_backend(enum backend_status st)
     case BACKEND_NOMEM: return S3E_SLOW_DOWN;
     case BACKEND_UNAVAILABLE: return S3E_SERVICE_UNAVAILABLE;
     case BACKEND_INVALID_REQUEST: return S3E_INVALID_REQUEST;
+    case BACKEND_READ_ONLY: return S3E_READ_ONLY;
     }
     return S3E_INTERNAL;
 }

@@ -735,8 +735,14 @@ def case_threads(env_, mode, res):
     base = env_["sg"]
     for threads in (1, 2, 4):
         port = free_port(env_["port_base"] + 60)
-        sg = start_shardgate(env_, "sg-t%d" % threads, port, env_["cold"].port, env_["cache"], threads=threads) \
-            if threads != 2 else base
+        sg = base
+        if threads != 2:
+            # its own cache directory, warmed like the base one: a directory has
+            # one owner, so a second gateway on env_["cache"] would be refused
+            sg = start_shardgate(env_, "sg-t%d" % threads, port, env_["cold"].port,
+                                 "%s-t%d" % (env_["cache"], threads), threads=threads)
+            run_getc(env_, sg.port, ["/bench/s%s/%06d" % (tag, i) for tag, _, n in mode["sizes"]
+                                     for i in range(n)], conc=8)
         for tag, n, c in (("4k", 2000, 64), ("64m", 4, 8)):
             dur = mode["dur"] * (2 if tag == "64m" else 1)
             log("threads=%d %s c=%d" % (threads, tag, c))
@@ -1294,7 +1300,7 @@ def main():
     binp = sys.argv[2]
     getc = sys.argv[3]
     work = os.environ.get("BENCH_WORK", "/tmp/shardgate-bench-%s" % mode_name)
-    for d in ("cache", "cache-mem", "ngx-proxy/cache", "spool"):
+    for d in ("cache", "cache-t1", "cache-t4", "cache-mem", "ngx-proxy/cache", "spool"):
         shutil.rmtree(os.path.join(work, d), ignore_errors=True)
     for d in ("ckpt", "slow", "tiny", "c1m", "c64m"):  # per-run objects (cold again)
         shutil.rmtree(os.path.join(work, "data", "bench", d), ignore_errors=True)

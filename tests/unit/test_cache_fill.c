@@ -109,7 +109,7 @@ static void setup(unsigned workers)
     strcpy(cache_dir, "/tmp/sg-cf-cache-XXXXXX");
     CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(data_dir));
     CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(cache_dir));
-    struct backend_posix_conf pc = { data_dir };
+    struct backend_posix_conf pc = { .root = data_dir };
     CU_ASSERT_EQUAL_FATAL(backend_posix_open(&pc, &cold), BACKEND_OK);
     CU_ASSERT_EQUAL_FATAL(backend_bucket_create(cold, "bkt"), BACKEND_OK);
     struct cache_conf cc = { .dir = cache_dir, .capacity = 256u << 20, .high_pct = 90,

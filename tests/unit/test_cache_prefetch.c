@@ -125,7 +125,7 @@ static void setup(uint64_t capacity, unsigned high, unsigned low, unsigned worke
     strcpy(cache_dir, "/tmp/sg-pf-cache-XXXXXX");
     CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(data_dir));
     CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(cache_dir));
-    struct backend_posix_conf pc = { data_dir };
+    struct backend_posix_conf pc = { .root = data_dir };
     CU_ASSERT_EQUAL_FATAL(backend_posix_open(&pc, &cold), BACKEND_OK);
     CU_ASSERT_EQUAL_FATAL(backend_bucket_create(cold, "data"), BACKEND_OK);
     struct cache_conf cc = { .dir = cache_dir, .capacity = capacity, .high_pct = high,

@@ -192,8 +192,8 @@ static const struct bad_case bad_files[] = {
     { "unknown_top_key_lists_allowed", "{\"lsten\":\"1.2.3.4:9000\"}",
       "unknown key \"lsten\" (allowed: listen, data_dir, cold_url, cold_ca_path, "
       "cold_connect_timeout_ms, cold_request_timeout_ms, cold_retries, cold_access_key, "
-      "cold_secret_key, cold_secret_key_env, cold_region, cold_virtual_hosted, spool_dir, cache, "
-      "region, vhost_domain, threads, log_level, shutdown_grace_s, prefetch_keep_s, max_xml_body, "
+      "cold_secret_key, cold_secret_key_env, cold_region, cold_virtual_hosted, spool_dir, "
+      "state_dir, mpu_max_age, cache, region, vhost_domain, threads, log_level, shutdown_grace_s, prefetch_keep_s, max_xml_body, "
       "max_header_bytes, metrics_public, users, buckets)" },
     { "prefetch_keep_zero", "{\"prefetch_keep_s\": 0}", "prefetch_keep_s: must be an integer" },
     { "top_level_array", "[1,2]", "top level: must be a JSON object" },
@@ -854,7 +854,8 @@ static void example_config_loads_and_names_every_key(void)
                                         "\"dir\"", "\"size\"", "\"high_watermark\"",
                                         "\"low_watermark\"", "\"fill_workers\"",
                                         "\"wait_timeout_ms\"", "\"on_write\"",
-                                        "\"consistency\"", "\"cold_bucket\"" };
+                                        "\"consistency\"", "\"cold_bucket\"",
+                                        "\"state_dir\"", "\"mpu_max_age\"" };
     char root[512], path[1024], err[1024];
     src_root(root, sizeof root);
     snprintf(path, sizeof path, "%s/conf/shardgate.example.json", root);
@@ -1150,7 +1151,8 @@ static const struct flag_case flag_cases[] = {
     { "missing_value", "listen", NULL, "--listen: requires a value" },
     { "unknown_flag", "port", "80",
       "unknown flag \"--port\" (allowed: --listen, --data, --region, --vhost-domain, "
-      "--threads, --log-level, --cold, --cache-dir, --cache-size, --consistency)" },
+      "--threads, --log-level, --cold, --cache-dir, --cache-size, --consistency, "
+      "--state-dir)" },
     { "underscore_spelling_is_unknown", "log_level", "info", "unknown flag \"--log_level\"" },
     { "cold_http", "cold", "http://127.0.0.1:9100", NULL },
     { "cold_https_slash", "cold", "https://storage.example.net/", NULL },

@@ -1,0 +1,287 @@
+/* backend/posix_state.c - opening and closing the posix store: the root, the
+ * state directory (multipart uploads; by default ROOT/.shardgate, or
+ * state_dir) and its lock, the read-only mode of a tree we may not write,
+ * the start-up reclaim, the warning about directories that cannot be
+ * buckets, and the thread that aborts old uploads. */
+#include "posix_int.h"
+#include "dirlock.h"
+#include "log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+/* At most this many names in the warning about skipped directories: a tree
+ * of thousands of non-bucket directories gets one readable line. */
+#define POSIX_WARN_NAMES 10
+
+/* Why the open failed: into cf->err when the caller gave one (it reports
+ * it), else into the log. */
+static void open_fail(const struct backend_posix_conf *cf, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void open_fail(const struct backend_posix_conf *cf, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (cf->err && cf->err_len)
+        snprintf(cf->err, cf->err_len, "%s", buf);
+    else
+        log_msg(LOG_LVL_ERROR, "backend", "%s", buf);
+}
+
+/* Creates the missing components of path (existing ones are not touched,
+ * so an existing tree on a read-only mount opens). 0, or -1 with errno. */
+static int mkdir_missing(const char *path)
+{
+    char buf[PATH_MAX];
+    size_t n = strlen(path);
+    if (n >= sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != '\0')
+            continue;
+        char saved = buf[i];
+        buf[i] = '\0';
+        struct stat st;
+        if (stat(buf, &st) != 0 && (errno != ENOENT || (mkdir(buf, 0755) != 0 &&
+                                                        errno != EEXIST)))
+            return -1;
+        buf[i] = saved;
+    }
+    return 0;
+}
+
+static int open_root(const char *root)
+{
+    int fd = open(root, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+    if (fd >= 0 || errno != ENOENT)
+        return fd;
+    if (mkdir_missing(root) != 0)
+        return -1;
+    return open(root, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+}
+
+/* A name for a log line: control bytes, quotes and backslashes become '?'
+ * (a directory name is not ours to trust), cut at 64 bytes. */
+static void log_safe(const char *name, char out[72])
+{
+    size_t i = 0;
+    for (; name[i] && i < 64; i++) {
+        unsigned char ch = (unsigned char)name[i];
+        out[i] = ch < 0x20 || ch == 0x7f || ch == '"' || ch == '\\' ? '?' : (char)ch;
+    }
+    if (name[i]) {
+        memcpy(out + i, "...", 3);
+        i += 3;
+    }
+    out[i] = '\0';
+}
+
+/* Names, in one warning, the directories of ROOT that are not served
+ * because their names are not valid S3 bucket names. One readdir of ROOT:
+ * bounded by ROOT's entries, not by the objects below them. */
+static void warn_skipped_dirs(int rootfd, const char *root)
+{
+    int dfd = openat(rootfd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
+        return;
+    }
+    char names[POSIX_WARN_NAMES * 76 + 1] = "";
+    size_t used = 0, n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        const char *nm = de->d_name;
+        if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0 || strcmp(nm, POSIX_STATE_DIR) == 0 ||
+            posix_bucket_name_valid(nm))
+            continue;
+        struct stat st;
+        bool is_dir = de->d_type == DT_DIR ||
+                      (de->d_type == DT_UNKNOWN &&
+                       fstatat(rootfd, nm, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode));
+        if (!is_dir)
+            continue;
+        if (n++ < POSIX_WARN_NAMES) {
+            char safe[72];
+            log_safe(nm, safe);
+            used += (size_t)snprintf(names + used, sizeof names - used, "%s\"%s\"",
+                                     used ? ", " : "", safe);
+        }
+    }
+    closedir(d);
+    if (n == 0)
+        return;
+    if (n > POSIX_WARN_NAMES)
+        log_msg(LOG_LVL_WARN, "backend", "%s: %zu directories are not valid S3 bucket names "
+                "(3-63 characters: a-z, 0-9, '.', '-') and not served: %s and %zu more",
+                root, n, names, n - POSIX_WARN_NAMES);
+    else
+        log_msg(LOG_LVL_WARN, "backend", "%s: %zu %s (3-63 characters: a-z, 0-9, '.', '-') "
+                "and not served: %s", root, n,
+                n == 1 ? "directory is not a valid S3 bucket name"
+                       : "directories are not valid S3 bucket names", names);
+}
+
+static bool errno_means_read_only(int e)
+{
+    return e == EROFS || e == EACCES || e == EPERM;
+}
+
+enum backend_status backend_posix_open(const struct backend_posix_conf *cf,
+                                       struct backend **out)
+{
+    *out = NULL;
+    if (!cf || !cf->root || !*cf->root)
+        return BACKEND_IO;
+    if (cf->err && cf->err_len)
+        cf->err[0] = '\0';
+    struct posix_store *b = calloc(1, sizeof *b);
+    char *state = NULL;
+    enum backend_status st = BACKEND_IO;
+    int statefd = -1;
+    if (!b)
+        return BACKEND_NOMEM;
+    b->base.ops = &posix_ops;
+    b->rootfd = b->mpufd = -1;
+    b->rootfd = open_root(cf->root);
+    if (b->rootfd < 0) {
+        int e = errno;
+        open_fail(cf, "cannot open the data directory %s: %s", cf->root, strerror(e));
+        st = posix_write_errno_status(e) == BACKEND_NO_SPACE ? BACKEND_NO_SPACE : BACKEND_IO;
+        goto fail;
+    }
+    if (cf->state_dir && *cf->state_dir)
+        state = strdup(cf->state_dir);
+    else if (asprintf(&state, "%s/%s", cf->root, POSIX_STATE_DIR) < 0)
+        state = NULL;
+    if (!state) {
+        st = BACKEND_NOMEM;
+        goto fail;
+    }
+
+    /* The lock file is also the probe of a writable state directory: no
+     * lock can be created where nothing can be written. */
+    char why[768] = "";
+    int lerr = 0;
+    switch (conf_dirlock_take(state, "state directory", &b->lock, &lerr, why, sizeof why)) {
+    case CONF_DIRLOCK_OK:
+        break;
+    case CONF_DIRLOCK_UNSUPPORTED:
+        log_msg(LOG_LVL_WARN, "backend", "%s", why);
+        break;
+    case CONF_DIRLOCK_BUSY:
+        open_fail(cf, "%s", why);
+        goto fail;
+    case CONF_DIRLOCK_ERRNO:
+        if (!errno_means_read_only(lerr)) {
+            open_fail(cf, "%s", why);
+            goto fail;
+        }
+        b->read_only = true;
+        break;
+    }
+    struct statvfs vfs;
+    bool ro_mount = fstatvfs(b->rootfd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY);
+    if (!b->read_only) {
+        statefd = open(state, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        if (statefd >= 0 && (mkdirat(statefd, "mpu", 0755) == 0 || errno == EEXIST))
+            b->mpufd = openat(statefd, "mpu", O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
+        if (b->mpufd < 0) {
+            int e = errno;
+            if (!errno_means_read_only(e)) {
+                open_fail(cf, "cannot open %s/mpu: %s", state, strerror(e));
+                goto fail;
+            }
+            b->read_only = true;
+            snprintf(why, sizeof why, "cannot create %s/mpu: %s", state, strerror(e));
+        }
+    }
+    if (b->read_only) {
+        log_msg(LOG_LVL_WARN, "backend", "serving %s READ-ONLY: no writable state directory "
+                "(%s). Reads and listings work; writes answer 403 AccessDenied. To allow "
+                "writes, give a writable state_dir (--state-dir) on a writable tree.",
+                cf->root, why);
+    } else if (ro_mount) {
+        b->read_only = true;
+        log_msg(LOG_LVL_WARN, "backend", "serving %s READ-ONLY: it is on a read-only mount. "
+                "Reads and listings work; writes answer 403 AccessDenied.", cf->root);
+    } else if (faccessat(b->rootfd, ".", W_OK, AT_EACCESS) != 0 && errno == EACCES) {
+        log_msg(LOG_LVL_WARN, "backend", "%s is not writable by this process: creating and "
+                "deleting buckets will answer 403 AccessDenied", cf->root);
+    }
+    if (b->read_only && b->mpufd >= 0) {
+        close(b->mpufd);
+        b->mpufd = -1;
+    }
+    if (!b->read_only) {
+        /* A writer also owns the tree: the reclaim below removes temp
+         * files, which must not be those of a live gateway whose state
+         * directory is another. Read-only gateways share a tree freely. */
+        switch (conf_dirlock_take_dir(cf->root, "data directory", &b->tree_lock, &lerr, why,
+                                      sizeof why)) {
+        case CONF_DIRLOCK_OK:
+            break;
+        case CONF_DIRLOCK_UNSUPPORTED:
+            log_msg(LOG_LVL_WARN, "backend", "%s", why);
+            break;
+        case CONF_DIRLOCK_BUSY:
+        case CONF_DIRLOCK_ERRNO:
+            open_fail(cf, "%s", why);
+            goto fail;
+        }
+    }
+
+    warn_skipped_dirs(b->rootfd, cf->root);
+    if (!b->read_only) {
+        struct posix_reclaim_stats rs = { 0 };
+        posix_reclaim_tmp(b, &rs);
+        log_msg(LOG_LVL_INFO, "backend", "start-up reclaim in %s: removed %llu temporary "
+                "files (%llu bytes) of interrupted writes and %llu unfinished upload "
+                "directories", cf->root, (unsigned long long)rs.files,
+                (unsigned long long)rs.bytes, (unsigned long long)rs.uploads);
+        if (cf->mpu_max_age_s > 0)
+            b->expiry = posix_expiry_start(b, cf->mpu_max_age_s);
+    }
+    if (statefd >= 0)
+        close(statefd);
+    free(state);
+    *out = &b->base;
+    return BACKEND_OK;
+fail:
+    if (statefd >= 0)
+        close(statefd);
+    free(state);
+    posix_close(b);
+    return st;
+}
+
+void posix_close(struct posix_store *b)
+{
+    if (!b)
+        return;
+    posix_expiry_stop(b->expiry);   /* first: it uses mpufd */
+    if (b->rootfd >= 0)
+        close(b->rootfd);
+    if (b->mpufd >= 0)
+        close(b->mpufd);
+    conf_dirlock_release(b->tree_lock);
+    conf_dirlock_release(b->lock);
+    free(b);
+}
