@@ -98,10 +98,22 @@ enum auth_status auth_sign_request(const struct auth_req *r, bool presigned,
                                    const char *amzdate, const char *region,
                                    const char *secret, char sig_hex[65]);
 
-/* Parses "YYYYMMDDTHHMMSSZ" (exactly) or an RFC 1123 date
- * ("Fri, 24 May 2013 00:00:00 GMT"). Returns 0 and the UTC time, or -1. */
+/* ---- dates (date.c) ---- */
+
+/* Each returns 0 and the UTC time, or -1. Pure functions; any thread.
+ * auth_parse_amz_date: ISO 8601 basic, exactly "YYYYMMDDTHHMMSSZ" (what
+ * SigV4 signs; the only form of a presigned URL's X-Amz-Date).
+ * auth_parse_http_date: the HTTP forms of RFC 7231, any case:
+ *   RFC 1123 "Fri, 24 May 2013 00:00:00 GMT", the zone also UTC, UT, Z or
+ *            a numeric +HHMM/-HHMM ("-0000" from Python's email.utils,
+ *            "+0000" from s3cmd), a one-digit day and no weekday accepted;
+ *   RFC 850  "Friday, 24-May-13 00:00:00 GMT" (two-digit years 70-99 are
+ *            19xx, 00-69 20xx);
+ *   asctime  "Fri May 24 00:00:00 2013" (the day padded with a space).
+ * auth_parse_date: either (what the Date and x-amz-date headers may hold). */
 int auth_parse_amz_date(const char *s, time_t *out);
 int auth_parse_http_date(const char *s, time_t *out);
+int auth_parse_date(const char *s, time_t *out);
 /* Formats t as "YYYYMMDDTHHMMSSZ" into out[17]. */
 void auth_format_amz_date(time_t t, char out[17]);
 

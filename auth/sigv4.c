@@ -429,96 +429,6 @@ enum auth_status auth_sign_request(const struct auth_req *r, bool presigned,
     return st;
 }
 
-/* ---- dates ---- */
-
-static int digits(const char *s, int n, int *out)
-{
-    int v = 0;
-    for (int i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        v = v * 10 + (s[i] - '0');
-    }
-    *out = v;
-    return 0;
-}
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (no timegm needed). */
-static long days_from_civil(int y, int m, int d)
-{
-    y -= m <= 2;
-    long era = (y >= 0 ? y : y - 399) / 400;
-    long yoe = y - era * 400;
-    long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-static int make_time(int y, int mo, int d, int h, int mi, int s, time_t *out)
-{
-    static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-    if (y < 1970 || y > 9999 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 ||
-        mi > 59 || s > 60)
-        return -1;
-    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    if (mo == 2 && d == 29 && !leap)
-        return -1;
-    *out = (time_t)(days_from_civil(y, mo, d) * 86400L + h * 3600L + mi * 60L + s);
-    return 0;
-}
-
-int auth_parse_amz_date(const char *s, time_t *out)
-{
-    int y, mo, d, h, mi, sec;
-    if (strlen(s) != 16 || s[8] != 'T' || s[15] != 'Z')
-        return -1;
-    if (digits(s, 4, &y) || digits(s + 4, 2, &mo) || digits(s + 6, 2, &d) ||
-        digits(s + 9, 2, &h) || digits(s + 11, 2, &mi) || digits(s + 13, 2, &sec))
-        return -1;
-    return make_time(y, mo, d, h, mi, sec, out);
-}
-
-int auth_parse_http_date(const char *s, time_t *out)
-{
-    static const char *const months[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                          "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
-    /* "Fri, 24 May 2013 00:00:00 GMT" */
-    int y, mo = -1, d, h, mi, sec;
-    if (strlen(s) != 29 || s[3] != ',' || s[4] != ' ' || s[7] != ' ' || s[11] != ' ' ||
-        s[16] != ' ' || s[19] != ':' || s[22] != ':' || s[25] != ' ' ||
-        strcmp(s + 26, "GMT") != 0)
-        return -1;
-    for (int i = 0; i < 12; i++)
-        if (memcmp(s + 8, months[i], 3) == 0)
-            mo = i + 1;
-    if (mo < 0 || digits(s + 5, 2, &d) || digits(s + 12, 4, &y) || digits(s + 17, 2, &h) ||
-        digits(s + 20, 2, &mi) || digits(s + 23, 2, &sec))
-        return -1;
-    return make_time(y, mo, d, h, mi, sec, out);
-}
-
-void auth_format_amz_date(time_t t, char out[17])
-{
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    int v[6] = { tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                 tm.tm_sec };
-    int w[6] = { 4, 2, 2, 2, 2, 2 };
-    size_t o = 0;
-    for (int i = 0; i < 6; i++) {
-        if (i == 3)
-            out[o++] = 'T';
-        for (int k = w[i] - 1; k >= 0; k--) {
-            int x = v[i];
-            for (int j = 0; j < k; j++)
-                x /= 10;
-            out[o++] = (char)('0' + x % 10);
-        }
-    }
-    out[o++] = 'Z';
-    out[o] = '\0';
-}
-
 /* ---- verification ---- */
 
 /* What the two forms have in common once parsed. */
@@ -652,17 +562,14 @@ static enum auth_status parse_auth_header(const char *v, struct sigv4_parts *pt)
     return AUTH_OK;
 }
 
+/* x-amz-date, else Date, in any form SDKs send (date.c); the string to
+ * sign uses the instant in ISO 8601 basic whatever form carried it. */
 static enum auth_status header_date(const struct auth_req *r, struct sigv4_parts *pt)
 {
     const char *xd = auth_req_header(r, "x-amz-date", NULL);
-    if (xd) {
-        if (auth_parse_amz_date(xd, &pt->date) != 0)
-            return AUTH_MISSING_DATE;
-    } else {
-        const char *d = auth_req_header(r, "date", NULL);
-        if (!d || auth_parse_http_date(d, &pt->date) != 0)
-            return AUTH_MISSING_DATE;
-    }
+    const char *d = xd ? xd : auth_req_header(r, "date", NULL);
+    if (!d || auth_parse_date(d, &pt->date) != 0)
+        return AUTH_MISSING_DATE;
     auth_format_amz_date(pt->date, pt->amzdate);
     return AUTH_OK;
 }
