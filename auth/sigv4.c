@@ -600,11 +600,17 @@ static enum auth_status parse_query_auth(const struct auth_req *r, struct sigv4_
     if (auth_parse_amz_date(date, &pt->date) != 0)
         goto out;
     memcpy(pt->amzdate, date, 17);
-    size_t el = strlen(expires);
-    if (el == 0 || el > 6 || strspn(expires, "0123456789") != el)
+    /* S3: a lifetime of zero or less is a URL that has expired (403
+     * AccessDenied), over 7 days or not a number is malformed (400) */
+    const char *ed = expires[0] == '-' ? expires + 1 : expires;
+    size_t el = strlen(ed);
+    if (el == 0 || strspn(ed, "0123456789") != el)
         goto out;
-    pt->expires = strtol(expires, NULL, 10);
-    if (pt->expires < 1 || pt->expires > AUTH_PRESIGN_MAX_S)
+    if (ed != expires || strspn(ed, "0") == el) {
+        st = AUTH_EXPIRED;
+        goto out;
+    }
+    if (el > 6 || (pt->expires = strtol(ed, NULL, 10)) > AUTH_PRESIGN_MAX_S)
         goto out;
     st = AUTH_OK;
 out:
