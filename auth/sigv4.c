@@ -1,6 +1,7 @@
 /* auth/sigv4.c - AWS Signature Version 4 as S3 verifies it: the credential
  * store, Authorization-header and presigned-URL parsing, the canonical
- * request, the string to sign and the signature compare. Nothing secret is
+ * request, the string to sign and the signature compare. auth_verify()
+ * hands Signature Version 2 requests to sigv2.c. Nothing secret is
  * kept in static storage; every call works on its own buffers. */
 #include "auth_int.h"
 
@@ -46,6 +47,8 @@ const char *auth_status_name(enum auth_status st)
     case AUTH_NOMEM: return "NOMEM";
     case AUTH_UNSIGNED_HEADER: return "UNSIGNED_HEADER";
     case AUTH_QUERY_TOO_LONG: return "QUERY_TOO_LONG";
+    case AUTH_SIGV2_DISABLED: return "SIGV2_DISABLED";
+    case AUTH_QUERY_INCOMPLETE: return "QUERY_INCOMPLETE";
     }
     return "UNKNOWN";
 }
@@ -72,12 +75,12 @@ void auth_set_clock(struct auth *a, time_t (*now)(void))
     a->now = now;
 }
 
-static time_t auth_now(const struct auth *a)
+time_t auth_now(const struct auth *a)
 {
     return a->now ? a->now() : time(NULL);
 }
 
-static const struct conf_user *find_user(const struct auth *a, const char *ak)
+const struct conf_user *auth_find_user(const struct auth *a, const char *ak)
 {
     for (size_t i = 0; i < a->c->n_users; i++)
         if (a->c->users[i].access_key && strcmp(a->c->users[i].access_key, ak) == 0)
@@ -136,7 +139,7 @@ void auth_buf_addc(struct auth_buf *b, char c)
 
 /* ---- percent-encoding ---- */
 
-static int hexval(int c)
+int auth_hexval(int c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -150,13 +153,13 @@ static int hexval(int c)
 /* Percent-decodes s[0..n) into out (at least n bytes); returns the length.
  * An invalid escape is kept literally. '+' stays '+': S3 does not read it
  * as a space. */
-static size_t pct_decode(const char *s, size_t n, char *out)
+size_t auth_pct_decode(const char *s, size_t n, char *out)
 {
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
         int h, l;
-        if (s[i] == '%' && i + 2 < n && (h = hexval((unsigned char)s[i + 1])) >= 0 &&
-            (l = hexval((unsigned char)s[i + 2])) >= 0) {
+        if (s[i] == '%' && i + 2 < n && (h = auth_hexval((unsigned char)s[i + 1])) >= 0 &&
+            (l = auth_hexval((unsigned char)s[i + 2])) >= 0) {
             out[o++] = (char)(h << 4 | l);
             i += 2;
         } else {
@@ -180,7 +183,7 @@ void auth_uri_canon(struct auth_buf *b, const char *s, size_t n, bool keep_slash
         b->err = 2;
         return;
     }
-    size_t dn = pct_decode(s, n, dec);
+    size_t dn = auth_pct_decode(s, n, dec);
     size_t start = 0;
     for (size_t i = 0; i < dn; i++) {
         unsigned char c = (unsigned char)dec[i];
@@ -279,7 +282,7 @@ static enum auth_status canonical_query(const char *q, bool presigned, struct au
                 st = AUTH_NOMEM;
                 goto out;
             }
-            size_t dnl = pct_decode(p, nlen, dn);
+            size_t dnl = auth_pct_decode(p, nlen, dn);
             bool skip = presigned && name_is(dn, dnl, "X-Amz-Signature");
             free(dn);
             if (!skip) {
@@ -460,7 +463,7 @@ static enum auth_status payload_kind(const char *h, enum auth_payload *kind)
     if (strlen(h) != 64)
         return AUTH_BAD_CONTENT_SHA256;
     for (size_t i = 0; i < 64; i++)
-        if (hexval((unsigned char)h[i]) < 0)
+        if (auth_hexval((unsigned char)h[i]) < 0)
             return AUTH_BAD_CONTENT_SHA256;
     *kind = AUTH_PAYLOAD_SHA256;
     return AUTH_OK;
@@ -469,7 +472,7 @@ static enum auth_status payload_kind(const char *h, enum auth_payload *kind)
 /* Finds query parameter `name` (exact, after decoding) and decodes its
  * value into a new string. Returns how many times it occurs; *val is the
  * first value (NULL if absent, or on allocation failure with -1 returned). */
-static int query_param(const char *q, const char *name, char **val)
+int auth_query_param(const char *q, const char *name, char **val)
 {
     int n = 0;
     *val = NULL;
@@ -481,14 +484,14 @@ static int query_param(const char *q, const char *name, char **val)
         size_t nlen = eq ? (size_t)(eq - p) : len;
         char nb[64];
         if (nlen < sizeof nb) {
-            size_t dn = pct_decode(p, nlen, nb);
+            size_t dn = auth_pct_decode(p, nlen, nb);
             if (name_is(nb, dn, name)) {
                 if (n++ == 0) {
                     size_t vlen = eq ? len - nlen - 1 : 0;
                     *val = malloc(vlen + 1);
                     if (!*val)
                         return -1;
-                    (*val)[pct_decode(eq ? eq + 1 : "", vlen, *val)] = '\0';
+                    (*val)[auth_pct_decode(eq ? eq + 1 : "", vlen, *val)] = '\0';
                 }
             }
         }
@@ -520,8 +523,6 @@ static enum auth_status parse_auth_header(const char *v, struct sigv4_parts *pt)
     while (*v == ' ')
         v++;
     size_t alen = strcspn(v, " ");
-    if (alen == 3 && memcmp(v, "AWS", 3) == 0)
-        return AUTH_UNSUPPORTED;                 /* SigV2 */
     if (alen != strlen(AUTH_ALGO) || memcmp(v, AUTH_ALGO, alen) != 0)
         return AUTH_UNSUPPORTED;
     const char *p = v + alen;
@@ -579,12 +580,12 @@ static enum auth_status parse_query_auth(const struct auth_req *r, struct sigv4_
     const char *q = r->raw_query ? r->raw_query : "";
     char *algo = NULL, *date = NULL, *expires = NULL;
     enum auth_status st = AUTH_QUERY_MALFORMED;
-    int n1 = query_param(q, "X-Amz-Algorithm", &algo);
-    int n2 = query_param(q, "X-Amz-Credential", &pt->credential);
-    int n3 = query_param(q, "X-Amz-Date", &date);
-    int n4 = query_param(q, "X-Amz-Expires", &expires);
-    int n5 = query_param(q, "X-Amz-SignedHeaders", &pt->signed_headers);
-    int n6 = query_param(q, "X-Amz-Signature", &pt->signature);
+    int n1 = auth_query_param(q, "X-Amz-Algorithm", &algo);
+    int n2 = auth_query_param(q, "X-Amz-Credential", &pt->credential);
+    int n3 = auth_query_param(q, "X-Amz-Date", &date);
+    int n4 = auth_query_param(q, "X-Amz-Expires", &expires);
+    int n5 = auth_query_param(q, "X-Amz-SignedHeaders", &pt->signed_headers);
+    int n6 = auth_query_param(q, "X-Amz-Signature", &pt->signature);
     if (n1 < 0 || n2 < 0 || n3 < 0 || n4 < 0 || n5 < 0 || n6 < 0) {
         st = AUTH_NOMEM;
         goto out;
@@ -707,7 +708,7 @@ static bool amz_headers_signed(const struct auth_req *r, const char *sh)
     return true;
 }
 
-static enum auth_status anonymous_ctx(const struct auth_req *r, struct auth_ctx *ctx)
+enum auth_status auth_ctx_unsigned(const struct auth_req *r, struct auth_ctx *ctx)
 {
     const char *h = auth_req_header(r, "x-amz-content-sha256", NULL);
     ctx->payload = AUTH_PAYLOAD_UNSIGNED;
@@ -744,8 +745,8 @@ enum auth_status auth_verify(struct auth *a, const struct auth_req *r, struct au
         goto out;
     }
     const char *authz = auth_req_header(r, "authorization", &n_authz);
-    int ns = query_param(q, "X-Amz-Signature", &qsig);
-    int nc = query_param(q, "X-Amz-Credential", &qcred);
+    int ns = auth_query_param(q, "X-Amz-Signature", &qsig);
+    int nc = auth_query_param(q, "X-Amz-Credential", &qcred);
     free(qsig);
     free(qcred);
     if (ns < 0 || nc < 0) {
@@ -753,17 +754,27 @@ enum auth_status auth_verify(struct auth *a, const struct auth_req *r, struct au
         goto out;
     }
     bool query_auth = ns > 0 || nc > 0;
-    if (!authz && !query_auth) {
-        st = anonymous_ctx(r, ctx);
+    bool v2_query = auth_sigv2_query(q);
+    if (!authz && !query_auth && !v2_query) {
+        st = auth_ctx_unsigned(r, ctx);
         goto out;
     }
-    if (authz && query_auth) {
+    if (authz && (query_auth || v2_query)) {
         log_msg(LOG_LVL_DEBUG, "auth", "both header and query authentication");
         st = AUTH_MALFORMED;
         goto out;
     }
     if (n_authz > 1) {
         st = AUTH_MALFORMED;
+        goto out;
+    }
+    if (query_auth && v2_query) {
+        log_msg(LOG_LVL_DEBUG, "auth", "both SigV4 and SigV2 query parameters");
+        st = AUTH_QUERY_MALFORMED;
+        goto out;
+    }
+    if (v2_query || (authz && auth_sigv2_header(authz))) {
+        st = auth_sigv2_verify(a, r, v2_query ? AUTH_V2_QUERY : AUTH_V2_HEADER, ctx);
         goto out;
     }
 
@@ -788,7 +799,7 @@ enum auth_status auth_verify(struct auth *a, const struct auth_req *r, struct au
         pt.payload_hash = auth_req_header(r, "x-amz-content-sha256", NULL);
         if (!pt.payload_hash) {
             char *qh = NULL;
-            int nh = query_param(q, "X-Amz-Content-Sha256", &qh);
+            int nh = auth_query_param(q, "X-Amz-Content-Sha256", &qh);
             if (nh < 0) {
                 st = AUTH_NOMEM;
                 goto out;
@@ -812,7 +823,7 @@ enum auth_status auth_verify(struct auth *a, const struct auth_req *r, struct au
         st = bad;
         goto out;
     }
-    ctx->user = find_user(a, ak);
+    ctx->user = auth_find_user(a, ak);
     if (!ctx->user) {
         log_msg(LOG_LVL_DEBUG, "auth", "unknown access key");
         st = AUTH_UNKNOWN_KEY;
