@@ -372,7 +372,7 @@ def s3cmd_checks(b, key, objects):
           rc == 0 and os.path.exists(dst) and H.sha256_file(dst) == want,
           (rc, out, errout[-800:]))
     big = os.path.join(work, "big.bin")
-    bwant = H.write_random_file(big, 11 * 1024 * 1024 + 17)
+    bwant = H.write_random_file(big, 5 * 1024 * 1024 + 17)
     rc, out, errout = s3cmd(cfg, "put", big, "s3://%s/s3cmd/big.bin" % b)
     check("s3cmd multipart put (SigV2: ?uploads, ?partNumber&uploadId)", rc == 0,
           (rc, out, errout[-800:]))
