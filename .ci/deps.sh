@@ -8,7 +8,7 @@ want=(build-essential cmake pkg-config libmicrohttpd-dev liburing-dev libjansson
       libxml2-dev libssl-dev libcurl4-openssl-dev)
 if [ "${1:-build}" = test ]; then
   want+=(libcunit1-dev python3 python3-boto3 awscli curl clang libclang-rt-14-dev
-         nginx wrk)
+         nginx wrk s3cmd)
   # test_deploy_files: compose.yaml, `systemd-analyze verify` and the unit's syscall filter
   want+=(python3-yaml systemd python3-seccomp)
   want+=(mount)   # test_readonly_data: a read-only bind mount (unshare, setpriv: util-linux)

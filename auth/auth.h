@@ -1,5 +1,6 @@
 /* auth/auth.h - request authentication for the S3 surface: AWS Signature
- * Version 4 in the Authorization header and in presigned URLs, and the body
+ * Version 4 and Version 2 in the Authorization header and in presigned URLs
+ * (SigV2 unless the configuration turns it off), and the body
  * verifier that checks payload hashes, aws-chunked chunk signatures and
  * trailers, Content-MD5 and x-amz-checksum-* while it streams.
  * auth/ never sees libmicrohttpd: the gateway hands it a plain request view. */
@@ -44,6 +45,10 @@ enum auth_status {
     AUTH_UNSIGNED_HEADER,      /* AccessDenied "There were headers present in the
                                 * request which were not signed" (403) */
     AUTH_QUERY_TOO_LONG,       /* InvalidRequest: query string over AUTH_QUERY_MAX (400) */
+    /* added with Signature Version 2 */
+    AUTH_SIGV2_DISABLED,       /* AccessDenied: SigV2 turned off ("sigv2": false) (403) */
+    AUTH_QUERY_INCOMPLETE,     /* AccessDenied: a SigV2 URL without all of Signature,
+                                * Expires and AWSAccessKeyId (403) */
 };
 
 const char *auth_status_name(enum auth_status st);
@@ -86,9 +91,13 @@ enum auth_payload {
 };
 
 /* Verifies the signature of the request line and headers (header or
- * query-string SigV4). On AUTH_OK *out is a new context, also for an
- * anonymous request (no Authorization header, no X-Amz-Signature): then
- * auth_ctx_user() is NULL and the caller decides. Thread-safe. */
+ * query-string SigV4, or SigV2: "Authorization: AWS AK:sig" or
+ * ?AWSAccessKeyId=&Signature=&Expires=). On AUTH_OK *out is a new context,
+ * also for an anonymous request (no Authorization header, no X-Amz-Signature,
+ * no Signature/AWSAccessKeyId): then auth_ctx_user() is NULL and the caller
+ * decides. A SigV2 context has the same user as SigV4 (auth_allowed works
+ * alike) and an unsigned payload (Content-MD5 and checksums still checked).
+ * Thread-safe. */
 enum auth_status auth_verify(struct auth *a, const struct auth_req *r, struct auth_ctx **out);
 
 /* The verified user, or NULL for anonymous. Borrowed from the store. */

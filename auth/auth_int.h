@@ -98,10 +98,22 @@ enum auth_status auth_sign_request(const struct auth_req *r, bool presigned,
                                    const char *amzdate, const char *region,
                                    const char *secret, char sig_hex[65]);
 
-/* Parses "YYYYMMDDTHHMMSSZ" (exactly) or an RFC 1123 date
- * ("Fri, 24 May 2013 00:00:00 GMT"). Returns 0 and the UTC time, or -1. */
+/* ---- dates (date.c) ---- */
+
+/* Each returns 0 and the UTC time, or -1. Pure functions; any thread.
+ * auth_parse_amz_date: ISO 8601 basic, exactly "YYYYMMDDTHHMMSSZ" (what
+ * SigV4 signs; the only form of a presigned URL's X-Amz-Date).
+ * auth_parse_http_date: the HTTP forms of RFC 7231, any case:
+ *   RFC 1123 "Fri, 24 May 2013 00:00:00 GMT", the zone also UTC, UT, Z or
+ *            a numeric +HHMM/-HHMM ("-0000" from Python's email.utils,
+ *            "+0000" from s3cmd), a one-digit day and no weekday accepted;
+ *   RFC 850  "Friday, 24-May-13 00:00:00 GMT" (two-digit years 70-99 are
+ *            19xx, 00-69 20xx);
+ *   asctime  "Fri May 24 00:00:00 2013" (the day padded with a space).
+ * auth_parse_date: either (what the Date and x-amz-date headers may hold). */
 int auth_parse_amz_date(const char *s, time_t *out);
 int auth_parse_http_date(const char *s, time_t *out);
+int auth_parse_date(const char *s, time_t *out);
 /* Formats t as "YYYYMMDDTHHMMSSZ" into out[17]. */
 void auth_format_amz_date(time_t t, char out[17]);
 
@@ -216,6 +228,75 @@ void auth_chunk_free(struct auth_chunk_dec *d);
 /* First header called `name` (lower case), or NULL; *count gets how many
  * there are when count is not NULL. */
 const char *auth_req_header(const struct auth_req *r, const char *name, size_t *count);
+
+/* ---- shared by the SigV4 and SigV2 verifiers (sigv4.c) ---- */
+
+/* The store's clock: the test clock when set, else time(NULL). */
+time_t auth_now(const struct auth *a);
+/* The user with access key `ak`, or NULL. Borrowed from the store. */
+const struct conf_user *auth_find_user(const struct auth *a, const char *ak);
+/* 0..15 for a hex digit (either case), else -1. */
+int auth_hexval(int c);
+/* Percent-decodes s[0..n) into out (at least n bytes); returns the length.
+ * An invalid escape is kept literally; '+' stays '+'. */
+size_t auth_pct_decode(const char *s, size_t n, char *out);
+/* Finds query parameter `name` (exact, after decoding; names under 64
+ * bytes) in the raw query q and decodes its first value into a new string
+ * (*val, the caller frees). Returns how many times it occurs (0: *val is
+ * NULL), or -1 when out of memory. */
+int auth_query_param(const char *q, const char *name, char **val);
+
+/* The payload of a request without a SigV4 signing key (anonymous or
+ * SigV2): unsigned unless x-amz-content-sha256 names a SHA-256 (then checked
+ * by the body verifier) or STREAMING-UNSIGNED-PAYLOAD-TRAILER; the signed
+ * streaming forms need a SigV4 key and give AUTH_BAD_CONTENT_SHA256. */
+enum auth_status auth_ctx_unsigned(const struct auth_req *r, struct auth_ctx *ctx);
+
+/* ---- Signature Version 2 (sigv2.c) ---- */
+
+/* The two forms of SigV2: the Authorization header "AWS <access
+ * key>:<signature>", or the query parameters AWSAccessKeyId, Signature and
+ * Expires (a presigned URL). */
+enum auth_v2_form {
+    AUTH_V2_HEADER,
+    AUTH_V2_QUERY,
+};
+
+/* Is authz (an Authorization header) the SigV2 form? */
+bool auth_sigv2_header(const char *authz);
+/* Does the raw query carry SigV2 parameters (AWSAccessKeyId or Signature)? */
+bool auth_sigv2_query(const char *q);
+
+/* Verifies a SigV2 request of the given form and fills
+ * ctx (user, payload) on AUTH_OK. Refuses with AUTH_SIGV2_DISABLED when
+ * the configuration turned SigV2 off. Thread-safe. */
+enum auth_status auth_sigv2_verify(const struct auth *a, const struct auth_req *r,
+                                   enum auth_v2_form form, struct auth_ctx *ctx);
+
+/* What varies in a SigV2 string to sign besides the request. */
+struct auth_v2_sts {
+    bool presigned;          /* the query form: x-amz-* query parameters count as
+                                headers, Content-MD5/-Type may be parameters */
+    const char *date_line;   /* the Date header, "" when x-amz-date is sent, or a
+                                presigned URL's Expires */
+    bool omit_amz_date;      /* leave x-amz-date out of the x-amz-* headers */
+    bool bucket_slash;       /* a path-style "/<bucket>" is signed "/<bucket>/" */
+    const char *vhost_domain; /* Host "<bucket>.<vhost_domain>" names the bucket;
+                                 NULL or "" = path-style only */
+};
+
+/* S3's SigV2 string to sign for r: method, Content-MD5, Content-Type, the
+ * date line, the canonicalized x-amz-* headers and the canonicalized
+ * resource (the raw path, "/<bucket>" first when virtual-hosted, then the
+ * sub-resources S3 signs, decoded and sorted). Appends to out (initialised
+ * by the caller). Returns AUTH_OK, AUTH_MALFORMED (over the cap) or
+ * AUTH_NOMEM. */
+enum auth_status auth_sigv2_string_to_sign(const struct auth_req *r,
+                                           const struct auth_v2_sts *o, struct auth_buf *out);
+
+/* base64(HMAC-SHA1(secret, sts)) into out[29] (28 characters + NUL).
+ * Returns 0, or -1 when OpenSSL fails. */
+int auth_sigv2_sign(const char *secret, const char *sts, size_t n, char out[29]);
 
 /* What auth_verify leaves in a context. */
 struct auth_ctx {

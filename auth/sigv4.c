@@ -1,6 +1,7 @@
 /* auth/sigv4.c - AWS Signature Version 4 as S3 verifies it: the credential
  * store, Authorization-header and presigned-URL parsing, the canonical
- * request, the string to sign and the signature compare. Nothing secret is
+ * request, the string to sign and the signature compare. auth_verify()
+ * hands Signature Version 2 requests to sigv2.c. Nothing secret is
  * kept in static storage; every call works on its own buffers. */
 #include "auth_int.h"
 
@@ -46,6 +47,8 @@ const char *auth_status_name(enum auth_status st)
     case AUTH_NOMEM: return "NOMEM";
     case AUTH_UNSIGNED_HEADER: return "UNSIGNED_HEADER";
     case AUTH_QUERY_TOO_LONG: return "QUERY_TOO_LONG";
+    case AUTH_SIGV2_DISABLED: return "SIGV2_DISABLED";
+    case AUTH_QUERY_INCOMPLETE: return "QUERY_INCOMPLETE";
     }
     return "UNKNOWN";
 }
@@ -72,12 +75,12 @@ void auth_set_clock(struct auth *a, time_t (*now)(void))
     a->now = now;
 }
 
-static time_t auth_now(const struct auth *a)
+time_t auth_now(const struct auth *a)
 {
     return a->now ? a->now() : time(NULL);
 }
 
-static const struct conf_user *find_user(const struct auth *a, const char *ak)
+const struct conf_user *auth_find_user(const struct auth *a, const char *ak)
 {
     for (size_t i = 0; i < a->c->n_users; i++)
         if (a->c->users[i].access_key && strcmp(a->c->users[i].access_key, ak) == 0)
@@ -136,7 +139,7 @@ void auth_buf_addc(struct auth_buf *b, char c)
 
 /* ---- percent-encoding ---- */
 
-static int hexval(int c)
+int auth_hexval(int c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -150,13 +153,13 @@ static int hexval(int c)
 /* Percent-decodes s[0..n) into out (at least n bytes); returns the length.
  * An invalid escape is kept literally. '+' stays '+': S3 does not read it
  * as a space. */
-static size_t pct_decode(const char *s, size_t n, char *out)
+size_t auth_pct_decode(const char *s, size_t n, char *out)
 {
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
         int h, l;
-        if (s[i] == '%' && i + 2 < n && (h = hexval((unsigned char)s[i + 1])) >= 0 &&
-            (l = hexval((unsigned char)s[i + 2])) >= 0) {
+        if (s[i] == '%' && i + 2 < n && (h = auth_hexval((unsigned char)s[i + 1])) >= 0 &&
+            (l = auth_hexval((unsigned char)s[i + 2])) >= 0) {
             out[o++] = (char)(h << 4 | l);
             i += 2;
         } else {
@@ -180,7 +183,7 @@ void auth_uri_canon(struct auth_buf *b, const char *s, size_t n, bool keep_slash
         b->err = 2;
         return;
     }
-    size_t dn = pct_decode(s, n, dec);
+    size_t dn = auth_pct_decode(s, n, dec);
     size_t start = 0;
     for (size_t i = 0; i < dn; i++) {
         unsigned char c = (unsigned char)dec[i];
@@ -279,7 +282,7 @@ static enum auth_status canonical_query(const char *q, bool presigned, struct au
                 st = AUTH_NOMEM;
                 goto out;
             }
-            size_t dnl = pct_decode(p, nlen, dn);
+            size_t dnl = auth_pct_decode(p, nlen, dn);
             bool skip = presigned && name_is(dn, dnl, "X-Amz-Signature");
             free(dn);
             if (!skip) {
@@ -429,96 +432,6 @@ enum auth_status auth_sign_request(const struct auth_req *r, bool presigned,
     return st;
 }
 
-/* ---- dates ---- */
-
-static int digits(const char *s, int n, int *out)
-{
-    int v = 0;
-    for (int i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        v = v * 10 + (s[i] - '0');
-    }
-    *out = v;
-    return 0;
-}
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (no timegm needed). */
-static long days_from_civil(int y, int m, int d)
-{
-    y -= m <= 2;
-    long era = (y >= 0 ? y : y - 399) / 400;
-    long yoe = y - era * 400;
-    long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-static int make_time(int y, int mo, int d, int h, int mi, int s, time_t *out)
-{
-    static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-    if (y < 1970 || y > 9999 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 ||
-        mi > 59 || s > 60)
-        return -1;
-    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    if (mo == 2 && d == 29 && !leap)
-        return -1;
-    *out = (time_t)(days_from_civil(y, mo, d) * 86400L + h * 3600L + mi * 60L + s);
-    return 0;
-}
-
-int auth_parse_amz_date(const char *s, time_t *out)
-{
-    int y, mo, d, h, mi, sec;
-    if (strlen(s) != 16 || s[8] != 'T' || s[15] != 'Z')
-        return -1;
-    if (digits(s, 4, &y) || digits(s + 4, 2, &mo) || digits(s + 6, 2, &d) ||
-        digits(s + 9, 2, &h) || digits(s + 11, 2, &mi) || digits(s + 13, 2, &sec))
-        return -1;
-    return make_time(y, mo, d, h, mi, sec, out);
-}
-
-int auth_parse_http_date(const char *s, time_t *out)
-{
-    static const char *const months[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                          "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
-    /* "Fri, 24 May 2013 00:00:00 GMT" */
-    int y, mo = -1, d, h, mi, sec;
-    if (strlen(s) != 29 || s[3] != ',' || s[4] != ' ' || s[7] != ' ' || s[11] != ' ' ||
-        s[16] != ' ' || s[19] != ':' || s[22] != ':' || s[25] != ' ' ||
-        strcmp(s + 26, "GMT") != 0)
-        return -1;
-    for (int i = 0; i < 12; i++)
-        if (memcmp(s + 8, months[i], 3) == 0)
-            mo = i + 1;
-    if (mo < 0 || digits(s + 5, 2, &d) || digits(s + 12, 4, &y) || digits(s + 17, 2, &h) ||
-        digits(s + 20, 2, &mi) || digits(s + 23, 2, &sec))
-        return -1;
-    return make_time(y, mo, d, h, mi, sec, out);
-}
-
-void auth_format_amz_date(time_t t, char out[17])
-{
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    int v[6] = { tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                 tm.tm_sec };
-    int w[6] = { 4, 2, 2, 2, 2, 2 };
-    size_t o = 0;
-    for (int i = 0; i < 6; i++) {
-        if (i == 3)
-            out[o++] = 'T';
-        for (int k = w[i] - 1; k >= 0; k--) {
-            int x = v[i];
-            for (int j = 0; j < k; j++)
-                x /= 10;
-            out[o++] = (char)('0' + x % 10);
-        }
-    }
-    out[o++] = 'Z';
-    out[o] = '\0';
-}
-
 /* ---- verification ---- */
 
 /* What the two forms have in common once parsed. */
@@ -550,7 +463,7 @@ static enum auth_status payload_kind(const char *h, enum auth_payload *kind)
     if (strlen(h) != 64)
         return AUTH_BAD_CONTENT_SHA256;
     for (size_t i = 0; i < 64; i++)
-        if (hexval((unsigned char)h[i]) < 0)
+        if (auth_hexval((unsigned char)h[i]) < 0)
             return AUTH_BAD_CONTENT_SHA256;
     *kind = AUTH_PAYLOAD_SHA256;
     return AUTH_OK;
@@ -559,7 +472,7 @@ static enum auth_status payload_kind(const char *h, enum auth_payload *kind)
 /* Finds query parameter `name` (exact, after decoding) and decodes its
  * value into a new string. Returns how many times it occurs; *val is the
  * first value (NULL if absent, or on allocation failure with -1 returned). */
-static int query_param(const char *q, const char *name, char **val)
+int auth_query_param(const char *q, const char *name, char **val)
 {
     int n = 0;
     *val = NULL;
@@ -571,14 +484,14 @@ static int query_param(const char *q, const char *name, char **val)
         size_t nlen = eq ? (size_t)(eq - p) : len;
         char nb[64];
         if (nlen < sizeof nb) {
-            size_t dn = pct_decode(p, nlen, nb);
+            size_t dn = auth_pct_decode(p, nlen, nb);
             if (name_is(nb, dn, name)) {
                 if (n++ == 0) {
                     size_t vlen = eq ? len - nlen - 1 : 0;
                     *val = malloc(vlen + 1);
                     if (!*val)
                         return -1;
-                    (*val)[pct_decode(eq ? eq + 1 : "", vlen, *val)] = '\0';
+                    (*val)[auth_pct_decode(eq ? eq + 1 : "", vlen, *val)] = '\0';
                 }
             }
         }
@@ -610,8 +523,6 @@ static enum auth_status parse_auth_header(const char *v, struct sigv4_parts *pt)
     while (*v == ' ')
         v++;
     size_t alen = strcspn(v, " ");
-    if (alen == 3 && memcmp(v, "AWS", 3) == 0)
-        return AUTH_UNSUPPORTED;                 /* SigV2 */
     if (alen != strlen(AUTH_ALGO) || memcmp(v, AUTH_ALGO, alen) != 0)
         return AUTH_UNSUPPORTED;
     const char *p = v + alen;
@@ -652,17 +563,14 @@ static enum auth_status parse_auth_header(const char *v, struct sigv4_parts *pt)
     return AUTH_OK;
 }
 
+/* x-amz-date, else Date, in any form SDKs send (date.c); the string to
+ * sign uses the instant in ISO 8601 basic whatever form carried it. */
 static enum auth_status header_date(const struct auth_req *r, struct sigv4_parts *pt)
 {
     const char *xd = auth_req_header(r, "x-amz-date", NULL);
-    if (xd) {
-        if (auth_parse_amz_date(xd, &pt->date) != 0)
-            return AUTH_MISSING_DATE;
-    } else {
-        const char *d = auth_req_header(r, "date", NULL);
-        if (!d || auth_parse_http_date(d, &pt->date) != 0)
-            return AUTH_MISSING_DATE;
-    }
+    const char *d = xd ? xd : auth_req_header(r, "date", NULL);
+    if (!d || auth_parse_date(d, &pt->date) != 0)
+        return AUTH_MISSING_DATE;
     auth_format_amz_date(pt->date, pt->amzdate);
     return AUTH_OK;
 }
@@ -672,12 +580,12 @@ static enum auth_status parse_query_auth(const struct auth_req *r, struct sigv4_
     const char *q = r->raw_query ? r->raw_query : "";
     char *algo = NULL, *date = NULL, *expires = NULL;
     enum auth_status st = AUTH_QUERY_MALFORMED;
-    int n1 = query_param(q, "X-Amz-Algorithm", &algo);
-    int n2 = query_param(q, "X-Amz-Credential", &pt->credential);
-    int n3 = query_param(q, "X-Amz-Date", &date);
-    int n4 = query_param(q, "X-Amz-Expires", &expires);
-    int n5 = query_param(q, "X-Amz-SignedHeaders", &pt->signed_headers);
-    int n6 = query_param(q, "X-Amz-Signature", &pt->signature);
+    int n1 = auth_query_param(q, "X-Amz-Algorithm", &algo);
+    int n2 = auth_query_param(q, "X-Amz-Credential", &pt->credential);
+    int n3 = auth_query_param(q, "X-Amz-Date", &date);
+    int n4 = auth_query_param(q, "X-Amz-Expires", &expires);
+    int n5 = auth_query_param(q, "X-Amz-SignedHeaders", &pt->signed_headers);
+    int n6 = auth_query_param(q, "X-Amz-Signature", &pt->signature);
     if (n1 < 0 || n2 < 0 || n3 < 0 || n4 < 0 || n5 < 0 || n6 < 0) {
         st = AUTH_NOMEM;
         goto out;
@@ -693,11 +601,17 @@ static enum auth_status parse_query_auth(const struct auth_req *r, struct sigv4_
     if (auth_parse_amz_date(date, &pt->date) != 0)
         goto out;
     memcpy(pt->amzdate, date, 17);
-    size_t el = strlen(expires);
-    if (el == 0 || el > 6 || strspn(expires, "0123456789") != el)
+    /* S3: a lifetime of zero or less is a URL that has expired (403
+     * AccessDenied), over 7 days or not a number is malformed (400) */
+    const char *ed = expires[0] == '-' ? expires + 1 : expires;
+    size_t el = strlen(ed);
+    if (el == 0 || strspn(ed, "0123456789") != el)
         goto out;
-    pt->expires = strtol(expires, NULL, 10);
-    if (pt->expires < 1 || pt->expires > AUTH_PRESIGN_MAX_S)
+    if (ed != expires || strspn(ed, "0") == el) {
+        st = AUTH_EXPIRED;
+        goto out;
+    }
+    if (el > 6 || (pt->expires = strtol(ed, NULL, 10)) > AUTH_PRESIGN_MAX_S)
         goto out;
     st = AUTH_OK;
 out:
@@ -794,7 +708,7 @@ static bool amz_headers_signed(const struct auth_req *r, const char *sh)
     return true;
 }
 
-static enum auth_status anonymous_ctx(const struct auth_req *r, struct auth_ctx *ctx)
+enum auth_status auth_ctx_unsigned(const struct auth_req *r, struct auth_ctx *ctx)
 {
     const char *h = auth_req_header(r, "x-amz-content-sha256", NULL);
     ctx->payload = AUTH_PAYLOAD_UNSIGNED;
@@ -831,8 +745,8 @@ enum auth_status auth_verify(struct auth *a, const struct auth_req *r, struct au
         goto out;
     }
     const char *authz = auth_req_header(r, "authorization", &n_authz);
-    int ns = query_param(q, "X-Amz-Signature", &qsig);
-    int nc = query_param(q, "X-Amz-Credential", &qcred);
+    int ns = auth_query_param(q, "X-Amz-Signature", &qsig);
+    int nc = auth_query_param(q, "X-Amz-Credential", &qcred);
     free(qsig);
     free(qcred);
     if (ns < 0 || nc < 0) {
@@ -840,17 +754,27 @@ enum auth_status auth_verify(struct auth *a, const struct auth_req *r, struct au
         goto out;
     }
     bool query_auth = ns > 0 || nc > 0;
-    if (!authz && !query_auth) {
-        st = anonymous_ctx(r, ctx);
+    bool v2_query = auth_sigv2_query(q);
+    if (!authz && !query_auth && !v2_query) {
+        st = auth_ctx_unsigned(r, ctx);
         goto out;
     }
-    if (authz && query_auth) {
+    if (authz && (query_auth || v2_query)) {
         log_msg(LOG_LVL_DEBUG, "auth", "both header and query authentication");
         st = AUTH_MALFORMED;
         goto out;
     }
     if (n_authz > 1) {
         st = AUTH_MALFORMED;
+        goto out;
+    }
+    if (query_auth && v2_query) {
+        log_msg(LOG_LVL_DEBUG, "auth", "both SigV4 and SigV2 query parameters");
+        st = AUTH_QUERY_MALFORMED;
+        goto out;
+    }
+    if (v2_query || (authz && auth_sigv2_header(authz))) {
+        st = auth_sigv2_verify(a, r, v2_query ? AUTH_V2_QUERY : AUTH_V2_HEADER, ctx);
         goto out;
     }
 
@@ -875,7 +799,7 @@ enum auth_status auth_verify(struct auth *a, const struct auth_req *r, struct au
         pt.payload_hash = auth_req_header(r, "x-amz-content-sha256", NULL);
         if (!pt.payload_hash) {
             char *qh = NULL;
-            int nh = query_param(q, "X-Amz-Content-Sha256", &qh);
+            int nh = auth_query_param(q, "X-Amz-Content-Sha256", &qh);
             if (nh < 0) {
                 st = AUTH_NOMEM;
                 goto out;
@@ -899,7 +823,7 @@ enum auth_status auth_verify(struct auth *a, const struct auth_req *r, struct au
         st = bad;
         goto out;
     }
-    ctx->user = find_user(a, ak);
+    ctx->user = auth_find_user(a, ak);
     if (!ctx->user) {
         log_msg(LOG_LVL_DEBUG, "auth", "unknown access key");
         st = AUTH_UNKNOWN_KEY;

@@ -316,6 +316,7 @@ int conf_init_defaults(struct conf *c)
     c->log_level = LOG_LVL_INFO;
     c->shutdown_grace_s = 30;
     c->metrics_public = false;
+    c->sigv2 = true;
     if (c->listen_addr == NULL || c->data_dir == NULL || c->spool_dir == NULL
         || c->region == NULL || c->users == NULL
         || c->users[0].name == NULL || c->users[0].access_key == NULL
@@ -1257,11 +1258,12 @@ static const struct file_key file_keys[] = {
     { "max_xml_body", NULL, false },
     { "max_header_bytes", NULL, false },
     { "metrics_public", NULL, false },
+    { "sigv2", NULL, false },
     { "users", NULL, false },
     { "buckets", NULL, false },
 };
 enum { N_FILE_KEYS = sizeof file_keys / sizeof file_keys[0] };
-_Static_assert(N_FILE_KEYS == 27, "update file_keys, FILE_KEYS_HELP, key_apply and the "
+_Static_assert(N_FILE_KEYS == 28, "update file_keys, FILE_KEYS_HELP, key_apply and the "
                "example config");
 
 #define FILE_KEYS_HELP "listen, data_dir, cold_url, cold_ca_path, cold_connect_timeout_ms, " \
@@ -1270,7 +1272,7 @@ _Static_assert(N_FILE_KEYS == 27, "update file_keys, FILE_KEYS_HELP, key_apply a
                        "cold_virtual_hosted, spool_dir, state_dir, mpu_max_age, cache, "       \
                        "region, "                                                              \
                        "vhost_domain, threads, log_level, shutdown_grace_s, prefetch_keep_s, " \
-                       "max_xml_body, max_header_bytes, metrics_public, users, buckets"
+                       "max_xml_body, max_header_bytes, metrics_public, sigv2, users, buckets"
 
 static int key_apply(struct conf *c, const struct file_key *k, const json_t *v, char *err,
                      size_t errlen)
@@ -1382,6 +1384,12 @@ static int key_apply(struct conf *c, const struct file_key *k, const json_t *v, 
         if (!json_is_boolean(v))
             return fail(err, errlen, "metrics_public: must be true or false");
         c->metrics_public = json_is_true(v);
+        return 0;
+    }
+    if (strcmp(k->name, "sigv2") == 0) {
+        if (!json_is_boolean(v))
+            return fail(err, errlen, "sigv2: must be true or false");
+        c->sigv2 = json_is_true(v);
         return 0;
     }
     if (strcmp(k->name, "cache") == 0)

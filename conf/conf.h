@@ -127,6 +127,8 @@ struct conf {
     /* S3 surface */
     char *region;               /* "us-east-1": signed scope and GetBucketLocation */
     char *vhost_domain;         /* "bucket.<domain>" addressing; NULL = path-style only */
+    bool sigv2;                 /* "sigv2": true; false = refuse AWS Signature Version 2
+                                   (header and presigned) with a 403 that says so */
 
     /* identities: users[0] is root. Config "users" list; env
      * SHARDGATE_ACCESS_KEY / SHARDGATE_SECRET_KEY override users[0]'s keys

@@ -145,6 +145,8 @@ enum s3_err s3_error_from_auth(enum auth_status st)
     case AUTH_NOMEM: return S3E_SLOW_DOWN;
     case AUTH_UNSIGNED_HEADER: return S3E_ACCESS_DENIED;
     case AUTH_QUERY_TOO_LONG: return S3E_INVALID_REQUEST;
+    case AUTH_SIGV2_DISABLED: return S3E_ACCESS_DENIED;
+    case AUTH_QUERY_INCOMPLETE: return S3E_ACCESS_DENIED;
     }
     return S3E_INTERNAL;
 }
@@ -170,6 +172,15 @@ const char *s3_error_auth_message(enum auth_status st)
     case AUTH_UNSIGNED_HEADER:
         return "There were headers present in the request which were not signed";
     case AUTH_QUERY_TOO_LONG: return "The query string is longer than allowed.";
+    case AUTH_SIGV2_DISABLED:
+        return "Signature Version 2 is turned off on this server (\"sigv2\": false). "
+               "Sign with Signature Version 4: boto3 "
+               "Config(signature_version='s3v4'); aws-cli: "
+               "aws configure set default.s3.signature_version s3v4 "
+               "(in ~/.aws/config: s3 = signature_version = s3v4); s3cmd: signature_v2 = False.";
+    case AUTH_QUERY_INCOMPLETE:
+        return "Query-string authentication requires the Signature, Expires and "
+               "AWSAccessKeyId parameters";
     case AUTH_OK: case AUTH_MALFORMED: case AUTH_QUERY_MALFORMED: case AUTH_UNKNOWN_KEY:
     case AUTH_SIGNATURE_MISMATCH: case AUTH_TIME_SKEWED: case AUTH_SHA256_MISMATCH:
     case AUTH_INVALID_DIGEST: case AUTH_BAD_DIGEST: case AUTH_CHUNK_SIGNATURE_MISMATCH:

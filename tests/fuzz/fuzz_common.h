@@ -31,6 +31,8 @@ static inline struct auth *fz_auth(void)
     static struct auth *a;
     if (!a) {
         c.region = "us-east-1";
+        c.vhost_domain = "s3.amazonaws.com";   /* the SigV2 resource's bucket */
+        c.sigv2 = true;
         c.users = users;
         c.n_users = 1;
         c.buckets = buckets;

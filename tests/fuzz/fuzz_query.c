@@ -1,7 +1,8 @@
-/* tests/fuzz/fuzz_query.c - the query-string side of SigV4: presigned
- * parameter parsing in auth_verify, the canonical query (decode, re-encode,
- * sort) and the URI canonicaliser, on a fuzzed raw query and path. The first
- * byte picks the method; then path NUL query. */
+/* tests/fuzz/fuzz_query.c - the query-string side of SigV4 and SigV2:
+ * presigned parameter parsing in auth_verify, the canonical query (decode,
+ * re-encode, sort), the URI canonicaliser and SigV2's string to sign
+ * (sub-resources, x-amz-* parameters), on a fuzzed raw query and path. The
+ * first byte picks the method; then path NUL query. */
 #include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -25,6 +26,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     auth_buf_init(&b, 1u << 20);
     auth_uri_canon(&b, f[1], strlen(f[1]), false);
     auth_uri_canon(&b, f[0], strlen(f[0]), true);
+    auth_buf_free(&b);
+    struct auth_v2_sts o = { (data[0] & 0x40) != 0, "1369357200", false,
+                             (data[0] & 0x20) != 0, "s3.amazonaws.com" };
+    auth_buf_init(&b, 1u << 20);
+    (void)auth_sigv2_string_to_sign(&r, &o, &b);
     auth_buf_free(&b);
     char sig[65];
     (void)auth_sign_request(&r, data[0] & 0x80, "host", "UNSIGNED-PAYLOAD", "20130524T000000Z",

@@ -110,7 +110,7 @@ static int is_default(const struct conf *c)
            && c->cache_size == 10ull << 30 && c->cache_high_pct == 90 && c->cache_low_pct == 80
            && c->cache_fill_workers == 8 && c->cache_wait_ms == 30000 && !c->cache_on_write
            && c->consistency == CONF_CONSISTENCY_TTL && c->consistency_ttl_s == 60
-           && !c->metrics_public && c->n_buckets == 0;
+           && !c->metrics_public && c->sigv2 && c->n_buckets == 0;
 }
 
 /* ---- defaults ---- */
@@ -150,6 +150,7 @@ static void defaults_match_documented_values(void)
     CU_ASSERT_EQUAL(c.consistency, CONF_CONSISTENCY_TTL);
     CU_ASSERT_EQUAL(c.consistency_ttl_s, 60);
     CU_ASSERT_FALSE(c.metrics_public);
+    CU_ASSERT_TRUE(c.sigv2);
     CU_ASSERT_TRUE(is_default(&c));
     conf_free(&c);
 }
@@ -194,7 +195,7 @@ static const struct bad_case bad_files[] = {
       "cold_connect_timeout_ms, cold_request_timeout_ms, cold_retries, cold_access_key, "
       "cold_secret_key, cold_secret_key_env, cold_region, cold_virtual_hosted, spool_dir, "
       "state_dir, mpu_max_age, cache, region, vhost_domain, threads, log_level, shutdown_grace_s, prefetch_keep_s, max_xml_body, "
-      "max_header_bytes, metrics_public, users, buckets)" },
+      "max_header_bytes, metrics_public, sigv2, users, buckets)" },
     { "prefetch_keep_zero", "{\"prefetch_keep_s\": 0}", "prefetch_keep_s: must be an integer" },
     { "top_level_array", "[1,2]", "top level: must be a JSON object" },
     { "duplicate_top_key", "{\"threads\":1,\"threads\":2}", "duplicate" },
@@ -390,6 +391,7 @@ static const struct bad_case bad_files[] = {
     { "cache_bad_after_good", "{\"cache\":{\"dir\":\"/nvme\",\"size\":\"2G\",\"fill_workers\":0}}",
       "cache.fill_workers" },
     { "metrics_public_string", "{\"metrics_public\":\"yes\"}", "metrics_public: must be true or false" },
+    { "sigv2_string", "{\"sigv2\":\"no\"}", "sigv2: must be true or false" },
     /* per-bucket consistency and cold_bucket */
     { "bucket_consistency_unknown", "{\"buckets\":{\"a1\":{\"consistency\":\"never\"}}}",
       "buckets.a1.consistency: must be \"immutable\", \"always\" or \"ttl:SECONDS\"" },
@@ -629,7 +631,7 @@ static void cold_and_cache_values_reach_every_field(void)
     const char *json =
         "{\"cold_url\":\"https://s3.eu-west-1.amazonaws.com/\",\"cold_ca_path\":\"/etc/ca.pem\","
         "\"cold_connect_timeout_ms\":250,\"cold_request_timeout_ms\":120000,\"cold_retries\":5,"
-        "\"spool_dir\":\"/var/spool/sg\",\"metrics_public\":true,"
+        "\"spool_dir\":\"/var/spool/sg\",\"metrics_public\":true,\"sigv2\":false,"
         "\"cache\":{\"dir\":\"/nvme/sg\",\"size\":\"1.5GiB\",\"high_watermark\":95,"
         "\"low_watermark\":70,\"fill_workers\":32,\"wait_timeout_ms\":5000,\"on_write\":true,"
         "\"consistency\":\"always\"}}";
@@ -641,6 +643,7 @@ static void cold_and_cache_values_reach_every_field(void)
     CU_ASSERT_EQUAL(c.cold_retries, 5);
     CU_ASSERT_STRING_EQUAL(c.spool_dir, "/var/spool/sg");
     CU_ASSERT_TRUE(c.metrics_public);
+    CU_ASSERT_FALSE(c.sigv2);
     CU_ASSERT_STRING_EQUAL(c.cache_dir, "/nvme/sg");
     CU_ASSERT_EQUAL(c.cache_size, 1610612736u);
     CU_ASSERT_EQUAL(c.cache_high_pct, 95);
@@ -850,7 +853,7 @@ static void example_config_loads_and_names_every_key(void)
                                         "\"buckets\"", "\"public_read\"", "\"cold_url\"",
                                         "\"cold_ca_path\"", "\"cold_connect_timeout_ms\"",
                                         "\"cold_request_timeout_ms\"", "\"cold_retries\"",
-                                        "\"spool_dir\"", "\"metrics_public\"", "\"cache\"",
+                                        "\"spool_dir\"", "\"metrics_public\"", "\"sigv2\"", "\"cache\"",
                                         "\"dir\"", "\"size\"", "\"high_watermark\"",
                                         "\"low_watermark\"", "\"fill_workers\"",
                                         "\"wait_timeout_ms\"", "\"on_write\"",
