@@ -8,7 +8,7 @@ want=(build-essential cmake pkg-config libmicrohttpd-dev liburing-dev libjansson
       libxml2-dev libssl-dev libcurl4-openssl-dev)
 if [ "${1:-build}" = test ]; then
   want+=(libcunit1-dev python3 python3-boto3 awscli curl clang libclang-rt-14-dev
-         nginx wrk)
+         nginx wrk python3-seccomp)
 fi
 missing=()
 for p in "${want[@]}"; do
