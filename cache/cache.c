@@ -1141,13 +1141,22 @@ static void *worker_main(void *arg)
     memset(&io, 0, sizeof io);
     /* FILL_BUFS writes, and the fdatasync after them */
     int rc = cache_eng_new(c->engine, FILL_BUFS + 1, &io.eng);
+    if (rc < 0 && c->engine == CACHE_ENGINE_URING) {
+        /* the probe's ring worked and this one does not (RLIMIT_MEMLOCK on
+         * older kernels): this worker fills with pwrite rather than not at all */
+        static atomic_flag said = ATOMIC_FLAG_INIT;
+        if (!atomic_flag_test_and_set(&said))
+            log_msg(LOG_LVL_WARN, "cache", "a fill worker cannot set up its io_uring (%s): "
+                    "it uses pread/pwrite", strerror(-rc));
+        rc = cache_eng_new(CACHE_ENGINE_THREADS, FILL_BUFS + 1, &io.eng);
+    }
     for (int i = 0; i < FILL_BUFS; i++)
         if (posix_memalign((void **)&io.buf[i], 4096, FILL_BUF) != 0)
             io.buf[i] = NULL;
     bool ok = rc == 0 && io.buf[0] && io.buf[1];
     char why[CACHE_JOB_MSG_LEN];
-    snprintf(why, sizeof why, "the fill worker could not start: %s %s",
-             cache_eng_name(c->engine), rc < 0 ? strerror(-rc) : "buffers: out of memory");
+    snprintf(why, sizeof why, "the fill worker could not start: %s",
+             rc < 0 ? strerror(-rc) : "buffers: out of memory");
     if (!ok)
         log_msg(LOG_LVL_ERROR, "cache", "%s", why);
     for (;;) {
