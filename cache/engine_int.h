@@ -3,8 +3,9 @@
  * (completions reaped later, possibly out of order), fdatasync, and the reads
  * of hits. Two engines: io_uring (a ring per fill worker: a write is in
  * flight while the worker reads the next buffer from the cold tier), and
- * pread/pwrite run by the fill worker itself (where io_uring is blocked: a
- * container's default seccomp profile). Only cache/ files include this. */
+ * pread/pwrite where io_uring is blocked (a container's default seccomp
+ * profile): a writer thread per fill worker does the pwrites, so the same
+ * overlap holds. Only cache/ files include this. */
 #ifndef SHARDGATE_ENGINE_INT_H
 #define SHARDGATE_ENGINE_INT_H
 
@@ -40,8 +41,9 @@ struct cache_eng_done {
     int res;
 };
 
-/* A context for kind (CACHE_ENGINE_URING or CACHE_ENGINE_THREADS) with room
- * for `depth` writes in flight. 0, or a negative errno (*out NULL). */
+/* A context for kind (CACHE_ENGINE_URING: a ring; CACHE_ENGINE_THREADS: a
+ * writer thread) with room for `depth` writes in flight. 0, or a negative
+ * errno (*out NULL). */
 int cache_eng_new(enum cache_engine kind, unsigned depth, struct cache_eng **out);
 /* Call only when every submitted write was reaped (cache_eng_wait). */
 void cache_eng_free(struct cache_eng *e);

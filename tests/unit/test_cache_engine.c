@@ -1,7 +1,8 @@
 /* tests/unit/test_cache_engine.c - the cache tier's I/O engines and its
  * cache directory's healing:
  *   - both engines behind engine_int.h write tagged pieces at offsets, report
- *     short and failed writes as results, and fdatasync;
+ *     failed writes as results, and fdatasync; the pread/pwrite engine's
+ *     writer thread keeps at most `depth` writes and never hangs a wait;
  *   - fills and hits run on the pread/pwrite engine (cache.engine "threads")
  *     exactly as on io_uring: streaming, single flight, publish, hit;
  *   - a cache directory that cannot be used at open does not fail the open:
@@ -276,6 +277,19 @@ static void engine_round_trip(enum cache_engine kind)
     CU_ASSERT_EQUAL(d.tag, 9);
     CU_ASSERT_EQUAL(d.res, -EBADF);
     CU_ASSERT_NOT_EQUAL(cache_eng_datasync(e, -1), 0);
+    if (kind == CACHE_ENGINE_THREADS) {
+        /* depth bounds what is held (queued, being written, not reaped), and
+         * a wait with nothing queued is an error, never a hang */
+        for (uint64_t t = 0; t < 3; t++)
+            CU_ASSERT_EQUAL(cache_eng_write(e, fd, a, 4096, t * 4096, t), 0);
+        CU_ASSERT_EQUAL(cache_eng_write(e, fd, a, 4096, 3 * 4096, 3), -EBUSY);
+        for (int i = 0; i < 3; i++) {
+            CU_ASSERT_EQUAL(cache_eng_wait(e, &d), 0);
+            CU_ASSERT_EQUAL(d.tag, (uint64_t)i);   /* one writer: in order */
+            CU_ASSERT_EQUAL(d.res, 4096);
+        }
+        CU_ASSERT_EQUAL(cache_eng_wait(e, &d), -EINVAL);
+    }
     close(ro);
     cache_eng_free(e);
     close(fd);
