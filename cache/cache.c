@@ -4,8 +4,9 @@
  *
  * A fill is run by one worker thread from start to end: it opens the object
  * on the cold tier, writes the header block and then the bytes to the data
- * file through its own io_uring (two 1 MiB buffers: one is read from the
- * cold tier while the other is being written), advances `filled` in order
+ * file through its I/O engine (engine_int.h: its own io_uring, where two
+ * 1 MiB buffers let one be read from the cold tier while the other is being
+ * written; or pwrite where io_uring is blocked), advances `filled` in order
  * as writes complete and resumes the readers waiting for those bytes. Only a
  * complete, verified and fdatasync'ed file is published to the index.
  *
@@ -21,7 +22,6 @@
  * f->mu held. */
 #include <errno.h>
 #include <fcntl.h>
-#include <liburing.h>
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -36,6 +36,8 @@
 #include "cache_index.h"
 #include "cache_int.h"
 #include "dirlock.h"
+#include "dirwatch_int.h"
+#include "engine_int.h"
 #include "log.h"
 
 enum {
@@ -64,6 +66,7 @@ struct fill {
     uint64_t filled;             /* object bytes written, contiguous from 0 */
     enum cache_status err;       /* FILL_FAILED: why */
     enum backend_status bst;
+    char why[CACHE_JOB_MSG_LEN]; /* FILL_FAILED on the cache side: a sentence for jobs */
     struct cache_waiter *waiters;
 };
 
@@ -86,6 +89,8 @@ struct cache {
     unsigned n_workers;
     pthread_t reaper;
     bool reaper_started;
+    enum cache_engine engine;    /* URING or THREADS: decided once at open */
+    struct cache_dirwatch *watch;
 
     atomic_uint_fast64_t hits, misses, fills_started, fills_done, fills_failed;
     atomic_uint_fast64_t waiters_now, backend_bytes, revalidations, evictions;
@@ -259,13 +264,12 @@ static struct cache_stage_obs *fill_retire_locked(struct cache *c, struct fill *
     return obs;
 }
 
-static void observers_tell(struct cache_stage_obs *obs, bool ok, uint64_t size,
-                           enum backend_status bst)
+static void observers_tell(struct cache_stage_obs *obs, const struct cache_stage_end *end)
 {
     while (obs) {
         struct cache_stage_obs *next = obs->next;
         obs->next = NULL;
-        obs->done(obs, ok, size, bst);
+        obs->done(obs, end);
         obs = next;
     }
 }
@@ -273,15 +277,19 @@ static void observers_tell(struct cache_stage_obs *obs, bool ok, uint64_t size,
 /* Retires f from its worker and tells the observers how it ended. */
 static void fill_retire(struct cache *c, struct fill *f)
 {
+    char why[CACHE_JOB_MSG_LEN];
+    struct cache_stage_end end = { .why = why };
     pthread_mutex_lock(&f->mu);
-    bool ok = f->state == FILL_DONE;
-    uint64_t size = f->meta_known ? f->meta.size : 0;
-    enum backend_status bst = f->state == FILL_FAILED ? f->bst : BACKEND_OK;
+    end.ok = f->state == FILL_DONE;
+    end.size = f->meta_known ? f->meta.size : 0;
+    end.err = f->state == FILL_FAILED ? f->err : CACHE_OK;
+    end.bst = f->state == FILL_FAILED ? f->bst : BACKEND_OK;
+    memcpy(why, f->why, sizeof why);
     pthread_mutex_unlock(&f->mu);
     pthread_mutex_lock(&c->mu);
     struct cache_stage_obs *obs = fill_retire_locked(c, f);
     pthread_mutex_unlock(&c->mu);
-    observers_tell(obs, ok, size, bst);
+    observers_tell(obs, &end);
 }
 
 static void fill_unref(struct cache *c, struct fill *f)
@@ -540,6 +548,8 @@ static enum cache_status obj_open(struct cache *c, const char *bucket, const cha
         w->result = CACHE_OK;
         return r;
     }
+    if (!cache_dirwatch_up(c->watch))
+        return CACHE_IO;   /* the cache directory is unusable: read around the cache */
     for (int attempt = 0; attempt < 4; attempt++) {
         struct cidx_info info;
         enum cidx_status is = cidx_lookup_pin(c->idx, bucket, key, &info);
@@ -665,63 +675,6 @@ uint64_t cache_obj_data_offset(const struct cache_obj *o)
     return o->data_off;
 }
 
-/* With cache.read_path io_uring, every thread that reads cache files gets a
- * small ring of its own (the HTTP threads block on it, as they would on
- * pread); it is freed when the thread ends. */
-static pthread_key_t ring_key;
-static pthread_once_t ring_once = PTHREAD_ONCE_INIT;
-
-static void ring_free(void *p)
-{
-    io_uring_queue_exit(p);
-    free(p);
-}
-
-static void ring_key_init(void)
-{
-    pthread_key_create(&ring_key, ring_free);
-}
-
-static ssize_t uring_pread(int fd, void *buf, size_t len, uint64_t off)
-{
-    pthread_once(&ring_once, ring_key_init);
-    struct io_uring *ring = pthread_getspecific(ring_key);
-    if (!ring) {
-        ring = malloc(sizeof *ring);
-        if (!ring || io_uring_queue_init(4, ring, 0) != 0) {
-            free(ring);
-            errno = ENOMEM;
-            return -1;
-        }
-        pthread_setspecific(ring_key, ring);
-    }
-    struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
-    if (!sqe) {
-        errno = EBUSY;
-        return -1;
-    }
-    io_uring_prep_read(sqe, fd, buf, (unsigned)len, off);
-    int rc = io_uring_submit(ring);
-    if (rc < 0) {
-        errno = -rc;
-        return -1;
-    }
-    struct io_uring_cqe *cqe;
-    while ((rc = io_uring_wait_cqe(ring, &cqe)) == -EINTR)
-        ;
-    if (rc < 0) {
-        errno = -rc;
-        return -1;
-    }
-    int res = cqe->res;
-    io_uring_cqe_seen(ring, cqe);
-    if (res < 0) {
-        errno = -res;
-        return -1;
-    }
-    return res;
-}
-
 bool cache_reads_uring(const struct cache *c)
 {
     return c->cf.read_uring;
@@ -730,10 +683,12 @@ bool cache_reads_uring(const struct cache *c)
 static enum cache_status read_file(struct cache_obj *o, uint64_t off, void *buf, size_t len,
                                    size_t *got)
 {
+    /* cache.read_path io_uring reads through the engine's ring; the threads
+     * engine (no io_uring here) reads with pread whatever the setting */
+    enum cache_engine k = o->c->cf.read_uring ? o->c->engine : CACHE_ENGINE_THREADS;
     ssize_t n;
     do
-        n = o->c->cf.read_uring ? uring_pread(o->fd, buf, len, o->data_off + off)
-                                : pread(o->fd, buf, len, (off_t)(o->data_off + off));
+        n = cache_eng_pread(k, o->fd, buf, len, o->data_off + off);
     while (n < 0 && (errno == EINTR || errno == EAGAIN));
     if (n <= 0) {
         log_msg(LOG_LVL_ERROR, "cache", "read of cache file %016llx at %llu: %s",
@@ -833,7 +788,8 @@ void cache_invalidate(struct cache *c, const char *bucket, const char *key)
 
 /* ---- the fill worker ---- */
 
-/* One write in flight: owned by the kernel from submit until reaped. */
+/* One write in flight: owned by the engine (the kernel) from submit until
+ * reaped. */
 struct fill_slot {
     uint64_t off;                /* file offset of the write */
     size_t len, done;            /* bytes to write, bytes written */
@@ -842,52 +798,49 @@ struct fill_slot {
 };
 
 struct fill_io {
-    struct io_uring ring;
+    struct cache_eng *eng;
     unsigned char *buf[FILL_BUFS];
     struct fill_slot slot[FILL_BUFS];
     unsigned head, count;        /* in-order FIFO of slots not yet fully written */
     unsigned sqes;               /* submitted writes whose completion is not reaped:
-                                    the buffers are the kernel's until it is 0 */
+                                    the buffers are the engine's until it is 0 */
 };
 
-/* Writes len bytes at off through the ring and waits (the header block). */
-static int ring_write_sync(struct io_uring *ring, int fd, const void *buf, size_t len,
-                           uint64_t off)
+/* Tag of the header block's write (slots are tagged with their index). */
+#define HDR_TAG UINT64_MAX
+
+/* Writes len bytes at off and waits (the header block; nothing else is in
+ * flight). 0 or a negative errno. */
+static int write_sync(struct fill_io *io, int fd, const void *buf, size_t len, uint64_t off)
 {
     size_t done = 0;
     while (done < len) {
-        struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
-        if (!sqe)
-            return -EBUSY;
-        io_uring_prep_write(sqe, fd, (const char *)buf + done, (unsigned)(len - done),
-                            off + done);
-        io_uring_sqe_set_data64(sqe, UINT64_MAX);
-        int rc = io_uring_submit(ring);
+        int rc = cache_eng_write(io->eng, fd, (const char *)buf + done, len - done,
+                                 off + done, HDR_TAG);
         if (rc < 0)
             return rc;
-        struct io_uring_cqe *cqe;
-        while ((rc = io_uring_wait_cqe(ring, &cqe)) == -EINTR)
-            ;
-        if (rc < 0)
+        struct cache_eng_done d;
+        if ((rc = cache_eng_wait(io->eng, &d)) < 0)
             return rc;
-        int res = cqe->res;
-        io_uring_cqe_seen(ring, cqe);
-        if (res == -EAGAIN || res == -EINTR)
+        if (d.res == -EAGAIN || d.res == -EINTR)
             continue;
-        if (res <= 0)
-            return res < 0 ? res : -EIO;
-        done += (size_t)res;
+        if (d.res <= 0)
+            return d.res < 0 ? d.res : -EIO;
+        done += (size_t)d.res;
     }
     return 0;
 }
 
+/* Ends f as failed: err is CACHE_BACKEND with the cold tier's bst, or a
+ * cache-side status with why (NULL: none), a sentence for prefetch jobs. */
 static void fill_fail(struct cache *c, struct fill *f, enum cache_status err,
-                      enum backend_status bst)
+                      enum backend_status bst, const char *why)
 {
     pthread_mutex_lock(&f->mu);
     f->state = FILL_FAILED;
     f->err = err;
     f->bst = bst;
+    snprintf(f->why, sizeof f->why, "%s", why ? why : "");
     unsigned woken = waiters_wake(f);
     pthread_mutex_unlock(&f->mu);
     atomic_fetch_sub(&c->waiters_now, woken);
@@ -897,14 +850,9 @@ static void fill_fail(struct cache *c, struct fill *f, enum cache_status err,
 
 static int submit_write(struct fill_io *io, int fd, unsigned s)
 {
-    struct io_uring_sqe *sqe = io_uring_get_sqe(&io->ring);
-    if (!sqe)
-        return -EBUSY;
-    io_uring_prep_write(sqe, fd, io->buf[io->slot[s].buf] + io->slot[s].done,
-                        (unsigned)(io->slot[s].len - io->slot[s].done),
-                        io->slot[s].off + io->slot[s].done);
-    io_uring_sqe_set_data64(sqe, s);
-    int rc = io_uring_submit(&io->ring);
+    int rc = cache_eng_write(io->eng, fd, io->buf[io->slot[s].buf] + io->slot[s].done,
+                             io->slot[s].len - io->slot[s].done,
+                             io->slot[s].off + io->slot[s].done, s);
     if (rc < 0)
         return rc;
     io->sqes++;
@@ -916,13 +864,9 @@ static int submit_write(struct fill_io *io, int fd, unsigned s)
 static void drain(struct fill_io *io)
 {
     while (io->sqes) {
-        struct io_uring_cqe *cqe;
-        int rc = io_uring_wait_cqe(&io->ring, &cqe);
-        if (rc == -EINTR)
-            continue;
-        if (rc < 0)
-            break;   /* the ring is broken: nothing more will complete */
-        io_uring_cqe_seen(&io->ring, cqe);
+        struct cache_eng_done d;
+        if (cache_eng_wait(io->eng, &d) < 0)
+            break;   /* the engine is broken: nothing more will complete */
         io->sqes--;
     }
     io->head = io->count = 0;
@@ -932,16 +876,12 @@ static void drain(struct fill_io *io)
  * order and wakes their readers. 0, or a negative errno. */
 static int reap_one(struct cache *c, struct fill *f, struct fill_io *io, int fd)
 {
-    struct io_uring_cqe *cqe;
-    int rc;
-    do
-        rc = io_uring_wait_cqe(&io->ring, &cqe);
-    while (rc == -EINTR);
+    struct cache_eng_done d;
+    int rc = cache_eng_wait(io->eng, &d);
     if (rc < 0)
         return rc;
-    unsigned s = (unsigned)io_uring_cqe_get_data64(cqe);
-    int res = cqe->res;
-    io_uring_cqe_seen(&io->ring, cqe);
+    unsigned s = (unsigned)d.tag;
+    int res = d.res;
     io->sqes--;
     if (res == -EAGAIN || res == -EINTR)
         return submit_write(io, fd, s);
@@ -1021,14 +961,23 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
     EVP_MD_CTX *md5 = NULL;
     uint8_t *hdr = NULL;
 
+    char why[CACHE_JOB_MSG_LEN];
     enum backend_status bs = backend_object_open(c->cold, f->bucket, f->key, &meta, &bo);
     if (bs != BACKEND_OK) {
-        fill_fail(c, f, CACHE_BACKEND, bs);
+        fill_fail(c, f, CACHE_BACKEND, bs, NULL);
         goto out;
     }
-    if (cidx_fill_size(c->idx, f->id, meta.size) != CIDX_OK) {
-        /* larger than the whole cache: the readers go around it */
-        fill_fail(c, f, CACHE_IO, BACKEND_OK);
+    enum cidx_status is = cidx_fill_size(c->idx, f->id, meta.size);
+    if (is != CIDX_OK) {
+        /* larger than the whole cache, or dropped by a reset of the index:
+         * the readers go around the cache */
+        if (is == CIDX_TOOBIG)
+            snprintf(why, sizeof why, "the object (%llu bytes) is larger than the whole "
+                     "cache (%llu bytes)", (unsigned long long)meta.size,
+                     (unsigned long long)c->cf.capacity);
+        else
+            snprintf(why, sizeof why, "the cache index was reset while the fill waited");
+        fill_fail(c, f, CACHE_IO, BACKEND_OK, why);
         goto out;
     }
     pthread_mutex_lock(&c->mu);
@@ -1036,20 +985,24 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
     pthread_mutex_unlock(&c->mu);
     make_room(c, staging);
     fd = open_data(c, f->id, O_WRONLY | O_CREAT | O_TRUNC);
+    int oe = errno;
     size_t hlen = 0;
     hdr = calloc(1, CACHE_HDR_MAX);
     if (fd < 0 || !hdr || cache_hdr_encode(&meta, hdr, CACHE_HDR_MAX, &hlen) != 0) {
-        log_msg(LOG_LVL_ERROR, "cache", "cannot start the cache file of %s/%s: %s", f->bucket,
-                f->key, fd < 0 ? strerror(errno) : "metadata too large");
-        fill_fail(c, f, CACHE_IO, BACKEND_OK);
+        snprintf(why, sizeof why, "cannot create the cache file in %s: %s", c->dir,
+                 fd < 0 ? strerror(oe) : hdr ? "metadata too large" : "out of memory");
+        log_msg(LOG_LVL_ERROR, "cache", "%s/%s: %s", f->bucket, f->key, why);
+        fill_fail(c, f, CACHE_IO, BACKEND_OK, why);
+        if (fd < 0)
+            cache_dirwatch_report(c->watch, oe);
         goto out;
     }
     uint64_t data_off = cache_hdr_data_offset(hlen);
-    /* the header block goes through the ring like every other write, padded
+    /* the header block goes through the engine like every other write, padded
      * to where the data starts: the file's size is then always data_off +
      * object size, which the index's sweep checks (an empty object too) */
     io->head = io->count = 0;
-    int rc = ring_write_sync(&io->ring, fd, hdr, (size_t)data_off, 0);
+    int rc = write_sync(io, fd, hdr, (size_t)data_off, 0);
     if (rc < 0)
         goto io_fail;
     pthread_mutex_lock(&f->mu);
@@ -1068,7 +1021,7 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
 
     md5 = verify ? EVP_MD_CTX_new() : NULL;
     if (verify && (!md5 || !EVP_DigestInit_ex(md5, EVP_md5(), NULL))) {
-        fill_fail(c, f, CACHE_NOMEM, BACKEND_OK);
+        fill_fail(c, f, CACHE_NOMEM, BACKEND_OK, "out of memory");
         goto out;
     }
     unsigned next_buf = 0;
@@ -1078,7 +1031,7 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
     size_t piece = 64 * 1024;
     for (uint64_t off = 0; off < size;) {
         if (stopping(c)) {
-            fill_fail(c, f, CACHE_IO, BACKEND_OK);
+            fill_fail(c, f, CACHE_IO, BACKEND_OK, "the gateway is stopping");
             goto out;
         }
         while (io->count == FILL_BUFS)
@@ -1100,14 +1053,14 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
                         bs != BACKEND_OK ? backend_status_name(bs) : "object shorter than "
                         "its size");
                 drain(io);
-                fill_fail(c, f, CACHE_BACKEND, bs != BACKEND_OK ? bs : BACKEND_IO);
+                fill_fail(c, f, CACHE_BACKEND, bs != BACKEND_OK ? bs : BACKEND_IO, NULL);
                 goto out;
             }
             got += n;
         }
         atomic_fetch_add(&c->backend_bytes, got);
         if (md5 && !EVP_DigestUpdate(md5, io->buf[b], got)) {
-            fill_fail(c, f, CACHE_NOMEM, BACKEND_OK);
+            fill_fail(c, f, CACHE_NOMEM, BACKEND_OK, "out of memory");
             goto out;
         }
         io->slot[s] = (struct fill_slot){ data_off + off, got, 0, false, b };
@@ -1129,23 +1082,12 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
         if (strcasecmp(hex, want_md5) != 0) {
             log_msg(LOG_LVL_ERROR, "cache", "%s/%s: bytes from the cold tier do not match its "
                     "ETag (md5 %s, etag %s): not cached", f->bucket, f->key, hex, want_md5);
-            fill_fail(c, f, CACHE_BACKEND, BACKEND_IO);
+            fill_fail(c, f, CACHE_BACKEND, BACKEND_IO, NULL);
             goto out;
         }
     }
     /* durable before published: a published entry always has its bytes */
-    struct io_uring_sqe *sqe = io_uring_get_sqe(&io->ring);
-    io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
-    io_uring_sqe_set_data64(sqe, FILL_BUFS);
-    io_uring_submit(&io->ring);
-    struct io_uring_cqe *cqe;
-    while ((rc = io_uring_wait_cqe(&io->ring, &cqe)) == -EINTR)
-        ;
-    if (rc == 0) {
-        rc = cqe->res;
-        io_uring_cqe_seen(&io->ring, cqe);
-    }
-    if (rc < 0)
+    if ((rc = cache_eng_datasync(io->eng, fd)) < 0)
         goto io_fail;
     pthread_mutex_lock(&f->mu);
     struct timespec mtime = f->meta.mtime;
@@ -1153,8 +1095,15 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
     memcpy(etag, f->meta.etag, sizeof etag);
     pthread_mutex_unlock(&f->mu);
     enum cidx_status ps = cidx_publish(c->idx, f->id, size, etag, mtime);
-    if (ps != CIDX_OK && ps != CIDX_STALE)
+    if (ps == CIDX_NOT_FOUND) {
+        /* the index was reset under the fill (its directory was recreated):
+         * the file is nobody's, the readers have had their bytes */
+        char path[4096];
+        if (cidx_data_path(c->idx, f->id, path, sizeof path) == 0)
+            unlink(path);
+    } else if (ps != CIDX_OK && ps != CIDX_STALE) {
         log_msg(LOG_LVL_WARN, "cache", "%s/%s: publish failed (%d)", f->bucket, f->key, ps);
+    }
     if (ps == CIDX_OK && c->pf)
         cache_prefetch_on_ready(c->pf, f->bucket, f->key, f->id);
     pthread_mutex_lock(&f->mu);
@@ -1166,12 +1115,14 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
     goto out;
 
 io_fail:
-    log_msg(LOG_LVL_ERROR, "cache", "write to the cache file of %s/%s failed: %s", f->bucket,
-            f->key, strerror(-rc));
+    snprintf(why, sizeof why, "write to the cache file in %s failed: %s", c->dir,
+             strerror(-rc));
+    log_msg(LOG_LVL_ERROR, "cache", "%s/%s: %s", f->bucket, f->key, why);
     drain(io);
-    fill_fail(c, f, CACHE_IO, BACKEND_OK);
+    fill_fail(c, f, CACHE_IO, BACKEND_OK, why);
     if (rc == -ENOSPC || rc == -EDQUOT)
         shrink_on_full_disk(c);
+    cache_dirwatch_report(c->watch, -rc);
 out:
     drain(io);   /* before the buffers are reused and the file closed */
     if (md5)
@@ -1190,14 +1141,26 @@ static void *worker_main(void *arg)
     struct cache *c = arg;
     struct fill_io io;
     memset(&io, 0, sizeof io);
-    int rc = io_uring_queue_init(8, &io.ring, 0);
+    /* FILL_BUFS writes, and the fdatasync after them */
+    int rc = cache_eng_new(c->engine, FILL_BUFS + 1, &io.eng);
+    if (rc < 0 && c->engine == CACHE_ENGINE_URING) {
+        /* the probe's ring worked and this one does not (RLIMIT_MEMLOCK on
+         * older kernels): this worker fills with pwrite rather than not at all */
+        static atomic_flag said = ATOMIC_FLAG_INIT;
+        if (!atomic_flag_test_and_set(&said))
+            log_msg(LOG_LVL_WARN, "cache", "a fill worker cannot set up its io_uring (%s): "
+                    "it uses pread/pwrite", strerror(-rc));
+        rc = cache_eng_new(CACHE_ENGINE_THREADS, FILL_BUFS + 1, &io.eng);
+    }
     for (int i = 0; i < FILL_BUFS; i++)
         if (posix_memalign((void **)&io.buf[i], 4096, FILL_BUF) != 0)
             io.buf[i] = NULL;
     bool ok = rc == 0 && io.buf[0] && io.buf[1];
+    char why[CACHE_JOB_MSG_LEN];
+    snprintf(why, sizeof why, "the fill worker could not start: %s",
+             rc < 0 ? strerror(-rc) : "buffers: out of memory");
     if (!ok)
-        log_msg(LOG_LVL_ERROR, "cache", "fill worker cannot start: io_uring %s",
-                rc < 0 ? strerror(-rc) : "buffers");
+        log_msg(LOG_LVL_ERROR, "cache", "%s", why);
     for (;;) {
         pthread_mutex_lock(&c->mu);
         while (!c->stopping && !c->queue_head && !c->bg_head)
@@ -1215,14 +1178,13 @@ static void *worker_main(void *arg)
         if (ok) {
             run_fill(c, f, &io);
         } else {
-            fill_fail(c, f, CACHE_IO, BACKEND_OK);
+            fill_fail(c, f, CACHE_IO, BACKEND_OK, why);
             fill_retire(c, f);
         }
     }
     for (int i = 0; i < FILL_BUFS; i++)
         free(io.buf[i]);
-    if (rc == 0)
-        io_uring_queue_exit(&io.ring);
+    cache_eng_free(io.eng);
     return NULL;
 }
 
@@ -1266,6 +1228,10 @@ static void *reaper_main(void *arg)
 
 /* Locks the cache directory for the cache's life, before the index is read:
  * two gateways on one directory would overwrite each other's snapshots. */
+/* One gateway per cache directory. Only another holder stops the start: a
+ * directory that cannot hold the lock now (missing and not creatable,
+ * read-only) is one the cache cannot use either, and the watcher takes the
+ * lock when it takes the directory back (cache_dir_claim). */
 static int cache_dir_lock(struct cache *c)
 {
     char msg[768];
@@ -1274,13 +1240,36 @@ static int cache_dir_lock(struct cache *c)
     case CONF_DIRLOCK_OK:
         return 0;
     case CONF_DIRLOCK_UNSUPPORTED:
+    case CONF_DIRLOCK_ERRNO:
         log_msg(LOG_LVL_WARN, "cache", "%s", msg);
+        return 0;
+    case CONF_DIRLOCK_BUSY:
+        break;
+    }
+    log_msg(LOG_LVL_ERROR, "cache", "%s", msg);
+    return -1;
+}
+
+/* The watcher is about to (re)attach the index to the directory: the lock
+ * file went with a deleted directory, so the lock is taken anew on the
+ * directory as it is now. Non-zero (why says it) keeps the directory down. */
+static int cache_dir_claim(void *arg, char *why, size_t len)
+{
+    struct cache *c = arg;
+    struct conf_dirlock *old = c->lock;
+    c->lock = NULL;
+    conf_dirlock_release(old);   /* ours: released before we take the new file's */
+    int e;
+    switch (conf_dirlock_take(c->dir, "cache directory", &c->lock, &e, why, len)) {
+    case CONF_DIRLOCK_OK:
+        return 0;
+    case CONF_DIRLOCK_UNSUPPORTED:
+        log_msg(LOG_LVL_WARN, "cache", "%s", why);
         return 0;
     case CONF_DIRLOCK_BUSY:
     case CONF_DIRLOCK_ERRNO:
         break;
     }
-    log_msg(LOG_LVL_ERROR, "cache", "%s", msg);
     return -1;
 }
 
@@ -1302,10 +1291,26 @@ int cache_open(const struct cache_conf *cf, struct backend *cold, struct cache *
     c->dir = strdup(cf->dir);
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->work, NULL);
-    if (!c->dir || cache_dir_lock(c) != 0 ||
-        cidx_open(cf->dir, cf->capacity, &c->idx) != CIDX_OK) {
-        log_msg(LOG_LVL_ERROR, "cache", "cannot open the cache directory %s", cf->dir);
+    char why[320];
+    bool up = false;
+    /* the lock, the engine, then the index: a directory that cannot be used
+     * now gives an index not attached to it (up false, and why), not a
+     * failure; only another gateway holding it stops the start */
+    int rc = c->dir ? cache_dir_lock(c) : -1;
+    if (rc == 0)
+        rc = cache_eng_choose(cf->engine, cf->read_uring, &c->engine);
+    if (rc == 0)
+        rc = cache_dir_open_index(c->dir, c->cf.capacity, &c->idx, &up, why, sizeof why);
+    if (rc == 0 && cache_dirwatch_start(c->idx, up, why, cf->dirwatch_ms, cache_dir_claim, c,
+                                        &c->watch) != 0) {
+        log_msg(LOG_LVL_ERROR, "cache", "cannot start the cache directory's watcher");
+        cidx_close(c->idx);
+        rc = -1;
+    }
+    if (rc != 0) {   /* logged */
         conf_dirlock_release(c->lock);
+        pthread_cond_destroy(&c->work);
+        pthread_mutex_destroy(&c->mu);
         free(c->dir);
         free(c);
         return -1;
@@ -1355,7 +1360,7 @@ void cache_stop(struct cache *c)
         cache_prefetch_stop(pf);   /* no new staging from here on */
     while (q) {
         struct fill *next = q->queue_next;
-        fill_fail(c, q, CACHE_IO, BACKEND_OK);
+        fill_fail(c, q, CACHE_IO, BACKEND_OK, "the gateway is stopping");
         fill_retire(c, q);
         q = next;
     }
@@ -1372,6 +1377,7 @@ void cache_close(struct cache *c)
     if (!c)
         return;
     cache_stop(c);
+    cache_dirwatch_stop(c->watch);   /* no reset of the index from here on */
     if (c->pf)
         cache_prefetch_free(c->pf);
     cidx_close(c->idx);
@@ -1398,13 +1404,33 @@ void cache_stats_get(struct cache *c, struct cache_stats *out)
     uint64_t reserved;
     cidx_usage(c->idx, &out->bytes_used, &reserved, &out->objects);
     out->capacity = c->cf.capacity;
+    out->engine = cache_eng_name(c->engine);
+    out->dir_resets = cache_dirwatch_resets(c->watch);
+}
+
+bool cache_ready(struct cache *c, char *why, size_t len)
+{
+    return cache_dirwatch_ready(c->watch, why, len);
 }
 
 /* ---- staging, for prefetch jobs ---- */
 
-enum cache_stage_result cache_stage(struct cache *c, const char *bucket, const char *key,
-                                    struct cache_stage_obs *obs, uint64_t *size)
+/* Fills *err (when asked for) with why staging could not start. */
+static enum cache_stage_result stage_error(struct cache_stage_end *err, enum cache_status st,
+                                           const char *why)
 {
+    if (err)
+        *err = (struct cache_stage_end){ .err = st, .bst = BACKEND_OK, .why = why };
+    return CACHE_STAGE_ERROR;
+}
+
+enum cache_stage_result cache_stage(struct cache *c, const char *bucket, const char *key,
+                                    struct cache_stage_obs *obs, uint64_t *size,
+                                    struct cache_stage_end *err)
+{
+    static _Thread_local char why[CACHE_JOB_MSG_LEN];
+    if (!cache_ready(c, why, sizeof why))
+        return stage_error(err, CACHE_IO, why);
     struct cidx_info info;
     if (cidx_lookup(c->idx, bucket, key, &info) == CIDX_OK) {
         *size = info.size;
@@ -1413,7 +1439,7 @@ enum cache_stage_result cache_stage(struct cache *c, const char *bucket, const c
     pthread_mutex_lock(&c->mu);
     if (c->stopping) {
         pthread_mutex_unlock(&c->mu);
-        return CACHE_STAGE_ERROR;
+        return stage_error(err, CACHE_IO, "the gateway is stopping");
     }
     struct fill *f = table_find(c, bucket, key);
     if (f) {
@@ -1439,13 +1465,15 @@ enum cache_stage_result cache_stage(struct cache *c, const char *bucket, const c
     }
     if (is != CIDX_OK) {
         pthread_mutex_unlock(&c->mu);
-        return CACHE_STAGE_ERROR;
+        return stage_error(err, is == CIDX_NOMEM ? CACHE_NOMEM : CACHE_IO,
+                           is == CIDX_NOMEM ? "out of memory"
+                                            : "the cache index refused the key");
     }
     f = fill_new_locked(c, bucket, key, id, true);
     if (!f) {
         cidx_fill_abort(c->idx, id);
         pthread_mutex_unlock(&c->mu);
-        return CACHE_STAGE_ERROR;
+        return stage_error(err, CACHE_NOMEM, "out of memory");
     }
     obs->next = NULL;
     f->observers = obs;
@@ -1492,12 +1520,9 @@ unsigned cache_job_keep_s_of(const struct cache *c)
     return c->cf.job_keep_s;
 }
 
-static void warm_done(struct cache_stage_obs *obs, bool ok, uint64_t size,
-                      enum backend_status bst)
+static void warm_done(struct cache_stage_obs *obs, const struct cache_stage_end *end)
 {
-    (void)ok;
-    (void)size;
-    (void)bst;
+    (void)end;
     free(obs);
 }
 
@@ -1508,6 +1533,6 @@ void cache_warm(struct cache *c, const char *bucket, const char *key)
         return;
     obs->done = warm_done;
     uint64_t size;
-    if (cache_stage(c, bucket, key, obs, &size) != CACHE_STAGE_STARTED)
+    if (cache_stage(c, bucket, key, obs, &size, NULL) != CACHE_STAGE_STARTED)
         free(obs);
 }

@@ -40,6 +40,13 @@ enum cache_consistency {
     CACHE_ALWAYS,      /* revalidate every read */
 };
 
+/* Which engine writes fills and reads hits (cache/engine_int.h). */
+enum cache_engine {
+    CACHE_ENGINE_AUTO = 0,   /* io_uring when it works here, else threads */
+    CACHE_ENGINE_URING,      /* io_uring; cache_open fails when it does not work */
+    CACHE_ENGINE_THREADS,    /* pread/pwrite on the fill workers (io_uring blocked) */
+};
+
 struct cache_bucket_conf {
     const char *bucket;
     enum cache_consistency consistency;
@@ -53,6 +60,8 @@ struct cache_conf {
     unsigned fill_workers;        /* concurrent fills (8) */
     unsigned wait_timeout_ms;     /* a reader waits at most this long for bytes (30000) */
     bool read_uring;              /* cache_obj_read reads through io_uring, not pread */
+    enum cache_engine engine;     /* AUTO (0) by default */
+    unsigned dirwatch_ms;         /* how often the cache directory is checked (0: 1000) */
     unsigned job_keep_s;          /* ended prefetch jobs are kept this long (0: 3600) */
     enum cache_consistency default_consistency;
     unsigned default_ttl_s;
@@ -61,7 +70,12 @@ struct cache_conf {
 };
 
 /* Opens the cache directory (the index is loaded, not rebuilt), starts the
- * fill workers. Borrows cold, which must outlive the cache. 0 or -1. */
+ * fill workers. Borrows cold, which must outlive the cache. 0 or -1 (the
+ * reason logged: no memory or threads, or cache.engine "io_uring" where
+ * io_uring does not work). A cache directory that cannot be used (missing
+ * and not creatable, read-only, broken) does not fail the open: the cache
+ * serves every read from the cold tier, says why (cache_ready), and starts
+ * caching once the directory is usable. One log line names the engine. */
 int cache_open(const struct cache_conf *cf, struct backend *cold, struct cache **out);
 /* Fails every fill in progress and resumes every waiter (so a server can
  * stop: libmicrohttpd needs every suspended connection resumed), then stops
@@ -148,8 +162,18 @@ struct cache_stats {
     uint64_t hits, misses, fills_started, fills_done, fills_failed, fill_waiters;
     uint64_t evictions, bytes_used, objects, backend_bytes, revalidations;
     uint64_t capacity;
+    const char *engine;   /* "io_uring" or "threads": the engine running fills (static) */
+    uint64_t dir_resets;  /* the cache directory was recreated or taken back (index dropped) */
 };
 void cache_stats_get(struct cache *c, struct cache_stats *out);
+
+/* Is the cache directory usable now? true when it is; otherwise false and
+ * why (len bytes, NUL-terminated) says what is wrong, e.g. "cache directory
+ * /x is read-only: Read-only file system (EROFS)" or "cache directory /x is
+ * missing: recreating it". While it is not, reads go to the cold tier.
+ * Cheap (no disk access: a watcher thread checks the directory every
+ * second); any thread. */
+bool cache_ready(struct cache *c, char *why, size_t len);
 
 /* ---- prefetch jobs (cache/prefetch.c) ---- */
 
@@ -177,9 +201,14 @@ enum cache_job_state { CACHE_JOB_QUEUED, CACHE_JOB_RUNNING, CACHE_JOB_DONE, CACH
                        CACHE_JOB_CANCELLED };
 const char *cache_job_state_name(enum cache_job_state st);
 
+#define CACHE_JOB_MSG_LEN 160
+
 struct cache_job_error {
     char *key;
+    enum cache_status cst;    /* CACHE_BACKEND: the cold tier answered st; else the cache
+                                 tier could not stage the key (CACHE_IO, CACHE_NOMEM...) */
     enum backend_status st;
+    char msg[CACHE_JOB_MSG_LEN];   /* a cache-side failure's reason; "" otherwise */
 };
 
 /* A snapshot of a job; free with cache_job_info_clear(). */

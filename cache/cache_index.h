@@ -72,6 +72,9 @@ struct cidx_opts {
      * the entry. */
     uint32_t file_hdr_align;
     uint32_t file_hdr_max;
+    /* Open without touching cache_dir (it cannot be used now): an empty index that
+     * journals nothing until cidx_reset() attaches it to the directory. */
+    bool detached;
 };
 
 struct cidx_sweep_stats {
@@ -112,6 +115,27 @@ enum cidx_status cidx_open_ex(const char *cache_dir, uint64_t capacity_bytes,
  * fsync), frees everything. FILLING entries are dropped (their files are swept at
  * the next open). No other call may run concurrently or follow. */
 enum cidx_status cidx_close(struct cidx *x);
+
+/* Puts a running index onto a fresh cache directory: recreates the directory (it
+ * was deleted, or it was unusable and is usable now), drops the index files and
+ * data files found there (an index that could not journal while the directory was
+ * unusable cannot vouch for them; data files move to trash/, see
+ * cidx_trash_empty), starts a new journal in it and drops every entry in memory
+ * (*dropped gets their number). Callers may go on using the index meanwhile:
+ * ids handed out before are simply gone (publish/abort/unpin answer
+ * CIDX_NOT_FOUND). Also attaches an index opened detached. CIDX_OK, or CIDX_IO
+ * with errno of the failing call (logged with its path). One caller at a time. */
+enum cidx_status cidx_reset(struct cidx *x, uint64_t *dropped);
+/* Removes what cidx_reset moved to trash/ (may take long: call from a background
+ * thread). Returns the number of files removed. */
+unsigned long cidx_trash_empty(struct cidx *x);
+/* Can an index live in dir now? Creates it if missing (mkdir -p), opens it, and
+ * writes, syncs and removes a small probe file. 0, or an errno with why (len bytes)
+ * saying what is wrong in one sentence that names the directory, e.g. "cache
+ * directory /x is read-only: Read-only file system (EROFS)". Any thread. */
+int cidx_dir_probe(const char *dir, char *why, size_t len);
+/* The directory the index lives in (borrowed). */
+const char *cidx_dir(const struct cidx *x);
 
 /* O(1). READY: copies the info out, marks the entry used, returns CIDX_OK.
  * FILLING (not doomed): returns CIDX_FILLING with out->id/state/size set so the

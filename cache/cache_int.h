@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "cache.h"
 
 /* A cache data file: [header block, padded to 4 KiB][object bytes]. The
  * header holds what a hit needs to answer like the cold tier (size, ETag,
@@ -33,10 +34,21 @@ struct cache;
 struct cidx;
 struct cache_prefetch;
 
+/* How a staged object's fill ended, or why staging could not start it. */
+struct cache_stage_end {
+    bool ok;
+    uint64_t size;               /* ok: the object's size */
+    enum cache_status err;       /* !ok: CACHE_BACKEND (bst: what the cold tier answered), or
+                                    a cache-side failure (CACHE_IO, CACHE_NOMEM...) */
+    enum backend_status bst;
+    const char *why;             /* !ok: a sentence on a cache-side failure, or ""; valid
+                                    during the call */
+};
+
 /* Told when a staged object's fill ends. Called from a fill worker with no
  * cache lock held; the observer is the job's to free. */
 struct cache_stage_obs {
-    void (*done)(struct cache_stage_obs *obs, bool ok, uint64_t size, enum backend_status bst);
+    void (*done)(struct cache_stage_obs *obs, const struct cache_stage_end *end);
     struct cache_stage_obs *next;   /* private to cache.c */
     void *job;
     size_t index;
@@ -50,9 +62,11 @@ enum cache_stage_result {
 };
 
 /* Stages bucket/key with no reader: a background fill (reader misses always
- * go first), or joins the fill in progress. Any thread. */
+ * go first), or joins the fill in progress. CACHE_STAGE_ERROR fills *err
+ * (may be NULL) with the reason. Any thread. */
 enum cache_stage_result cache_stage(struct cache *c, const char *bucket, const char *key,
-                                    struct cache_stage_obs *obs, uint64_t *size);
+                                    struct cache_stage_obs *obs, uint64_t *size,
+                                    struct cache_stage_end *err);
 /* Background fills queued or running now, and the limit. */
 unsigned cache_stage_inflight(struct cache *c, unsigned *limit);
 struct cidx *cache_index_of(struct cache *c);

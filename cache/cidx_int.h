@@ -134,6 +134,20 @@ enum cidx_status cidx_jnl_compact(struct cidx *x);
 enum cidx_status cidx_jnl_sync(struct cidx *x);
 uint64_t cidx_now_ms(void);
 
+/* index_dir.c: creates (mkdir -p) and opens dir, dir/objects and its 256
+ * sub-directories (O_PATH). With wipe, first drops the index files found in dir and
+ * moves dir/objects to dir/trash/. 0, or -1 with errno of the failing call, whose
+ * path is logged; nothing is left open then. */
+int cidx_dirfds_open(const char *dir, bool wipe, int *dirfd, int *objfd, int subfd[256]);
+
+/* journal.c: starts journal <gen + 1> in the (new) directory x->dirfd with this
+ * run's EPOCH record and makes it the active one; the old journal is closed. Caller
+ * holds compact_mu. */
+enum cidx_status cidx_jnl_restart(struct cidx *x);
+
+/* index.c: drops every entry of shard si (READY, FILLING, doomed); returns how many. */
+uint64_t cidx_shard_clear(struct cidx *x, unsigned si);
+
 /* index.c, used by journal.c */
 /* Writes the entry's bare etag + NUL into out; returns its length. */
 size_t cidx_ent_etag(const struct cidx_ent *e, char out[CIDX_ETAG_MAX]);

@@ -580,6 +580,30 @@ long cidx_shard_serialize(struct cidx *x, unsigned si, unsigned char **buf, size
     return n;
 }
 
+uint64_t cidx_shard_clear(struct cidx *x, unsigned si)
+{
+    struct cidx_shard *s = &x->shards[si];
+    struct cidx_ent *gone = NULL;
+    uint64_t n = 0;
+    pthread_mutex_lock(&s->mu);
+    for (uint32_t i = 0; i <= s->it_mask; i++) {
+        struct cidx_ent *e;
+        while ((e = s->it[i]) != NULL) {
+            ent_unlink_locked(x, s, e);   /* takes it out of it[i] and the counters */
+            e->inext = gone;
+            gone = e;
+            n++;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    while (gone != NULL) {
+        struct cidx_ent *nx = gone->inext;
+        ent_free(x, gone);
+        gone = nx;
+    }
+    return n;
+}
+
 /* ---- the maintenance thread and the sweep ---- */
 
 static bool file_size_ok(const struct cidx *x, uint64_t fsize, uint64_t size)
@@ -721,25 +745,6 @@ static void *maint_main(void *arg)
 
 /* ---- open / close ---- */
 
-static int mkdir_p(const char *path)
-{
-    char buf[4096];
-    size_t n = strlen(path);
-    if (n == 0 || n >= sizeof buf)
-        return -1;
-    memcpy(buf, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] != '/' && buf[i] != '\0')
-            continue;
-        char c = buf[i];
-        buf[i] = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return -1;
-        buf[i] = c;
-    }
-    return 0;
-}
-
 static void cidx_free(struct cidx *x)
 {
     for (unsigned si = 0; si < CIDX_NSHARD; si++) {
@@ -825,27 +830,16 @@ enum cidx_status cidx_open_ex(const char *cache_dir, uint64_t capacity_bytes,
     if (x->opts.file_hdr_max == 0)
         x->opts.file_hdr_max = 64u << 10;
     x->capacity = capacity_bytes;
-    if (mkdir_p(cache_dir) != 0 ||
-        (x->dirfd = open(cache_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-        (mkdirat(x->dirfd, "objects", 0755) != 0 && errno != EEXIST) ||
-        (x->objfd = openat(x->dirfd, "objects", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-        log_msg(LOG_LVL_ERROR, "cache", "cache directory %s: %s", cache_dir, strerror(errno));
+    enum cidx_status st = CIDX_OK;
+    if (x->opts.detached) {
+        /* no directory yet (cidx_reset attaches one): nothing is journaled */
+        x->j.failed = true;
+        x->epoch = 1;
+        x->opts.sweep = CIDX_SWEEP_NONE;
+    } else if (cidx_dirfds_open(cache_dir, false, &x->dirfd, &x->objfd, x->subfd) != 0) {
         cidx_free(x);
         return CIDX_IO;
-    }
-    for (unsigned d = 0; d < 256; d++) {
-        char dn[8];
-        snprintf(dn, sizeof dn, "%02x", d);
-        if ((mkdirat(x->objfd, dn, 0755) != 0 && errno != EEXIST) ||
-            (x->subfd[d] = openat(x->objfd, dn, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
-            log_msg(LOG_LVL_ERROR, "cache", "mkdir %s/objects/%s: %s", cache_dir, dn,
-                    strerror(errno));
-            cidx_free(x);
-            return CIDX_IO;
-        }
-    }
-    enum cidx_status st = cidx_jnl_load(x);
-    if (st != CIDX_OK) {
+    } else if ((st = cidx_jnl_load(x)) != CIDX_OK) {
         cidx_free(x);
         return st;
     }
@@ -876,9 +870,12 @@ enum cidx_status cidx_close(struct cidx *x)
     if (x->maint_started)
         pthread_join(x->maint, NULL);
     /* Unfinished fills are not persisted: drop them so the snapshot is clean. */
-    enum cidx_status st = cidx_jnl_compact(x);
-    if (st != CIDX_OK)
-        cidx_jnl_sync(x);
+    enum cidx_status st = CIDX_OK;
+    if (x->dirfd >= 0) {   /* detached: no directory, nothing to write */
+        st = cidx_jnl_compact(x);
+        if (st != CIDX_OK)
+            cidx_jnl_sync(x);
+    }
     cidx_free(x);
     return st;
 }

@@ -629,3 +629,35 @@ out:
     pthread_mutex_unlock(&x->compact_mu);
     return st;
 }
+
+enum cidx_status cidx_jnl_restart(struct cidx *x)
+{
+    uint64_t gen = x->j.gen + 1;   /* changes only under compact_mu, which we hold */
+    int fd = jnl_create(x, gen);
+    if (fd < 0)
+        return CIDX_IO;
+    /* The epoch goes on: ids of this run stay unique, and the next open starts a
+     * later one. */
+    unsigned char rec[16];
+    size_t rl = rec_epoch(rec, x->epoch);
+    if (write_full(fd, rec, rl, HDR_LEN) != 0 || fdatasync(fd) != 0) {
+        int e = errno;
+        log_msg(LOG_LVL_ERROR, "cache", "write %s journal: %s", x->dir, strerror(e));
+        close(fd);
+        errno = e;
+        return CIDX_IO;
+    }
+    pthread_mutex_lock(&x->j.mu);
+    int ofd = x->j.fd;
+    x->j.fd = fd;
+    x->j.gen = gen;
+    x->j.off = HDR_LEN + rl;
+    x->j.unsynced = 0;
+    x->j.snap_bytes = 0;
+    x->j.failed = false;
+    x->j.last_sync_ms = cidx_now_ms();
+    pthread_mutex_unlock(&x->j.mu);
+    if (ofd >= 0)
+        close(ofd);
+    return CIDX_OK;
+}

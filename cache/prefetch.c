@@ -261,13 +261,19 @@ static void job_end(struct job *j, enum cache_job_state st)
 
 /* ---- counting ---- */
 
-static void add_error(struct job *j, size_t i, enum backend_status bst)
+/* Key i could not be staged: end says whether the cold tier refused it
+ * (CACHE_BACKEND) or the cache tier failed - never blamed on the object. */
+static void add_error(struct job *j, size_t i, const struct cache_stage_end *end)
 {
     if (j->n_errors == CACHE_JOB_ERRORS)
         return;
-    j->errors[j->n_errors].key = strdup(j->keys[i]);
-    j->errors[j->n_errors].st = bst;
-    if (j->errors[j->n_errors].key)
+    struct cache_job_error *e = &j->errors[j->n_errors];
+    e->key = strdup(j->keys[i]);
+    e->cst = end->err;
+    e->st = end->bst;
+    snprintf(e->msg, sizeof e->msg, "%s",
+             end->err != CACHE_BACKEND && end->why ? end->why : "");
+    if (e->key)
         j->n_errors++;
 }
 
@@ -299,9 +305,10 @@ static void check_done(struct job *j)
 }
 
 /* The fill engine's report on one staged key. */
-static void stage_done(struct cache_stage_obs *base, bool ok, uint64_t size,
-                       enum backend_status bst)
+static void stage_done(struct cache_stage_obs *base, const struct cache_stage_end *end)
 {
+    bool ok = end->ok;
+    uint64_t size = end->size;
     struct stage_obs *o = (struct stage_obs *)base;
     struct job *j = o->job;
     struct cache_prefetch *pf = j->pf;
@@ -318,7 +325,7 @@ static void stage_done(struct cache_stage_obs *base, bool ok, uint64_t size,
         } else {
             j->st[i] = K_FAILED;
             j->failed++;
-            add_error(j, i, bst == BACKEND_OK ? BACKEND_TOO_LARGE : bst);
+            add_error(j, i, end);
         }
     }
     check_done(j);
@@ -417,7 +424,9 @@ static bool stage_one(struct cache_prefetch *pf, struct job *j)
     o->base.index = i;
     o->job = j;
     uint64_t size = 0;
-    enum cache_stage_result r = cache_stage(pf->c, j->bucket, j->keys[i], &o->base, &size);
+    struct cache_stage_end err = { .err = CACHE_IO, .why = "" };
+    enum cache_stage_result r = cache_stage(pf->c, j->bucket, j->keys[i], &o->base, &size,
+                                            &err);
     if (r == CACHE_STAGE_BUSY) {
         free(o);
         return false;
@@ -436,7 +445,7 @@ static bool stage_one(struct cache_prefetch *pf, struct job *j)
     } else {
         j->st[i] = K_FAILED;
         j->failed++;
-        add_error(j, i, BACKEND_IO);
+        add_error(j, i, &err);
     }
     j->cursor++;
     check_done(j);
@@ -555,8 +564,8 @@ static void job_info(const struct job *j, struct cache_job_info *out)
         out->eta_s = 0;
     out->position = j->position;
     for (size_t i = 0; i < j->n_errors; i++) {
+        out->errors[i] = j->errors[i];
         out->errors[i].key = strdup(j->errors[i].key);
-        out->errors[i].st = j->errors[i].st;
         if (out->errors[i].key)
             out->n_errors++;
     }

@@ -295,6 +295,7 @@ int conf_init_defaults(struct conf *c)
     c->cache_on_write = false;
     c->prefetch_keep_s = 3600;
     c->cache_read_path = CONF_READ_SENDFILE;
+    c->cache_engine = CONF_ENGINE_AUTO;
     c->consistency = CONF_CONSISTENCY_TTL;
     c->consistency_ttl_s = 60;
     c->region = strdup("us-east-1");
@@ -724,6 +725,20 @@ static int set_cache_size(struct conf *c, const char *field, const char *s, char
     return 0;
 }
 
+static int set_cache_engine(struct conf *c, const char *field, const char *s, char *err,
+                            size_t errlen)
+{
+    if (strcmp(s, "auto") == 0)
+        c->cache_engine = CONF_ENGINE_AUTO;
+    else if (strcmp(s, "io_uring") == 0)
+        c->cache_engine = CONF_ENGINE_URING;
+    else if (strcmp(s, "threads") == 0)
+        c->cache_engine = CONF_ENGINE_THREADS;
+    else
+        return fail(err, errlen, "%s: must be \"auto\", \"io_uring\" or \"threads\"", field);
+    return 0;
+}
+
 #define CONSISTENCY_HELP "must be \"immutable\", \"always\" or \"ttl:SECONDS\" with SECONDS " \
                          "from 1 to %u"
 
@@ -1132,12 +1147,12 @@ bad:
 
 static const char *const cache_keys[] = { "dir", "size", "high_watermark", "low_watermark",
                                           "fill_workers", "wait_timeout_ms", "on_write",
-                                          "consistency", "read_path" };
+                                          "consistency", "read_path", "engine" };
 enum { N_CACHE_KEYS = sizeof cache_keys / sizeof cache_keys[0] };
-_Static_assert(N_CACHE_KEYS == 9, "update cache_keys, CACHE_KEYS_HELP, cache_from_json and "
+_Static_assert(N_CACHE_KEYS == 10, "update cache_keys, CACHE_KEYS_HELP, cache_from_json and "
                "the example config");
 #define CACHE_KEYS_HELP "dir, size, high_watermark, low_watermark, fill_workers, " \
-                        "wait_timeout_ms, on_write, consistency, read_path"
+                        "wait_timeout_ms, on_write, consistency, read_path, engine"
 
 /* cache: {"dir": "/nvme/sg", "size": "100GiB", ...}. Each key given replaces
  * that one setting; the rest keep their values. Whether low_watermark is below
@@ -1210,6 +1225,13 @@ static int cache_from_json(struct conf *c, const json_t *v, char *err, size_t er
             else
                 return fail(err, errlen, "cache.read_path: must be \"auto\", \"sendfile\" or "
                             "\"io_uring\"");
+        } else if (strcmp(key, "engine") == 0) {
+            const char *s = json_cstr(val);
+            if (s == NULL)
+                return fail(err, errlen, "cache.engine: must be \"auto\", \"io_uring\" or "
+                            "\"threads\"");
+            if (set_cache_engine(c, "cache.engine", s, err, errlen) != 0)
+                return -1;
         } else { /* "consistency" */
             const char *s = json_cstr(val);
             if (s == NULL)
@@ -1545,6 +1567,7 @@ static const struct {
     { "SHARDGATE_CONSISTENCY", set_consistency },
     { "SHARDGATE_STATE_DIR", set_state_dir },
     { "SHARDGATE_MPU_MAX_AGE", set_mpu_max_age },
+    { "SHARDGATE_CACHE_ENGINE", set_cache_engine },
 };
 
 int conf_apply_env(struct conf *c, char *err, size_t errlen)

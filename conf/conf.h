@@ -67,6 +67,13 @@ enum conf_read_path {
     CONF_READ_URING,      /* always read through io_uring into a buffer */
 };
 
+/* Which I/O engine the cache tier's fills use (cache/engine_int.h). */
+enum conf_cache_engine {
+    CONF_ENGINE_AUTO,     /* io_uring when it works, else threads */
+    CONF_ENGINE_URING,    /* io_uring or no start */
+    CONF_ENGINE_THREADS,  /* pread/pwrite on the fill workers */
+};
+
 struct conf {
     /* listening */
     char *listen_addr;          /* "127.0.0.1" */
@@ -114,6 +121,8 @@ struct conf {
                                        reader waits for bytes of a fill */
     enum conf_read_path cache_read_path;  /* "read_path": "sendfile" (default) | "io_uring"
                                        | "auto": how cached bytes reach a client, README */
+    enum conf_cache_engine cache_engine;  /* "engine" / SHARDGATE_CACHE_ENGINE: "auto"
+                                       (default) | "io_uring" | "threads" */
     unsigned prefetch_keep_s;       /* "prefetch_keep_s": ended prefetch jobs stay listed this
                                        long (3600; 1 s to 30 days) */
     bool cache_on_write;            /* "on_write": false; true = a write through shardgate

@@ -99,6 +99,10 @@ enum s3_err s3_error_from_backend(enum backend_status st);
 enum s3_err s3_error_from_auth(enum auth_status st);
 /* S3's wording for some auth failures, or NULL for the code's default. */
 const char *s3_error_auth_message(enum auth_status st);
+/* The code a prefetch job reports for a key it could not stage: the cold
+ * tier's S3 code (cst CACHE_BACKEND), or a cache-side name when the cache
+ * tier failed ("CacheUnavailable" ...), never an object error. */
+const char *s3_error_job_code(enum cache_status cst, enum backend_status bst);
 
 /* ---- the request record ---- */
 

@@ -61,7 +61,11 @@ static int job_json(struct gw_buf *b, const struct cache_job_info *ji)
         rc |= gw_buf_puts(b, i ? ",{\"key\":" : "{\"key\":");
         rc |= gw_json_str(b, ji->errors[i].key);
         rc |= gw_buf_puts(b, ",\"code\":");
-        rc |= gw_json_str(b, s3_error_get(s3_error_from_backend(ji->errors[i].st))->code);
+        rc |= gw_json_str(b, s3_error_job_code(ji->errors[i].cst, ji->errors[i].st));
+        if (ji->errors[i].msg[0]) {
+            rc |= gw_buf_puts(b, ",\"message\":");
+            rc |= gw_json_str(b, ji->errors[i].msg);
+        }
         rc |= gw_buf_puts(b, "}");
     }
     rc |= gw_buf_puts(b, "],\"created\":");

@@ -61,6 +61,16 @@ static enum cache_consistency consistency(enum conf_consistency cc)
     return CACHE_TTL;
 }
 
+static enum cache_engine cache_engine(enum conf_cache_engine e)
+{
+    switch (e) {
+    case CONF_ENGINE_AUTO: return CACHE_ENGINE_AUTO;
+    case CONF_ENGINE_URING: return CACHE_ENGINE_URING;
+    case CONF_ENGINE_THREADS: return CACHE_ENGINE_THREADS;
+    }
+    return CACHE_ENGINE_AUTO;
+}
+
 static int serve(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -202,6 +212,7 @@ static int serve(int argc, char **argv)
             .fill_workers = c.cache_fill_workers,
             .wait_timeout_ms = c.cache_wait_ms,
             .read_uring = c.cache_read_path != CONF_READ_SENDFILE,
+            .engine = cache_engine(c.cache_engine),
             .job_keep_s = c.prefetch_keep_s,
             .default_consistency = consistency(c.consistency),
             .default_ttl_s = c.consistency_ttl_s,
@@ -209,7 +220,8 @@ static int serve(int argc, char **argv)
             .n_buckets = n_cbc,
         };
         if (!cbc || cache_open(&cc, b, &cache) != 0) {
-            fprintf(stderr, "shardgate: cannot open the cache directory %s\n", c.cache_dir);
+            fprintf(stderr, "shardgate: cannot start the cache tier on %s (the error above "
+                    "says why)\n", c.cache_dir);
             auth_close(a);
             backend_close(b);
             goto out;
@@ -234,6 +246,9 @@ static int serve(int argc, char **argv)
     if (cache)
         printf("  cache:      %s (%llu bytes)\n", c.cache_dir,
                (unsigned long long)c.cache_size);
+    char cache_why[320];
+    if (cache && !cache_ready(cache, cache_why, sizeof cache_why))
+        printf("              not in use now: %s\n", cache_why);
     printf("  access key: %s\n", root->access_key);
     if (c.default_credentials)
         printf("  secret key: %s   (the built-in default: set SHARDGATE_ACCESS_KEY and "

@@ -134,6 +134,9 @@ void gw_h_metrics(struct gw_req *r)
           offsetof(struct cache_stats, revalidations) },
         { "shardgate_fill_waiters", "gauge", "Readers waiting for bytes of a fill.",
           offsetof(struct cache_stats, fill_waiters) },
+        { "shardgate_cache_dir_resets_total", "counter", "Times the cache directory was "
+          "recreated or taken back after it was unusable (the index starts empty).",
+          offsetof(struct cache_stats, dir_resets) },
     };
     for (size_t i = 0; i < sizeof cache_metrics / sizeof cache_metrics[0]; i++) {
         uint64_t v;
@@ -143,6 +146,11 @@ void gw_h_metrics(struct gw_req *r)
                             cache_metrics[i].type, cache_metrics[i].name,
                             (unsigned long long)v);
     }
+    if (r->cache)
+        rc |= gw_buf_printf(&b, "# HELP shardgate_cache_engine The engine of cache fills: "
+                                "io_uring, or threads (pread/pwrite, io_uring blocked).\n"
+                                "# TYPE shardgate_cache_engine gauge\n"
+                                "shardgate_cache_engine{engine=\"%s\"} 1\n", cs.engine);
 
     struct backend_stats bs;
     backend_stats_get(&bs);

@@ -189,3 +189,15 @@ const char *s3_error_auth_message(enum auth_status st)
     }
     return NULL;
 }
+
+const char *s3_error_job_code(enum cache_status cst, enum backend_status bst)
+{
+    switch (cst) {
+    case CACHE_BACKEND: return s3_error_get(s3_error_from_backend(bst))->code;
+    case CACHE_IO: return "CacheUnavailable";
+    case CACHE_NOMEM: return "SlowDown";
+    case CACHE_TIMEOUT: return "RequestTimeout";
+    case CACHE_OK: case CACHE_AGAIN: case CACHE_END: return "InternalError";
+    }
+    return "InternalError";
+}

@@ -217,12 +217,19 @@ class Cache:
     """Options of the caching gateway B (kept for restarts)."""
 
     def __init__(self, cold_url, access, secret, cache_dir=None, size="64MiB",
-                 consistency=None, config=None, extra=None, tag="b"):
+                 consistency=None, config=None, extra=None, tag="b", wrap=None):
         self.cold_url, self.access, self.secret = cold_url, access, secret
         self.cache_dir = cache_dir or tempfile.mkdtemp(prefix="sg-cache-", dir=H.S.tmp)
         self.size, self.consistency = size, consistency
         self.config, self.extra, self.tag = config, extra or [], tag
+        self.wrap = wrap or []     # argv prefix: B runs under it (seccomp_exec.py, unshare)
         self.port = None
+
+
+# SHARDGATE_TEST_CACHE_ENGINE=threads (set by tests/CMakeLists.txt for the
+# ".threads" runs) starts every caching gateway B with that cache engine, so
+# the cache suites exercise the pread/pwrite engine as well as io_uring.
+ENGINE = os.environ.get("SHARDGATE_TEST_CACHE_ENGINE", "")
 
 
 def start_cache(cfg, port=None, expect_ok=True):
@@ -239,8 +246,11 @@ def start_cache(cfg, port=None, expect_ok=True):
     env.update(SHARDGATE_ACCESS_KEY=H.ACCESS_KEY, SHARDGATE_SECRET_KEY=H.SECRET_KEY,
                SHARDGATE_LOG_LEVEL="info", AWS_ACCESS_KEY_ID=cfg.access,
                AWS_SECRET_ACCESS_KEY=cfg.secret)
-    argv = [os.environ["SHARDGATE_BIN"], "serve", "--listen", "127.0.0.1:%d" % H.S.port,
-            "--cold", cfg.cold_url, "--cache-dir", cfg.cache_dir]
+    if ENGINE:
+        env["SHARDGATE_CACHE_ENGINE"] = ENGINE
+    argv = cfg.wrap + [os.environ["SHARDGATE_BIN"], "serve", "--listen",
+                       "127.0.0.1:%d" % H.S.port, "--cold", cfg.cold_url,
+                       "--cache-dir", cfg.cache_dir]
     if cfg.size:
         argv += ["--cache-size", str(cfg.size)]
     if cfg.consistency:
@@ -266,6 +276,9 @@ def start_cache(cfg, port=None, expect_ok=True):
     if expect_ok and not H.check("[%s] caching gateway B answers health" % cfg.tag, ok,
                                  H.log_tail(30)):
         H.finish()
+    if ok and ENGINE:
+        H.eq("[%s] B's cache engine is %s" % (cfg.tag, ENGINE),
+             bm("shardgate_cache_engine", engine=ENGINE), 1.0)
     return ok
 
 

@@ -14,7 +14,9 @@ a lock file races with the next locker).
 """
 
 import os
+import shutil
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
@@ -73,6 +75,26 @@ def main():
         return T.Gw(tag, ["--data", H.tmpdir("data-" + tag), "--cache-dir", cache,
                           "--cache-size", "32MiB"])
     sequence("cache", cache_gw, "cache directory " + cache, os.path.join(cache, "lock"))
+
+    # a cache directory deleted under its gateway is recreated by the cache's
+    # watcher: the lock file went with it, so the lock is taken anew and a
+    # second gateway on that path is still refused
+    healed = os.path.join(H.S.tmp, "healed-cache")
+
+    def healed_gw(tag):
+        return T.Gw(tag, ["--data", H.tmpdir("hdata-" + tag), "--cache-dir", healed,
+                          "--cache-size", "32MiB"])
+    a = healed_gw("healed-a")
+    if a.start():
+        shutil.rmtree(healed)
+        lock = os.path.join(healed, "lock")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not os.path.exists(lock):
+            time.sleep(0.1)
+        check("[healed] the recreated cache directory has a lock file again",
+              os.path.exists(lock), a.tail())
+        refused_naming("healed", healed_gw("healed-b"), a.pid, "cache directory " + healed)
+        eq("[healed] the first stops with 0", a.stop(), 0)
 
     # the data directory with its default state directory DATA/.shardgate
     data = H.tmpdir("shared-data")

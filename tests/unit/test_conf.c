@@ -344,7 +344,9 @@ static const struct bad_case bad_files[] = {
     { "cache_not_object", "{\"cache\":\"/nvme\"}", "cache: must be an object like" },
     { "cache_unknown_key", "{\"cache\":{\"directory\":\"/nvme\"}}",
       "cache: unknown key \"directory\" (allowed: dir, size, high_watermark, low_watermark, "
-      "fill_workers, wait_timeout_ms, on_write, consistency, read_path)" },
+      "fill_workers, wait_timeout_ms, on_write, consistency, read_path, engine)" },
+    { "cache_engine_bad", "{\"cache\": {\"engine\": \"epoll\"}}",
+      "cache.engine: must be \"auto\", \"io_uring\" or \"threads\"" },
     { "cache_read_path_bad", "{\"cache\": {\"read_path\": \"mmap\"}}",
       "cache.read_path: must be \"auto\", \"sendfile\" or \"io_uring\"" },
     { "cache_dir_empty", "{\"cache\":{\"dir\":\"\"}}", "cache.dir: must be a non-empty path" },
