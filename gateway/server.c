@@ -390,8 +390,7 @@ static bool body_too_slow(struct gw_req *r)
         backend_put_abort(r->put);
         r->put = NULL;
     }
-    r->status = 408;
-    r->state = GW_REQ_DONE;
+    r->state = GW_REQ_DONE;   /* no response: the access line says aborted */
     return true;
 }
 
