@@ -39,8 +39,13 @@ def t_metrics():
     eq("prefetch submit answers 202", r.status, 202)
     st, _ = F.signed_get(g.port, "/%s/no-such-key" % BUCKET)
     eq("GET of a missing key answers 404", st, 404)
-    time.sleep(0.2)
-    m = C.metrics(g.port)
+    # a request is counted when it completes, just after its answer went out
+    m, end = {}, time.time() + 20
+    while time.time() < end:
+        m = C.metrics(g.port)
+        if C.metric_sum(m, "shardgate_requests_total", op="GetObject", code="404"):
+            break
+        time.sleep(0.1)
     eq('PrefetchSubmit counted as code="202"',
        C.metric_sum(m, "shardgate_requests_total", op="PrefetchSubmit", code="202"), 1.0)
     check('nothing counted as code="other"',
@@ -62,14 +67,23 @@ def t_metrics():
 
 def in_flight_put(port):
     """A PUT that announced 1 MB and sent 10 bytes: a request the graceful
-    stop waits for."""
+    stop waits for. It asks for 100-continue, so that once the answer is
+    here the gateway has the request in hand."""
     url = "http://127.0.0.1:%d/%s/partial" % (port, BUCKET)
     hdrs = H.sign_headers("PUT", url, payload_hash="UNSIGNED-PAYLOAD")
     head = "PUT /%s/partial HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % (BUCKET, port)
     head += "".join("%s: %s\r\n" % (k, v) for k, v in hdrs.items() if k.lower() != "host")
-    head += "Content-Length: 1000000\r\n\r\n"
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    s.sendall(head.encode() + b"0123456789")
+    head += "Content-Length: 1000000\r\nExpect: 100-continue\r\n\r\n"
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(head.encode())
+    got = b""
+    while b"\r\n\r\n" not in got:
+        b = s.recv(4096)
+        if not b:
+            break
+        got += b
+    check("the in-flight PUT got 100 Continue", got.startswith(b"HTTP/1.1 100"), got[:200])
+    s.sendall(b"0123456789")
     return s
 
 
@@ -83,7 +97,6 @@ def t_second_signal(sig, want_rc):
     os.makedirs(os.path.join(g.data_dir, BUCKET), exist_ok=True)
     s = in_flight_put(g.port)
     try:
-        time.sleep(0.5)   # the PUT's headers are in: a request in flight
         g.proc.send_signal(sig)
         time.sleep(1.0)
         check("after one %s the gateway drains (still running)" % name, g.proc.poll() is None,
@@ -103,7 +116,6 @@ def t_one_signal_drains():
         return
     os.makedirs(os.path.join(g.data_dir, BUCKET), exist_ok=True)
     s = in_flight_put(g.port)
-    time.sleep(0.5)
     g.proc.send_signal(signal.SIGTERM)
     time.sleep(1.0)
     check("one SIGTERM waits for the request in flight", g.proc.poll() is None, g.log()[-800:])
