@@ -592,6 +592,7 @@ static enum cache_status obj_open(struct cache *c, const char *bucket, const cha
                 pthread_mutex_unlock(&c->mu);
                 return CACHE_NOMEM;
             }
+            w->started_fill = true;
         }
         if (may_fill)
             fill_promote_locked(c, f);

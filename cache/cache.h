@@ -94,6 +94,7 @@ struct cache_waiter {
     void (*resume)(void *arg);
     void *arg;
     struct timespec deadline;
+    bool started_fill;            /* out: an open by this waiter started the fill */
     /* private to the cache */
     struct cache_waiter *next;
     uint64_t need;                /* resume once more than this many bytes are in */

@@ -141,6 +141,15 @@ enum gw_op {
 /* How a GET/HEAD used the cache, for the latency histograms. */
 enum gw_cache_use { GW_CACHE_NONE, GW_CACHE_HIT, GW_CACHE_MISS };
 
+/* How a GET/HEAD was served, for the access log ("read=..."). */
+enum gw_read {
+    GW_READ_NONE,     /* not a read, or answered before reading: "-" */
+    GW_READ_HIT,      /* a complete cached copy: "hit" */
+    GW_READ_FILL,     /* this request started the fill it read from: "fill" */
+    GW_READ_JOINED,   /* it read from a fill already running: "miss-joined" */
+    GW_READ_PASS,     /* straight from the cold tier: "pass-through" */
+};
+
 const char *gw_op_name(enum gw_op op);
 
 /* What the request body is for. */
@@ -172,6 +181,7 @@ struct gw_req {
     struct cache_waiter waiter;  /* GW_REQ_WAIT: this request waits on a fill */
     enum gw_cache_use cache_use;
     struct MHD_Connection *conn;
+    struct gw_conn *gconn;       /* the connection's deadlines (conn_guard.c); may be NULL */
     struct gw_arena arena;
     char id[17];                 /* x-amz-request-id */
     struct timespec t0;
@@ -211,6 +221,9 @@ struct gw_req {
     /* the response, for the access log */
     unsigned status;
     uint64_t resp_bytes;
+    enum gw_read read;
+    bool close_conn;             /* the framing is ambiguous: answer now, then close */
+    struct timespec t_body;      /* when the headers were in: the body's rate clock */
 };
 
 /* Header / query lookups (names lower case for headers, exact for query). */
@@ -300,6 +313,60 @@ char *gw_pct_decode(struct gw_arena *a, const char *s, size_t n, bool plus_is_sp
 /* Splits the raw URI, decodes path and query, finds bucket and key (path or
  * virtual-hosted style), and the operation. Returns 0 or an S3 error. */
 int gw_req_parse(struct gw_req *r, const char *raw_uri, enum s3_err *err, const char **msg);
+
+/* The S3 sub-resource that made this request GW_OP_NOT_IMPLEMENTED ("acl",
+ * "tagging", ...), for the access log; NULL when there is none. */
+const char *gw_req_unsupported(const struct gw_req *r);
+
+/* ---- the front end's connections (listen.c, conn_guard.c, framing.c) ---- */
+
+/* "host:port", or "[host]:port" for an IPv6 address, into buf. */
+void gw_listen_name(const char *host, uint16_t port, char *buf, size_t len);
+/* Resolves host (an address or a name; IPv4 first when a name has both)
+ * and returns a bound, listening, non-blocking socket in *fd_out. -1 with
+ * the address and the reason (errno text) logged, e.g. a port in use. */
+int gw_listen_open(const char *host, uint16_t port, int *fd_out, bool *ipv6_out);
+/* True for 0.0.0.0 and [::]: the gateway then warns that it is reachable
+ * from the network. */
+struct sockaddr;
+bool gw_addr_is_any(const struct sockaddr *sa);
+/* Raises the open-file soft limit to the hard limit; returns the limit in
+ * force and the one before in *before. Call once, at start. */
+uint64_t gw_fd_limit_raise(uint64_t *before);
+
+/* The deadlines of the request head (see conn_guard.c). IDLE: the request
+ * line must come within idle_timeout_s; HEADER: the headers within
+ * header_timeout_s of the request line. */
+enum gw_deadline { GW_DEADLINE_IDLE, GW_DEADLINE_HEADER, GW_DEADLINE_COUNT };
+struct gw_guard;   /* the thread that enforces them */
+struct gw_conn;    /* one connection's deadline */
+int gw_guard_start(unsigned idle_timeout_s, unsigned header_timeout_s, struct gw_guard **out);
+/* Stops the thread and frees g; every gw_conn must be closed already. */
+void gw_guard_stop(struct gw_guard *g);
+/* A new connection on descriptor fd, armed with the IDLE deadline; NULL when
+ * out of memory (the connection then has no deadline but libmicrohttpd's).
+ * These run in the connection's libmicrohttpd thread; gw_conn_close before
+ * libmicrohttpd closes fd (its NOTIFY_CLOSED callback). NULL c is a no-op. */
+struct gw_conn *gw_conn_open(struct gw_guard *g, int fd);
+void gw_conn_close(struct gw_conn *c);
+void gw_conn_arm(struct gw_conn *c, enum gw_deadline d);
+void gw_conn_disarm(struct gw_conn *c);
+void gw_guard_stats(struct gw_guard *g, uint64_t *open, uint64_t *closed_idle,
+                    uint64_t *closed_header);
+
+/* For /metrics: the connection counters of the running server. */
+struct gw_conn_stats {
+    uint64_t open, limit, per_client;
+    uint64_t closed_idle, closed_header, closed_body_rate;
+};
+void gw_conn_stats_get(const struct gw *g, struct gw_conn_stats *out);
+
+/* RFC 9112 6.1/6.3: NULL when the request's body length is unambiguous;
+ * else the message for a 400 after which the connection is closed (both
+ * Transfer-Encoding and Content-Length, Content-Lengths that differ or are
+ * a list, a Transfer-Encoding other than one "chunked", white space before
+ * a header name's colon). hdrs as collected: lower-case names, every line. */
+const char *gw_framing_error(const struct auth_hdr *hdrs, size_t n);
 
 /* ---- handlers (gateway/h_*.c) ---- */
 

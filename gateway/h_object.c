@@ -470,6 +470,11 @@ void gw_h_object_get(struct gw_req *r, bool head)
         goto out;
     if (src.co && r->cache_use != GW_CACHE_MISS)
         r->cache_use = cache_obj_complete(src.co) ? GW_CACHE_HIT : GW_CACHE_MISS;
+    if (src.co)   /* for the access log */
+        r->read = r->waiter.started_fill ? GW_READ_FILL
+                  : r->cache_use == GW_CACHE_HIT ? GW_READ_HIT : GW_READ_JOINED;
+    else if (bypass)
+        r->read = GW_READ_PASS;
     if (bypass && head) {
         /* headers only: a cold HEAD, not a GET whose body is dropped */
         enum backend_status st = backend_object_head(r->backend, r->bucket, r->key, &m);

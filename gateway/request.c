@@ -83,6 +83,17 @@ static bool has_unsupported(const struct gw_req *r)
     return false;
 }
 
+const char *gw_req_unsupported(const struct gw_req *r)
+{
+    if (r->op != GW_OP_NOT_IMPLEMENTED)
+        return NULL;
+    for (size_t i = 0; i < sizeof unsupported_subresources / sizeof unsupported_subresources[0];
+         i++)
+        if (gw_req_has_query(r, unsupported_subresources[i]))
+            return unsupported_subresources[i];
+    return gw_req_has_query(r, "versioning") ? "versioning" : NULL;   /* PUT ?versioning */
+}
+
 static enum gw_op route(const struct gw_req *r)
 {
     const char *m = r->method;

@@ -195,14 +195,15 @@ static const struct bad_case bad_files[] = {
       "cold_connect_timeout_ms, cold_request_timeout_ms, cold_retries, cold_access_key, "
       "cold_secret_key, cold_secret_key_env, cold_region, cold_virtual_hosted, spool_dir, "
       "state_dir, mpu_max_age, cache, region, vhost_domain, threads, log_level, shutdown_grace_s, prefetch_keep_s, max_xml_body, "
-      "max_header_bytes, metrics_public, sigv2, users, buckets)" },
+      "max_header_bytes, metrics_public, sigv2, users, buckets" },
     { "prefetch_keep_zero", "{\"prefetch_keep_s\": 0}", "prefetch_keep_s: must be an integer" },
     { "top_level_array", "[1,2]", "top level: must be a JSON object" },
     { "duplicate_top_key", "{\"threads\":1,\"threads\":2}", "duplicate" },
     { "listen_not_string", "{\"listen\":9000}", "listen: must be a string" },
     { "listen_no_port", "{\"listen\":\"127.0.0.1\"}", "listen: \"127.0.0.1\" must be ADDR:PORT" },
     { "listen_empty", "{\"listen\":\"\"}", "listen: must be ADDR:PORT" },
-    { "listen_hostname", "{\"listen\":\"localhost:9000\"}", "listen: \"localhost:9000\"" },
+    { "listen_bad_hostname", "{\"listen\":\"-bad-.example:9000\"}",
+      "listen: \"-bad-.example:9000\"" },
     { "listen_port_zero", "{\"listen\":\"127.0.0.1:0\"}", "port 1 to 65535" },
     { "listen_port_too_big", "{\"listen\":\"127.0.0.1:65536\"}", "listen: \"127.0.0.1:65536\"" },
     { "listen_port_signed", "{\"listen\":\"127.0.0.1:+80\"}", "listen:" },
@@ -544,6 +545,8 @@ static const struct good_case good_files[] = {
     { "ipv6_loopback_brackets_dropped", "{\"listen\":\"[::1]:9001\"}", "::1", 9001 },
     { "ipv6_any_top_port", "{\"listen\":\"[::]:65535\"}", "::", 65535 },
     { "port_one", "{\"listen\":\"10.0.0.1:1\"}", "10.0.0.1", 1 },
+    { "hostname_kept_for_bind", "{\"listen\":\"localhost:9000\"}", "localhost", 9000 },
+    { "no_address_is_every_ipv4_interface", "{\"listen\":\":9002\"}", "0.0.0.0", 9002 },
     { "limits_at_lower_bounds",
       "{\"threads\":0,\"shutdown_grace_s\":0,\"max_xml_body\":1024,\"max_header_bytes\":1024}",
       NULL, 0 },
@@ -1157,7 +1160,7 @@ static const struct flag_case flag_cases[] = {
     { "unknown_flag", "port", "80",
       "unknown flag \"--port\" (allowed: --listen, --data, --region, --vhost-domain, "
       "--threads, --log-level, --cold, --cache-dir, --cache-size, --consistency, "
-      "--state-dir)" },
+      "--state-dir" },
     { "underscore_spelling_is_unknown", "log_level", "info", "unknown flag \"--log_level\"" },
     { "cold_http", "cold", "http://127.0.0.1:9100", NULL },
     { "cold_https_slash", "cold", "https://storage.example.net/", NULL },
