@@ -159,6 +159,13 @@ static int serve(int argc, char **argv)
         }
     }
 
+    /* Signals are taken by sigwait(): block them before any thread starts
+     * (the store's upload expiry, the cache's workers and watcher, the
+     * server's pool) so that every thread inherits the mask; a thread
+     * started earlier would take a SIGTERM with the default action. */
+    gw_signals_block();
+    signal(SIGPIPE, SIG_IGN);
+
     const char *cold = c.cold_url;
     struct backend *b = NULL;
     enum backend_status bs;
@@ -204,11 +211,6 @@ static int serve(int argc, char **argv)
         backend_close(b);
         goto out;
     }
-
-    /* Signals are taken by sigwait(): block them before the server's threads
-     * start so that they inherit the mask. */
-    gw_signals_block();
-    signal(SIGPIPE, SIG_IGN);
 
     if (c.cache_dir) {
         cbc = calloc(c.n_buckets ? c.n_buckets : 1, sizeof *cbc);
