@@ -34,6 +34,7 @@ const char *backend_status_name(enum backend_status st)
     case BACKEND_NOMEM: return "NOMEM";
     case BACKEND_UNAVAILABLE: return "UNAVAILABLE";
     case BACKEND_INVALID_REQUEST: return "INVALID_REQUEST";
+    case BACKEND_TIMEOUT: return "TIMEOUT";
     }
     return "?";
 }

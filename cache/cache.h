@@ -52,6 +52,7 @@ struct cache_conf {
     unsigned high_pct, low_pct;   /* evict from high to low watermark (90, 80) */
     unsigned fill_workers;        /* concurrent fills (8) */
     unsigned wait_timeout_ms;     /* a reader waits at most this long for bytes (30000) */
+    unsigned revalidate_timeout_ms; /* a hit's check against the cold tier (0: 1000) */
     bool read_uring;              /* cache_obj_read reads through io_uring, not pread */
     unsigned job_keep_s;          /* ended prefetch jobs are kept this long (0: 3600) */
     enum cache_consistency default_consistency;
@@ -148,6 +149,8 @@ struct cache_stats {
     uint64_t hits, misses, fills_started, fills_done, fills_failed, fill_waiters;
     uint64_t evictions, bytes_used, objects, backend_bytes, revalidations;
     uint64_t capacity;
+    uint64_t revalidation_timeouts;   /* checks that timed out: the copy was served */
+    uint64_t revalidations_skipped;   /* checks skipped just after such a timeout */
 };
 void cache_stats_get(struct cache *c, struct cache_stats *out);
 

@@ -98,6 +98,14 @@ enum s3_err s3_error_from_backend(enum backend_status st);
 enum s3_err s3_error_from_auth(enum auth_status st);
 /* S3's wording for some auth failures, or NULL for the code's default. */
 const char *s3_error_auth_message(enum auth_status st);
+/* The message of a cold-tier outage (BACKEND_TIMEOUT, BACKEND_UNAVAILABLE)
+ * naming the cold tier and the deadline, written to buf and returned; NULL
+ * for any other status (the code's default message applies). */
+const char *s3_error_cold_message(struct backend *b, enum backend_status st, char *buf,
+                                  size_t len);
+/* The message of a reader that waited wait_ms for a fill's bytes. */
+const char *s3_error_fill_wait_message(struct backend *b, unsigned wait_ms, char *buf,
+                                       size_t len);
 
 /* ---- the request record ---- */
 
@@ -330,6 +338,9 @@ int gw_collect_put_headers(struct gw_req *r, struct obj_meta *m, enum s3_err *er
 /* Records an error found before or while the body arrives: the rest of the
  * body is dropped and the error is the response. The first error wins. */
 void gw_req_fail(struct gw_req *r, enum s3_err e, const char *msg);
+/* gw_req_fail with the error of a backend status (and the cold tier's
+ * message for an outage). */
+void gw_req_fail_backend(struct gw_req *r, enum backend_status st);
 
 /* What an operation needs on its bucket (on the service for ListBuckets):
  * false for the health check, which needs nothing. */

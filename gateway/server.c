@@ -131,7 +131,12 @@ void gw_reply_error(struct gw_req *r, enum s3_err e, const char *msg, const char
 void gw_reply_backend_error(struct gw_req *r, enum backend_status st)
 {
     const char *msg = NULL;
+    char buf[512];
     switch (st) {
+    case BACKEND_UNAVAILABLE:
+    case BACKEND_TIMEOUT:
+        msg = s3_error_cold_message(r->backend, st, buf, sizeof buf);
+        break;
     case BACKEND_BAD_KEY:
         msg = "The object key cannot be stored: it is empty, contains a NUL byte, a '.' or "
               "'..' path segment, or a segment starting with the reserved '.sg~'.";
