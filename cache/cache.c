@@ -1472,6 +1472,11 @@ unsigned cache_job_keep_s_of(const struct cache *c)
     return c->cf.job_keep_s;
 }
 
+const char *cache_dir_of(const struct cache *c)
+{
+    return c->dir;
+}
+
 static void warm_done(struct cache_stage_obs *obs, bool ok, uint64_t size,
                       enum backend_status bst)
 {

@@ -154,6 +154,10 @@ struct cache_stats {
 };
 void cache_stats_get(struct cache *c, struct cache_stats *out);
 
+/* Readiness: can the cache directory take new files? true, or false with
+ * the reason in why (always NUL-terminated). Any thread; cheap. */
+bool cache_ready(struct cache *c, char *why, size_t len);
+
 /* ---- prefetch jobs (cache/prefetch.c) ---- */
 
 /* A prefetch hint as the gateway parsed it. cache_job_submit takes keys (and

@@ -80,6 +80,7 @@ uint64_t cache_capacity_of(const struct cache *c);
 unsigned cache_low_pct_of(const struct cache *c);
 unsigned cache_high_pct_of(const struct cache *c);
 unsigned cache_job_keep_s_of(const struct cache *c);
+const char *cache_dir_of(const struct cache *c);
 
 /* prefetch.c: created and ended by cache_open / cache_stop / cache_close. */
 struct cache_prefetch *cache_prefetch_new(struct cache *c);

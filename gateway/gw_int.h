@@ -111,7 +111,8 @@ const char *s3_error_fill_wait_message(struct backend *b, unsigned wait_ms, char
 
 enum gw_op {
     GW_OP_UNKNOWN,
-    GW_OP_HEALTH,
+    GW_OP_HEALTH,            /* GET/HEAD /_shardgate/health: liveness, no auth */
+    GW_OP_READY,             /* GET/HEAD /_shardgate/ready: readiness, no auth */
     GW_OP_LIST_BUCKETS,
     GW_OP_CREATE_BUCKET,
     GW_OP_HEAD_BUCKET,
@@ -134,7 +135,7 @@ enum gw_op {
     GW_OP_ABORT_UPLOAD,
     GW_OP_LIST_PARTS,
     GW_OP_NOT_IMPLEMENTED,   /* a known S3 sub-resource we do not serve */
-    GW_OP_METRICS,           /* GET /metrics (Prometheus) */
+    GW_OP_METRICS,           /* GET/HEAD /metrics (Prometheus) */
     GW_OP_PREFETCH_SUBMIT,   /* POST /bucket?prefetch */
     GW_OP_PREFETCH_GET,      /* GET /bucket?prefetch[&job=ID] */
     GW_OP_PREFETCH_CANCEL,   /* DELETE /bucket?prefetch&job=ID */
@@ -353,6 +354,14 @@ int gw_check_put_length(struct gw_req *r);
 /* Parses x-amz-copy-source ("/bucket/key" or "bucket/key", URL-encoded,
  * optionally "?versionId=null"). 0, or -1 after replying with the error. */
 int gw_parse_copy_source(struct gw_req *r, const char **bucket, const char **key);
+
+/* Liveness and readiness (gateway/h_admin.c), answered without auth. begin:
+ * when the headers are in (refuses other methods and any body before it is
+ * read); the handler: when the request is complete. */
+void gw_h_probe_begin(struct gw_req *r);
+void gw_h_probe(struct gw_req *r);
+/* Is op one of them? */
+bool gw_op_is_probe(enum gw_op op);
 
 /* Metrics (gateway/metrics.c): one call per finished request; the page. */
 void gw_metrics_request(enum gw_op op, unsigned status, uint64_t ns, enum gw_cache_use use);

@@ -55,6 +55,21 @@ static enum cache_consistency consistency(enum conf_consistency cc)
     return CACHE_TTL;
 }
 
+/* A cold tier that does not answer at start is worth a warning, not a
+ * refusal: it may come up later, and cached objects can be served meanwhile. */
+static void warn_if_cold_unreachable(struct backend *b, const char *where)
+{
+    struct backend_info bi;
+    backend_info_get(b, &bi);
+    /* short: the start waits for it (a hung tier costs the start this) */
+    unsigned ms = bi.first_byte_ms && bi.first_byte_ms < 2000 ? bi.first_byte_ms : 2000;
+    char why[256];
+    if (backend_probe(b, ms, why, sizeof why) != BACKEND_OK)
+        log_msg(LOG_LVL_WARN, "main", "the cold tier %s is not reachable (%s); starting "
+                "anyway: cached objects are served, the rest fails with 503 until it answers",
+                where, why);
+}
+
 static int serve(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -158,6 +173,7 @@ static int serve(int argc, char **argv)
                 cold ? cold : c.data_dir, backend_status_name(bs));
         goto out;
     }
+    warn_if_cold_unreachable(b, cold ? cold : c.data_dir);
     struct auth *a = NULL;
     if (auth_open(&c, &a) != 0) {
         fprintf(stderr, "shardgate: cannot set up authentication\n");
