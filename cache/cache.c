@@ -94,6 +94,7 @@ struct cache {
 
     atomic_uint_fast64_t hits, misses, fills_started, fills_done, fills_failed;
     atomic_uint_fast64_t waiters_now, backend_bytes, revalidations, evictions;
+    struct cache_reval reval;    /* revalidate.c: deadline, hold-off, counters */
 };
 
 struct cache_obj {
@@ -432,9 +433,11 @@ static enum cache_status open_hit(struct cache *c, const char *bucket, const cha
 {
     if (needs_revalidation(c, bucket, info->validated_at)) {
         struct obj_meta cold;
-        memset(&cold, 0, sizeof cold);
-        enum backend_status st = backend_object_head(c->cold, bucket, key, &cold);
-        atomic_fetch_add(&c->revalidations, 1);
+        bool asked;
+        enum backend_status st = cache_reval_head(&c->reval, c->cold, bucket, key, &cold,
+                                                  &asked);
+        if (asked)
+            atomic_fetch_add(&c->revalidations, 1);
         bool same = st == BACKEND_OK && strcmp(cold.etag, info->etag) == 0 &&
                     cold.size == info->size;
         obj_meta_clear(&cold);
@@ -449,7 +452,7 @@ static enum cache_status open_hit(struct cache *c, const char *bucket, const cha
                 return CACHE_BACKEND;
             }
             return CACHE_AGAIN;
-        } else {
+        } else if (st != BACKEND_TIMEOUT) {   /* a timeout was logged by revalidate.c */
             /* The cold tier cannot answer: serving the copy we have beats
              * failing the read (availability over freshness, logged). */
             log_msg(LOG_LVL_WARN, "cache", "revalidation of %s/%s failed (%s): serving the "
@@ -1289,6 +1292,7 @@ int cache_open(const struct cache_conf *cf, struct backend *cold, struct cache *
     if (!c->cf.job_keep_s)
         c->cf.job_keep_s = 3600;
     c->cold = cold;
+    cache_reval_init(&c->reval, cf->revalidate_timeout_ms);
     c->dir = strdup(cf->dir);
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->work, NULL);
@@ -1402,6 +1406,7 @@ void cache_stats_get(struct cache *c, struct cache_stats *out)
     out->evictions = atomic_load(&c->evictions);
     out->backend_bytes = atomic_load(&c->backend_bytes);
     out->revalidations = atomic_load(&c->revalidations);
+    cache_reval_stats(&c->reval, &out->revalidation_timeouts, &out->revalidations_skipped);
     uint64_t reserved;
     cidx_usage(c->idx, &out->bytes_used, &reserved, &out->objects);
     out->capacity = c->cf.capacity;
@@ -1519,6 +1524,11 @@ unsigned cache_high_pct_of(const struct cache *c)
 unsigned cache_job_keep_s_of(const struct cache *c)
 {
     return c->cf.job_keep_s;
+}
+
+const char *cache_dir_of(const struct cache *c)
+{
+    return c->dir;
 }
 
 static void warm_done(struct cache_stage_obs *obs, const struct cache_stage_end *end)

@@ -35,6 +35,8 @@
 #define ENV_NAME_MAX 128u
 #define CONNECT_TIMEOUT_MAX_MS 600000u   /* ten minutes: beyond that the tier is down */
 #define REQUEST_TIMEOUT_MAX_MS 3600000u  /* an hour: a multi-GiB part on a slow link */
+#define FIRST_BYTE_MAX_MS 600000u        /* ten minutes: as the connect timeout */
+#define REVALIDATE_MAX_MS 60000u         /* a hit waits at most this for its check */
 #define RETRIES_MAX 10u                  /* each retry holds a client waiting */
 #define CACHE_SIZE_MIN ((uint64_t)MIB)   /* below this the cache holds almost nothing */
 #define FILL_WORKERS_MAX 256u            /* same bound as threads, for the same reason */
@@ -287,6 +289,8 @@ int conf_init_defaults(struct conf *c)
     c->cold_ca_path = NULL;
     c->cold_connect_timeout_ms = 1000;
     c->cold_request_timeout_ms = 30000;
+    c->cold_first_byte_timeout_ms = 5000;
+    c->cache_revalidate_ms = 1000;
     c->cold_retries = 2;
     c->spool_dir = strdup("/tmp");
     c->cache_dir = NULL;
@@ -1186,12 +1190,14 @@ bad:
 
 static const char *const cache_keys[] = { "dir", "size", "high_watermark", "low_watermark",
                                           "fill_workers", "wait_timeout_ms", "on_write",
-                                          "consistency", "read_path", "engine" };
+                                          "consistency", "read_path", "engine",
+                                          "revalidate_timeout_ms" };
 enum { N_CACHE_KEYS = sizeof cache_keys / sizeof cache_keys[0] };
-_Static_assert(N_CACHE_KEYS == 10, "update cache_keys, CACHE_KEYS_HELP, cache_from_json and "
+_Static_assert(N_CACHE_KEYS == 11, "update cache_keys, CACHE_KEYS_HELP, cache_from_json and "
                "the example config");
 #define CACHE_KEYS_HELP "dir, size, high_watermark, low_watermark, fill_workers, " \
-                        "wait_timeout_ms, on_write, consistency, read_path, engine"
+                        "wait_timeout_ms, on_write, consistency, read_path, engine, " \
+                        "revalidate_timeout_ms"
 
 /* cache: {"dir": "/nvme/sg", "size": "100GiB", ...}. Each key given replaces
  * that one setting; the rest keep their values. Whether low_watermark is below
@@ -1249,6 +1255,11 @@ static int cache_from_json(struct conf *c, const json_t *v, char *err, size_t er
                           errlen) != 0)
                 return -1;
             c->cache_wait_ms = (unsigned)n;
+        } else if (strcmp(key, "revalidate_timeout_ms") == 0) {
+            if (json_uint(val, "cache.revalidate_timeout_ms", 1, REVALIDATE_MAX_MS, &n, err,
+                          errlen) != 0)
+                return -1;
+            c->cache_revalidate_ms = (unsigned)n;
         } else if (strcmp(key, "on_write") == 0) {
             if (!json_is_boolean(val))
                 return fail(err, errlen, "cache.on_write: must be true or false");
@@ -1300,6 +1311,7 @@ static const struct file_key file_keys[] = {
     { "cold_ca_path", set_cold_ca_path, true },
     { "cold_connect_timeout_ms", NULL, false },
     { "cold_request_timeout_ms", NULL, false },
+    { "cold_first_byte_timeout_ms", NULL, false },
     { "cold_retries", NULL, false },
     { "cold_access_key", NULL, false },
     { "cold_secret_key", NULL, false },
@@ -1327,11 +1339,12 @@ static const struct file_key file_keys[] = {
     { "log_file", set_log_file, true },
 };
 enum { N_FILE_KEYS = sizeof file_keys / sizeof file_keys[0] };
-_Static_assert(N_FILE_KEYS == 31, "update file_keys, FILE_KEYS_HELP, key_apply and the "
+_Static_assert(N_FILE_KEYS == 32, "update file_keys, FILE_KEYS_HELP, key_apply and the "
                "example config");
 
 #define FILE_KEYS_HELP "listen, data_dir, cold_url, cold_ca_path, cold_connect_timeout_ms, " \
-                       "cold_request_timeout_ms, cold_retries, cold_access_key, "              \
+                       "cold_request_timeout_ms, cold_first_byte_timeout_ms, "                 \
+                       "cold_retries, cold_access_key, "                                       \
                        "cold_secret_key, cold_secret_key_env, cold_region, "                   \
                        "cold_virtual_hosted, spool_dir, state_dir, mpu_max_age, cache, "       \
                        "region, "                                                              \
@@ -1401,6 +1414,12 @@ static int key_apply(struct conf *c, const struct file_key *k, const json_t *v, 
         if (json_uint(v, k->name, 1, REQUEST_TIMEOUT_MAX_MS, &n, err, errlen) != 0)
             return -1;
         c->cold_request_timeout_ms = (unsigned)n;
+        return 0;
+    }
+    if (strcmp(k->name, "cold_first_byte_timeout_ms") == 0) {
+        if (json_uint(v, k->name, 1, FIRST_BYTE_MAX_MS, &n, err, errlen) != 0)
+            return -1;
+        c->cold_first_byte_timeout_ms = (unsigned)n;
         return 0;
     }
     if (strcmp(k->name, "cold_retries") == 0) {
@@ -1757,6 +1776,12 @@ int conf_validate(const struct conf *c, char *err, size_t errlen)
     if (c->cold_request_timeout_ms < 1 || c->cold_request_timeout_ms > REQUEST_TIMEOUT_MAX_MS)
         return fail(err, errlen, "cold_request_timeout_ms: must be an integer from 1 to %u",
                     REQUEST_TIMEOUT_MAX_MS);
+    if (c->cold_first_byte_timeout_ms < 1 || c->cold_first_byte_timeout_ms > FIRST_BYTE_MAX_MS)
+        return fail(err, errlen, "cold_first_byte_timeout_ms: must be an integer from 1 to %u",
+                    FIRST_BYTE_MAX_MS);
+    if (c->cache_revalidate_ms < 1 || c->cache_revalidate_ms > REVALIDATE_MAX_MS)
+        return fail(err, errlen, "cache.revalidate_timeout_ms: must be an integer from 1 to %u",
+                    REVALIDATE_MAX_MS);
     if (c->cold_retries > RETRIES_MAX)
         return fail(err, errlen, "cold_retries: must be an integer from 0 to %u", RETRIES_MAX);
     if (c->spool_dir == NULL || c->spool_dir[0] == '\0')

@@ -100,7 +100,12 @@ struct conf {
     char *cold_ca_path;             /* "cold_ca_path": CA bundle file or dir for TLS to the
                                        cold tier; NULL = system */
     unsigned cold_connect_timeout_ms;  /* "cold_connect_timeout_ms": 1000 (1..600000) */
-    unsigned cold_request_timeout_ms;  /* "cold_request_timeout_ms": 30000 (1..3600000) */
+    unsigned cold_request_timeout_ms;  /* "cold_request_timeout_ms": 30000 (1..3600000): the
+                                          whole of a small call, retries included; the
+                                          longest silence inside a streamed transfer */
+    unsigned cold_first_byte_timeout_ms; /* "cold_first_byte_timeout_ms": 5000 (1..600000):
+                                          a read-side call's answer begins within this,
+                                          retries included, or it fails with 503 */
     unsigned cold_retries;          /* "cold_retries": 2 (0..10) */
     char *cold_access_key;          /* "cold_access_key"; NULL: $AWS_ACCESS_KEY_ID */
     char *cold_secret_key;          /* "cold_secret_key" or the variable named by
@@ -121,6 +126,9 @@ struct conf {
     unsigned cache_fill_workers;    /* "fill_workers": 8, 1..256 */
     unsigned cache_wait_ms;         /* "wait_timeout_ms": 30000, 100..600000: how long a
                                        reader waits for bytes of a fill */
+    unsigned cache_revalidate_ms;   /* "revalidate_timeout_ms": 1000, 1..60000: a hit's
+                                       check against the cold tier gives up after this
+                                       and the cached copy is served */
     enum conf_read_path cache_read_path;  /* "read_path": "sendfile" (default) | "io_uring"
                                        | "auto": how cached bytes reach a client, README */
     enum conf_cache_engine cache_engine;  /* "engine" / SHARDGATE_CACHE_ENGINE: "auto"

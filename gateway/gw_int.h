@@ -103,12 +103,21 @@ const char *s3_error_auth_message(enum auth_status st);
  * tier's S3 code (cst CACHE_BACKEND), or a cache-side name when the cache
  * tier failed ("CacheUnavailable" ...), never an object error. */
 const char *s3_error_job_code(enum cache_status cst, enum backend_status bst);
+/* The message of a cold-tier outage (BACKEND_TIMEOUT, BACKEND_UNAVAILABLE)
+ * naming the cold tier and the deadline, written to buf and returned; NULL
+ * for any other status (the code's default message applies). */
+const char *s3_error_cold_message(struct backend *b, enum backend_status st, char *buf,
+                                  size_t len);
+/* The message of a reader that waited wait_ms for a fill's bytes. */
+const char *s3_error_fill_wait_message(struct backend *b, unsigned wait_ms, char *buf,
+                                       size_t len);
 
 /* ---- the request record ---- */
 
 enum gw_op {
     GW_OP_UNKNOWN,
-    GW_OP_HEALTH,
+    GW_OP_HEALTH,            /* GET/HEAD /_shardgate/health: liveness, no auth */
+    GW_OP_READY,             /* GET/HEAD /_shardgate/ready: readiness, no auth */
     GW_OP_LIST_BUCKETS,
     GW_OP_CREATE_BUCKET,
     GW_OP_HEAD_BUCKET,
@@ -131,7 +140,7 @@ enum gw_op {
     GW_OP_ABORT_UPLOAD,
     GW_OP_LIST_PARTS,
     GW_OP_NOT_IMPLEMENTED,   /* a known S3 sub-resource we do not serve */
-    GW_OP_METRICS,           /* GET /metrics (Prometheus) */
+    GW_OP_METRICS,           /* GET/HEAD /metrics (Prometheus) */
     GW_OP_PREFETCH_SUBMIT,   /* POST /bucket?prefetch */
     GW_OP_PREFETCH_GET,      /* GET /bucket?prefetch[&job=ID] */
     GW_OP_PREFETCH_CANCEL,   /* DELETE /bucket?prefetch&job=ID */
@@ -402,6 +411,9 @@ int gw_collect_put_headers(struct gw_req *r, struct obj_meta *m, enum s3_err *er
 /* Records an error found before or while the body arrives: the rest of the
  * body is dropped and the error is the response. The first error wins. */
 void gw_req_fail(struct gw_req *r, enum s3_err e, const char *msg);
+/* gw_req_fail with the error of a backend status (and the cold tier's
+ * message for an outage). */
+void gw_req_fail_backend(struct gw_req *r, enum backend_status st);
 
 /* What an operation needs on its bucket (on the service for ListBuckets):
  * false for the health check, which needs nothing. */
@@ -414,6 +426,14 @@ int gw_check_put_length(struct gw_req *r);
 /* Parses x-amz-copy-source ("/bucket/key" or "bucket/key", URL-encoded,
  * optionally "?versionId=null"). 0, or -1 after replying with the error. */
 int gw_parse_copy_source(struct gw_req *r, const char **bucket, const char **key);
+
+/* Liveness and readiness (gateway/h_admin.c), answered without auth. begin:
+ * when the headers are in (refuses other methods and any body before it is
+ * read); the handler: when the request is complete. */
+void gw_h_probe_begin(struct gw_req *r);
+void gw_h_probe(struct gw_req *r);
+/* Is op one of them? */
+bool gw_op_is_probe(enum gw_op op);
 
 /* Metrics (gateway/metrics.c): one call per finished request; the page. */
 void gw_metrics_request(enum gw_op op, unsigned status, uint64_t ns, enum gw_cache_use use);

@@ -78,6 +78,21 @@ static enum cache_engine cache_engine(enum conf_cache_engine e)
     return CACHE_ENGINE_AUTO;
 }
 
+/* A cold tier that does not answer at start is worth a warning, not a
+ * refusal: it may come up later, and cached objects can be served meanwhile. */
+static void warn_if_cold_unreachable(struct backend *b, const char *where)
+{
+    struct backend_info bi;
+    backend_info_get(b, &bi);
+    /* short: the start waits for it (a hung tier costs the start this) */
+    unsigned ms = bi.first_byte_ms && bi.first_byte_ms < 2000 ? bi.first_byte_ms : 2000;
+    char why[256];
+    if (backend_probe(b, ms, why, sizeof why) != BACKEND_OK)
+        log_msg(LOG_LVL_WARN, "main", "the cold tier %s is not reachable (%s); starting "
+                "anyway: cached objects are served, the rest fails with 503 until it answers",
+                where, why);
+}
+
 static int serve(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -185,6 +200,7 @@ static int serve(int argc, char **argv)
             .ca_path = c.cold_ca_path,
             .connect_timeout_ms = c.cold_connect_timeout_ms,
             .request_timeout_ms = c.cold_request_timeout_ms,
+            .first_byte_timeout_ms = c.cold_first_byte_timeout_ms,
             .retries = c.cold_retries,
             .map = map,
             .n_map = n_map,
@@ -205,6 +221,7 @@ static int serve(int argc, char **argv)
                     cold ? cold : c.data_dir, backend_status_name(bs));
         goto out;
     }
+    warn_if_cold_unreachable(b, cold ? cold : c.data_dir);
     struct auth *a = NULL;
     if (auth_open(&c, &a) != 0) {
         fprintf(stderr, "shardgate: cannot set up authentication\n");
@@ -227,6 +244,7 @@ static int serve(int argc, char **argv)
             .low_pct = c.cache_low_pct,
             .fill_workers = c.cache_fill_workers,
             .wait_timeout_ms = c.cache_wait_ms,
+            .revalidate_timeout_ms = c.cache_revalidate_ms,
             .read_uring = c.cache_read_path != CONF_READ_SENDFILE,
             .engine = cache_engine(c.cache_engine),
             .job_keep_s = c.prefetch_keep_s,

@@ -163,6 +163,12 @@ void gw_h_metrics(struct gw_req *r)
         { "shardgate_cache_dir_resets_total", "counter", "Times the cache directory was "
           "recreated or taken back after it was unusable (the index starts empty).",
           offsetof(struct cache_stats, dir_resets) },
+        { "shardgate_revalidation_timeouts_total", "counter",
+          "Revalidations the cold tier did not answer within cache.revalidate_timeout_ms; "
+          "the cached copy was served.", offsetof(struct cache_stats, revalidation_timeouts) },
+        { "shardgate_revalidations_skipped_total", "counter",
+          "Revalidations skipped for 5 s after one timed out; the cached copy was served.",
+          offsetof(struct cache_stats, revalidations_skipped) },
     };
     for (size_t i = 0; i < sizeof cache_metrics / sizeof cache_metrics[0]; i++) {
         uint64_t v;
@@ -190,6 +196,11 @@ void gw_h_metrics(struct gw_req *r)
                             "failed.\n# TYPE shardgate_backend_errors_total counter\n"
                             "shardgate_backend_errors_total %llu\n",
                         (unsigned long long)bs.errors);
+    rc |= gw_buf_printf(&b, "# HELP shardgate_backend_timeouts_total Cold-tier calls whose "
+                            "answer did not begin (or end) within their deadline.\n"
+                            "# TYPE shardgate_backend_timeouts_total counter\n"
+                            "shardgate_backend_timeouts_total %llu\n",
+                        (unsigned long long)bs.timeouts);
     rc |= gw_buf_printf(&b, "# HELP shardgate_backend_bytes_total Object bytes read from the "
                             "cold tier.\n# TYPE shardgate_backend_bytes_total counter\n"
                             "shardgate_backend_bytes_total %llu\n",

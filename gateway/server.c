@@ -147,7 +147,12 @@ void gw_reply_error(struct gw_req *r, enum s3_err e, const char *msg, const char
 void gw_reply_backend_error(struct gw_req *r, enum backend_status st)
 {
     const char *msg = NULL;
+    char buf[512];
     switch (st) {
+    case BACKEND_UNAVAILABLE:
+    case BACKEND_TIMEOUT:
+        msg = s3_error_cold_message(r->backend, st, buf, sizeof buf);
+        break;
     case BACKEND_BAD_KEY:
         msg = "The object key cannot be stored: it is empty, contains a NUL byte, a '.' or "
               "'..' path segment, or a segment starting with the reserved '.sg~'.";
@@ -301,8 +306,10 @@ static void start(struct gw_req *r, struct MHD_Connection *conn, const char *met
         gw_req_fail(r, err, msg);
         return;
     }
-    if (r->op == GW_OP_HEALTH)
+    if (gw_op_is_probe(r->op)) {
+        gw_h_probe_begin(r);   /* no auth: nothing to verify, no body */
         return;
+    }
 
     struct auth_req ar = { r->method, r->raw_path, r->raw_query, r->hdrs, r->n_hdrs };
     enum auth_status as = auth_verify(g->auth, &ar, &r->auth);
@@ -344,8 +351,8 @@ static void start(struct gw_req *r, struct MHD_Connection *conn, const char *met
 /* Last call: the whole body was received. */
 static void finish(struct gw_req *r)
 {
-    if (!r->body_failed && r->op == GW_OP_HEALTH) {
-        gw_reply_body(r, 200, "text/plain", strdup("ok\n"), 3);
+    if (!r->body_failed && gw_op_is_probe(r->op)) {
+        gw_h_probe(r);
         return;
     }
     if (!r->body_failed) {
