@@ -48,11 +48,8 @@
 #define HOST_LABEL_MAX 63u
 #define MPU_MAX_AGE_MAX_S (3650u * 86400)   /* ten years: "never" is 0 */
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
 /* Writes the message to `err` (when there is room for anything) and returns -1. */
-static int fail(char *err, size_t errlen, const char *fmt, ...)
+int conf_fail(char *err, size_t errlen, const char *fmt, ...)
 {
     if (err != NULL && errlen > 0) {
         va_list ap;
@@ -65,7 +62,7 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
     return -1;
 }
 
-static void err_clear(char *err, size_t errlen)
+void conf_err_clear(char *err, size_t errlen)
 {
     if (err != NULL && errlen > 0)
         err[0] = '\0';
@@ -100,7 +97,7 @@ static void user_free(struct conf_user *u)
     u->n_perms = 0;
 }
 
-static void buckets_free(struct conf_bucket *b, size_t n)
+void conf_buckets_free(struct conf_bucket *b, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         free(b[i].name);
@@ -130,7 +127,7 @@ const struct conf_bucket *conf_bucket_find(const struct conf *c, const char *nam
     return NULL;
 }
 
-static void users_free(struct conf_user *users, size_t n)
+void conf_users_free(struct conf_user *users, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         user_free(&users[i]);
@@ -154,8 +151,8 @@ void conf_free(struct conf *c)
     free(c->region);
     free(c->vhost_domain);
     free(c->log_file);
-    users_free(c->users, c->n_users);
-    buckets_free(c->buckets, c->n_buckets);
+    conf_users_free(c->users, c->n_users);
+    conf_buckets_free(c->buckets, c->n_buckets);
     memset(c, 0, sizeof *c);
 }
 
@@ -173,7 +170,7 @@ static char *dup_opt(const char *s, bool *ok)
 /* Deep copy of `src` into `dst` (uninitialised). Keep in step with struct conf:
  * every pointer field must be duplicated here. Returns 0, or -1 when out of
  * memory with `dst` left empty. */
-static int conf_copy(struct conf *dst, const struct conf *src)
+int conf_copy(struct conf *dst, const struct conf *src)
 {
     bool ok = true;
     *dst = *src;
@@ -243,7 +240,7 @@ static int conf_copy(struct conf *dst, const struct conf *src)
 }
 
 /* Replaces `c` by `tmp` (taking it). */
-static void conf_commit(struct conf *c, struct conf *tmp)
+void conf_commit(struct conf *c, struct conf *tmp)
 {
     conf_free(c);
     *c = *tmp;
@@ -251,7 +248,7 @@ static void conf_commit(struct conf *c, struct conf *tmp)
 }
 
 /* Replaces *dst by a copy of `s`. Returns 0, or -1 when out of memory. */
-static int replace_str(char **dst, const char *s)
+int conf_replace_str(char **dst, const char *s)
 {
     char *d = strdup(s);
     if (d == NULL)
@@ -263,7 +260,7 @@ static int replace_str(char **dst, const char *s)
 
 /* Makes `u` admin on every bucket: the root from the defaults or from the
  * environment alone. Returns 0, or -1 when out of memory. */
-static int perms_set_root(struct conf_user *u)
+int conf_perms_set_root(struct conf_user *u)
 {
     struct conf_perm *p = calloc(1, sizeof *p);
     if (p == NULL || (p->bucket = strdup("*")) == NULL) {
@@ -313,7 +310,7 @@ int conf_init_defaults(struct conf *c)
         c->users[0].name = strdup("root");
         c->users[0].access_key = strdup(CONF_DEFAULT_ACCESS_KEY);
         c->users[0].secret_key = strdup(CONF_DEFAULT_SECRET_KEY);
-        if (perms_set_root(&c->users[0]) != 0) {
+        if (conf_perms_set_root(&c->users[0]) != 0) {
             conf_free(c);
             return -1;
         }
@@ -370,7 +367,7 @@ static int host_name_ok(const char *s, const char *end);
  * checked for its form here and resolved when the gateway binds, so that a
  * configuration can be checked without DNS; ":PORT" means every IPv4
  * interface, as S3 servers' ":9000" does (the gateway warns about it). */
-static int set_listen(struct conf *c, const char *field, const char *s, char *err, size_t errlen)
+int conf_set_listen(struct conf *c, const char *field, const char *s, char *err, size_t errlen)
 {
     size_t len = strlen(s);
     char host[LISTEN_MAX + 1];
@@ -378,21 +375,21 @@ static int set_listen(struct conf *c, const char *field, const char *s, char *er
     unsigned char bin[sizeof(struct in6_addr)];
 
     if (len == 0 || len > LISTEN_MAX)
-        return fail(err, errlen, "%s: " LISTEN_HELP, field);
+        return conf_fail(err, errlen, "%s: " LISTEN_HELP, field);
     if (s[0] == '[') {
         const char *rb = strchr(s, ']');
         if (rb == NULL || rb[1] != ':')
-            return fail(err, errlen, "%s: \"%s\" " LISTEN_HELP, field, s);
+            return conf_fail(err, errlen, "%s: \"%s\" " LISTEN_HELP, field, s);
         size_t hl = (size_t)(rb - (s + 1));
         memcpy(host, s + 1, hl);
         host[hl] = '\0';
         port = rb + 2;
         if (inet_pton(AF_INET6, host, bin) != 1)
-            return fail(err, errlen, "%s: \"%s\" " LISTEN_HELP, field, s);
+            return conf_fail(err, errlen, "%s: \"%s\" " LISTEN_HELP, field, s);
     } else {
         const char *colon = strchr(s, ':');
         if (colon == NULL || strchr(colon + 1, ':') != NULL)
-            return fail(err, errlen, "%s: \"%s\" " LISTEN_HELP, field, s);
+            return conf_fail(err, errlen, "%s: \"%s\" " LISTEN_HELP, field, s);
         size_t hl = (size_t)(colon - s);
         memcpy(host, s, hl);
         host[hl] = '\0';
@@ -400,62 +397,62 @@ static int set_listen(struct conf *c, const char *field, const char *s, char *er
         if (hl == 0)
             strcpy(host, "0.0.0.0");
         else if (!host_name_ok(s, colon))
-            return fail(err, errlen, "%s: \"%s\" " LISTEN_HELP, field, s);
+            return conf_fail(err, errlen, "%s: \"%s\" " LISTEN_HELP, field, s);
     }
     uint16_t p;
     if (port_parse(port, s + len, &p) != 0)
-        return fail(err, errlen, "%s: \"%s\" " LISTEN_HELP, field, s);
-    if (replace_str(&c->listen_addr, host) != 0)
-        return fail(err, errlen, "%s: out of memory", field);
+        return conf_fail(err, errlen, "%s: \"%s\" " LISTEN_HELP, field, s);
+    if (conf_replace_str(&c->listen_addr, host) != 0)
+        return conf_fail(err, errlen, "%s: out of memory", field);
     c->listen_port = p;
     return 0;
 }
 
-static int set_log_level(struct conf *c, const char *field, const char *s, char *err,
-                         size_t errlen)
+int conf_set_log_level(struct conf *c, const char *field, const char *s, char *err,
+                       size_t errlen)
 {
     enum log_level lvl;
     if (log_level_parse(s, &lvl) != 0)
-        return fail(err, errlen, "%s: must be one of \"error\", \"warn\", \"info\", \"debug\"",
+        return conf_fail(err, errlen, "%s: must be one of \"error\", \"warn\", \"info\", \"debug\"",
                     field);
     c->log_level = lvl;
     return 0;
 }
 
-static int set_log_format(struct conf *c, const char *field, const char *s, char *err,
-                          size_t errlen)
+int conf_set_log_format(struct conf *c, const char *field, const char *s, char *err,
+                        size_t errlen)
 {
     enum log_format f;
     if (log_format_parse(s, &f) != 0)
-        return fail(err, errlen, "%s: must be \"text\" or \"json\"", field);
+        return conf_fail(err, errlen, "%s: must be \"text\" or \"json\"", field);
     c->log_format = f;
     return 0;
 }
 
 /* NULL (a null in the file) goes back to stderr. */
-static int set_log_file(struct conf *c, const char *field, const char *s, char *err,
-                        size_t errlen)
+int conf_set_log_file(struct conf *c, const char *field, const char *s, char *err,
+                      size_t errlen)
 {
     if (s != NULL && s[0] == '\0')
-        return fail(err, errlen, "%s: must be a non-empty path%s", field,
+        return conf_fail(err, errlen, "%s: must be a non-empty path%s", field,
                     strcmp(field, "log_file") == 0 ? " or null" : "");
     if (s == NULL) {
         free(c->log_file);
         c->log_file = NULL;
         return 0;
     }
-    if (replace_str(&c->log_file, s) != 0)
-        return fail(err, errlen, "%s: out of memory", field);
+    if (conf_replace_str(&c->log_file, s) != 0)
+        return conf_fail(err, errlen, "%s: out of memory", field);
     return 0;
 }
 
-static int set_data_dir(struct conf *c, const char *field, const char *s, char *err,
-                        size_t errlen)
+int conf_set_data_dir(struct conf *c, const char *field, const char *s, char *err,
+                      size_t errlen)
 {
     if (s[0] == '\0')
-        return fail(err, errlen, "%s: must be a non-empty path", field);
-    if (replace_str(&c->data_dir, s) != 0)
-        return fail(err, errlen, "%s: out of memory", field);
+        return conf_fail(err, errlen, "%s: must be a non-empty path", field);
+    if (conf_replace_str(&c->data_dir, s) != 0)
+        return conf_fail(err, errlen, "%s: out of memory", field);
     c->data_dir_from = field;   /* a static string: the table's spelling */
     return 0;
 }
@@ -476,28 +473,28 @@ static int region_ok(const char *s)
     return 1;
 }
 
-static int set_region(struct conf *c, const char *field, const char *s, char *err, size_t errlen)
+int conf_set_region(struct conf *c, const char *field, const char *s, char *err, size_t errlen)
 {
     if (!region_ok(s))
-        return fail(err, errlen,
+        return conf_fail(err, errlen,
                     "%s: must be 1 to %u letters, digits, '-' or '_' (like \"us-east-1\")", field,
                     REGION_MAX);
-    if (replace_str(&c->region, s) != 0)
-        return fail(err, errlen, "%s: out of memory", field);
+    if (conf_replace_str(&c->region, s) != 0)
+        return conf_fail(err, errlen, "%s: out of memory", field);
     return 0;
 }
 
 /* NULL or "" turns virtual-host addressing off. */
-static int set_vhost_domain(struct conf *c, const char *field, const char *s, char *err,
-                            size_t errlen)
+int conf_set_vhost_domain(struct conf *c, const char *field, const char *s, char *err,
+                          size_t errlen)
 {
     if (s == NULL || s[0] == '\0') {
         free(c->vhost_domain);
         c->vhost_domain = NULL;
         return 0;
     }
-    if (replace_str(&c->vhost_domain, s) != 0)
-        return fail(err, errlen, "%s: out of memory", field);
+    if (conf_replace_str(&c->vhost_domain, s) != 0)
+        return conf_fail(err, errlen, "%s: out of memory", field);
     return 0;
 }
 
@@ -521,7 +518,7 @@ static int uint_parse(const char *s, unsigned max, unsigned *out)
 
 /* Access keys appear in the Authorization header as "Credential=AKID/date/...",
  * so '/', ',', whitespace and control characters cannot be told apart there. */
-static int access_key_ok(const char *s)
+int conf_access_key_ok(const char *s)
 {
     if (s[0] == '\0')
         return 0;
@@ -579,7 +576,7 @@ static int host_name_ok(const char *s, const char *end)
 /* http(s)://host[:port][/]. The S3 client appends "/bucket/key" itself, so a
  * path would be lost, and user:password@ would put a secret in the config and
  * in log lines. Only what curl and SigV4 agree on gets through. */
-static int cold_url_ok(const char *s)
+int conf_cold_url_ok(const char *s)
 {
     const char *p;
     if (strncmp(s, "http://", 7) == 0)
@@ -623,18 +620,18 @@ static int cold_url_ok(const char *s)
  * refused: an unset variable expanded into SHARDGATE_COLD_URL= must not
  * silently send writes to the local disk. The URL is not echoed, as it may
  * hold a password. */
-static int set_cold_url(struct conf *c, const char *field, const char *s, char *err,
-                        size_t errlen)
+int conf_set_cold_url(struct conf *c, const char *field, const char *s, char *err,
+                      size_t errlen)
 {
     if (s == NULL) {
         free(c->cold_url);
         c->cold_url = NULL;
         return 0;
     }
-    if (!cold_url_ok(s))
-        return fail(err, errlen, "%s: " COLD_URL_HELP, field);
-    if (replace_str(&c->cold_url, s) != 0)
-        return fail(err, errlen, "%s: out of memory", field);
+    if (!conf_cold_url_ok(s))
+        return conf_fail(err, errlen, "%s: " COLD_URL_HELP, field);
+    if (conf_replace_str(&c->cold_url, s) != 0)
+        return conf_fail(err, errlen, "%s: out of memory", field);
     return 0;
 }
 
@@ -648,44 +645,45 @@ static int set_opt_path(char **dst, const char *field, const char *s, const char
         return 0;
     }
     if (s[0] == '\0')
-        return fail(err, errlen, "%s: must be a non-empty path%s", field, null_means);
-    if (replace_str(dst, s) != 0)
-        return fail(err, errlen, "%s: out of memory", field);
+        return conf_fail(err, errlen, "%s: must be a non-empty path%s", field, null_means);
+    if (conf_replace_str(dst, s) != 0)
+        return conf_fail(err, errlen, "%s: out of memory", field);
     return 0;
 }
 
-static int set_cold_ca_path(struct conf *c, const char *field, const char *s, char *err,
-                            size_t errlen)
+int conf_set_cold_ca_path(struct conf *c, const char *field, const char *s, char *err,
+                          size_t errlen)
 {
     return set_opt_path(&c->cold_ca_path, field, s, " (null: the system CA store)", err,
                         errlen);
 }
 
-static int set_cache_dir(struct conf *c, const char *field, const char *s, char *err,
-                         size_t errlen)
+int conf_set_cache_dir(struct conf *c, const char *field, const char *s, char *err,
+                       size_t errlen)
 {
     return set_opt_path(&c->cache_dir, field, s, " (null in the config file: no cache)", err,
                         errlen);
 }
 
-static int set_spool_dir(struct conf *c, const char *field, const char *s, char *err,
-                         size_t errlen)
+int conf_set_spool_dir(struct conf *c, const char *field, const char *s, char *err,
+                       size_t errlen)
 {
     return set_opt_path(&c->spool_dir, field, s, "", err, errlen);
 }
 
-static int set_state_dir(struct conf *c, const char *field, const char *s, char *err,
-                         size_t errlen)
+int conf_set_state_dir(struct conf *c, const char *field, const char *s, char *err,
+                       size_t errlen)
 {
     return set_opt_path(&c->state_dir, field, s,
                         " (null in the config file: data_dir/.shardgate)", err, errlen);
 }
 
-#define MPU_MAX_AGE_HELP "must be seconds (0 = never) or a number with a unit s, m, h or d "                          "(\"7d\", \"12h\"), at most 3650 days"
+#define MPU_MAX_AGE_HELP "must be seconds (0 = never) or a number with a unit s, m, h or d " \
+                         "(\"7d\", \"12h\"), at most 3650 days"
 
 /* "604800", "7d", "12h", "30m", "45s": digits, then at most one unit. */
-static int set_mpu_max_age(struct conf *c, const char *field, const char *s, char *err,
-                           size_t errlen)
+int conf_set_mpu_max_age(struct conf *c, const char *field, const char *s, char *err,
+                         size_t errlen)
 {
     unsigned long long v = 0, mult = 1;
     const char *p = s;
@@ -696,7 +694,7 @@ static int set_mpu_max_age(struct conf *c, const char *field, const char *s, cha
     else if (*p != '\0')
         mult = 0;
     if (p == s || mult == 0 || v > MPU_MAX_AGE_MAX_S / mult)
-        return fail(err, errlen, "%s: \"%s\" " MPU_MAX_AGE_HELP, field, s);
+        return conf_fail(err, errlen, "%s: \"%s\" " MPU_MAX_AGE_HELP, field, s);
     c->mpu_max_age_s = (unsigned)(v * mult);
     return 0;
 }
@@ -758,18 +756,18 @@ int conf_size_parse(const char *s, uint64_t *out)
                   "unit (\"512M\", \"64MiB\", \"10G\", \"1.5GiB\", \"2T\"; K/M/G/T and "        \
                   "KiB/MiB/GiB/TiB are powers of 1024, KB/MB/GB/TB powers of 1000)"
 
-static int set_cache_size(struct conf *c, const char *field, const char *s, char *err,
-                          size_t errlen)
+int conf_set_cache_size(struct conf *c, const char *field, const char *s, char *err,
+                        size_t errlen)
 {
     uint64_t v;
     if (conf_size_parse(s, &v) != 0 || v < CACHE_SIZE_MIN)
-        return fail(err, errlen, "%s: " SIZE_HELP, field);
+        return conf_fail(err, errlen, "%s: " SIZE_HELP, field);
     c->cache_size = v;
     return 0;
 }
 
-static int set_cache_engine(struct conf *c, const char *field, const char *s, char *err,
-                            size_t errlen)
+int conf_set_cache_engine(struct conf *c, const char *field, const char *s, char *err,
+                          size_t errlen)
 {
     if (strcmp(s, "auto") == 0)
         c->cache_engine = CONF_ENGINE_AUTO;
@@ -778,7 +776,7 @@ static int set_cache_engine(struct conf *c, const char *field, const char *s, ch
     else if (strcmp(s, "threads") == 0)
         c->cache_engine = CONF_ENGINE_THREADS;
     else
-        return fail(err, errlen, "%s: must be \"auto\", \"io_uring\" or \"threads\"", field);
+        return conf_fail(err, errlen, "%s: must be \"auto\", \"io_uring\" or \"threads\"", field);
     return 0;
 }
 
@@ -786,7 +784,7 @@ static int set_cache_engine(struct conf *c, const char *field, const char *s, ch
                          "from 1 to %u"
 
 /* "immutable", "always" or "ttl:SECONDS"; *ttl is 0 unless the mode is TTL. */
-static int consistency_parse(const char *s, enum conf_consistency *mode, unsigned *ttl)
+int conf_consistency_parse(const char *s, enum conf_consistency *mode, unsigned *ttl)
 {
     unsigned v;
     if (strcmp(s, "immutable") == 0) {
@@ -806,8 +804,8 @@ static int consistency_parse(const char *s, enum conf_consistency *mode, unsigne
     return 0;
 }
 
-/* For conf_validate: a mode and TTL as consistency_parse would leave them. */
-static bool consistency_ok(enum conf_consistency mode, unsigned ttl)
+/* For conf_validate: a mode and TTL as conf_consistency_parse would leave them. */
+bool conf_consistency_ok(enum conf_consistency mode, unsigned ttl)
 {
     switch (mode) {
     case CONF_CONSISTENCY_IMMUTABLE:
@@ -819,13 +817,13 @@ static bool consistency_ok(enum conf_consistency mode, unsigned ttl)
     return false;
 }
 
-static int set_consistency(struct conf *c, const char *field, const char *s, char *err,
-                           size_t errlen)
+int conf_set_consistency(struct conf *c, const char *field, const char *s, char *err,
+                         size_t errlen)
 {
     enum conf_consistency mode;
     unsigned ttl;
-    if (consistency_parse(s, &mode, &ttl) != 0)
-        return fail(err, errlen, "%s: " CONSISTENCY_HELP, field, TTL_MAX_S);
+    if (conf_consistency_parse(s, &mode, &ttl) != 0)
+        return conf_fail(err, errlen, "%s: " CONSISTENCY_HELP, field, TTL_MAX_S);
     c->consistency = mode;
     c->consistency_ttl_s = ttl;
     return 0;
@@ -838,7 +836,7 @@ static int set_consistency(struct conf *c, const char *field, const char *s, cha
 /* A string value without embedded NULs, or NULL. The parser already refuses
  * "\u0000" (no JSON_ALLOW_NUL); checked again because a C string would
  * silently end there if that flag were ever added. */
-static const char *json_cstr(const json_t *v)
+const char *conf_json_cstr(const json_t *v)
 {
     if (!json_is_string(v))
         return NULL;
@@ -854,7 +852,7 @@ static int json_uint(const json_t *v, const char *field, unsigned long long min,
     if (!json_is_integer(v) || json_integer_value(v) < 0
         || (unsigned long long)json_integer_value(v) < min
         || (unsigned long long)json_integer_value(v) > max)
-        return fail(err, errlen, "%s: must be an integer from %llu to %llu", field, min, max);
+        return conf_fail(err, errlen, "%s: must be an integer from %llu to %llu", field, min, max);
     *out = (unsigned long long)json_integer_value(v);
     return 0;
 }
@@ -863,7 +861,7 @@ static int json_uint(const json_t *v, const char *field, unsigned long long min,
  * digits, '.', '-', '_', starting with a letter or digit. Looser than S3's
  * rules (the store enforces those); strict enough that "*" or a path can
  * never be mistaken for a bucket. */
-static int bucket_name_ok(const char *s)
+int conf_bucket_name_ok(const char *s)
 {
     size_t n = strlen(s);
     if (n == 0 || n > BUCKET_NAME_MAX)
@@ -883,8 +881,8 @@ static int bucket_name_ok(const char *s)
 /* The cold tier's own bucket names follow S3's rules for new buckets: 3 to
  * 63 lowercase letters, digits, '.' and '-', a letter or digit at both ends,
  * no "..", not an IPv4 address, none of the reserved prefixes and suffixes.
- * A name S3 would refuse could only fail later, on the first request. */
-static int s3_bucket_name_ok(const char *s)
+ * A name S3 would refuse could only conf_fail later, on the first request. */
+int conf_s3_bucket_name_ok(const char *s)
 {
     static const char *const bad_prefix[] = { "xn--", "sthree-" };
     static const char *const bad_suffix[] = { "-s3alias", "--ol-s3" };
@@ -953,29 +951,29 @@ static int perms_from_json(struct conf_user *u, size_t i, const json_t *o, char 
                            size_t errlen)
 {
     if (!json_is_object(o) || json_object_size(o) > PERMS_MAX)
-        return fail(err, errlen, "users[%zu].permissions: must be an object of at most %u "
+        return conf_fail(err, errlen, "users[%zu].permissions: must be an object of at most %u "
                     "entries like {\"*\": \"read\", \"ckpt\": \"write\"}", i, PERMS_MAX);
     size_t n = json_object_size(o);
     if (n == 0)
         return 0;   /* a user that can authenticate and do nothing: allowed, if odd */
     u->perms = calloc(n, sizeof *u->perms);
     if (u->perms == NULL)
-        return fail(err, errlen, "users[%zu].permissions: out of memory", i);
+        return conf_fail(err, errlen, "users[%zu].permissions: out of memory", i);
     const char *key;
     json_t *val;
     json_object_foreach((json_t *)o, key, val) {
-        if (strcmp(key, "*") != 0 && !bucket_name_ok(key))
-            return fail(err, errlen, "users[%zu].permissions: key \"%.64s\" " BUCKET_NAME_HELP,
+        if (strcmp(key, "*") != 0 && !conf_bucket_name_ok(key))
+            return conf_fail(err, errlen, "users[%zu].permissions: key \"%.64s\" " BUCKET_NAME_HELP,
                         i, key);
-        const char *lv = json_cstr(val);
+        const char *lv = conf_json_cstr(val);
         enum conf_perm_level level;
         if (lv == NULL || perm_level_parse(lv, &level) != 0)
-            return fail(err, errlen, "users[%zu].permissions.%.64s: must be one of \"none\", "
+            return conf_fail(err, errlen, "users[%zu].permissions.%.64s: must be one of \"none\", "
                         "\"read\", \"write\", \"admin\"", i, key);
         struct conf_perm *p = &u->perms[u->n_perms];
         p->bucket = strdup(key);
         if (p->bucket == NULL)
-            return fail(err, errlen, "users[%zu].permissions: out of memory", i);
+            return conf_fail(err, errlen, "users[%zu].permissions: out of memory", i);
         p->level = level;
         u->n_perms++;
     }
@@ -991,14 +989,14 @@ enum { N_USER_KEYS = sizeof user_keys / sizeof user_keys[0] };
 static int user_str(const json_t *o, size_t i, const char *name, char **dst, char *err,
                     size_t errlen)
 {
-    const char *s = json_cstr(json_object_get(o, name));
+    const char *s = conf_json_cstr(json_object_get(o, name));
     if (s == NULL)
-        return fail(err, errlen, "users[%zu].%s: required string", i, name);
+        return conf_fail(err, errlen, "users[%zu].%s: required string", i, name);
     if (s[0] == '\0')
-        return fail(err, errlen, "users[%zu].%s: must not be empty", i, name);
+        return conf_fail(err, errlen, "users[%zu].%s: must not be empty", i, name);
     *dst = strdup(s);
     if (*dst == NULL)
-        return fail(err, errlen, "users[%zu].%s: out of memory", i, name);
+        return conf_fail(err, errlen, "users[%zu].%s: out of memory", i, name);
     return 0;
 }
 
@@ -1009,7 +1007,7 @@ static int user_from_json(struct conf_user *u, size_t i, const json_t *o, char *
                           size_t errlen)
 {
     if (!json_is_object(o))
-        return fail(err, errlen, "users[%zu]: must be an object with name, access_key, "
+        return conf_fail(err, errlen, "users[%zu]: must be an object with name, access_key, "
                     "secret_key (or secret_key_env) and permissions", i);
     const char *key;
     json_t *val;
@@ -1018,7 +1016,7 @@ static int user_from_json(struct conf_user *u, size_t i, const json_t *o, char *
         for (size_t k = 0; k < N_USER_KEYS; k++)
             known = known || strcmp(key, user_keys[k]) == 0;
         if (!known)
-            return fail(err, errlen,
+            return conf_fail(err, errlen,
                         "users[%zu]: unknown key \"%.64s\" (allowed: " USER_KEYS_HELP ")", i, key);
         (void)val;
     }
@@ -1028,37 +1026,37 @@ static int user_from_json(struct conf_user *u, size_t i, const json_t *o, char *
     const json_t *sk = json_object_get(o, "secret_key");
     const json_t *ske = json_object_get(o, "secret_key_env");
     if (sk != NULL && ske != NULL)
-        return fail(err, errlen, "users[%zu]: give secret_key or secret_key_env, not both", i);
+        return conf_fail(err, errlen, "users[%zu]: give secret_key or secret_key_env, not both", i);
     if (ske != NULL) {
-        const char *var = json_cstr(ske);
+        const char *var = conf_json_cstr(ske);
         if (var == NULL || !env_name_ok(var))
-            return fail(err, errlen, "users[%zu].secret_key_env: must name an environment "
+            return conf_fail(err, errlen, "users[%zu].secret_key_env: must name an environment "
                         "variable (letters, digits, '_', not starting with a digit)", i);
         const char *v = getenv(var);
         if (v == NULL)
-            return fail(err, errlen, "users[%zu].secret_key_env: environment variable %s is "
+            return conf_fail(err, errlen, "users[%zu].secret_key_env: environment variable %s is "
                         "not set", i, var);
         if (v[0] == '\0')
-            return fail(err, errlen, "users[%zu].secret_key_env: environment variable %s is "
+            return conf_fail(err, errlen, "users[%zu].secret_key_env: environment variable %s is "
                         "empty", i, var);
         u->secret_key = strdup(v);
         if (u->secret_key == NULL)
-            return fail(err, errlen, "users[%zu].secret_key_env: out of memory", i);
+            return conf_fail(err, errlen, "users[%zu].secret_key_env: out of memory", i);
     } else if (user_str(o, i, "secret_key", &u->secret_key, err, errlen) != 0) {
         return -1;
     }
-    if (!access_key_ok(u->access_key))
-        return fail(err, errlen, "users[%zu].access_key: " ACCESS_KEY_HELP, i);
+    if (!conf_access_key_ok(u->access_key))
+        return conf_fail(err, errlen, "users[%zu].access_key: " ACCESS_KEY_HELP, i);
     const json_t *perms = json_object_get(o, "permissions");
     if (perms == NULL)
-        return fail(err, errlen, "users[%zu].permissions: required, e.g. {\"*\": \"read\"} "
+        return conf_fail(err, errlen, "users[%zu].permissions: required, e.g. {\"*\": \"read\"} "
                     "(levels none < read < write < admin; \"*\" is every bucket)", i);
     return perms_from_json(u, i, perms, err, errlen);
 }
 
 /* Finds two users with the same access key; returns 1 and their indexes. */
-static int users_find_duplicate(const struct conf_user *users, size_t n, size_t *first,
-                                size_t *second)
+int conf_users_find_duplicate(const struct conf_user *users, size_t n, size_t *first,
+                              size_t *second)
 {
     for (size_t j = 1; j < n; j++) {
         for (size_t i = 0; i < j; i++) {
@@ -1073,27 +1071,27 @@ static int users_find_duplicate(const struct conf_user *users, size_t n, size_t 
     return 0;
 }
 
-static int users_from_json(struct conf *c, const json_t *v, char *err, size_t errlen)
+int conf_users_from_json(struct conf *c, const json_t *v, char *err, size_t errlen)
 {
     if (!json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > USERS_MAX)
-        return fail(err, errlen, "users: must be an array of 1 to %u user objects", USERS_MAX);
+        return conf_fail(err, errlen, "users: must be an array of 1 to %u user objects", USERS_MAX);
     size_t n = json_array_size(v);
     struct conf_user *users = calloc(n, sizeof *users);
     if (users == NULL)
-        return fail(err, errlen, "users: out of memory");
+        return conf_fail(err, errlen, "users: out of memory");
     for (size_t i = 0; i < n; i++) {
         if (user_from_json(&users[i], i, json_array_get(v, i), err, errlen) != 0) {
-            users_free(users, n);
+            conf_users_free(users, n);
             return -1;
         }
     }
     size_t a, b;
-    if (users_find_duplicate(users, n, &a, &b)) {
-        users_free(users, n);
-        return fail(err, errlen, "users[%zu].access_key: same as users[%zu].access_key "
+    if (conf_users_find_duplicate(users, n, &a, &b)) {
+        conf_users_free(users, n);
+        return conf_fail(err, errlen, "users[%zu].access_key: same as users[%zu].access_key "
                     "(access keys must be unique)", b, a);
     }
-    users_free(c->users, c->n_users);
+    conf_users_free(c->users, c->n_users);
     c->users = users;
     c->n_users = n;
     c->default_credentials = false;
@@ -1107,10 +1105,10 @@ enum { N_BUCKET_KEYS = sizeof bucket_keys / sizeof bucket_keys[0] };
 /* buckets: {"<name>": {"public_read": true, "consistency": "immutable",
  * "cold_bucket": "other-name"}, ...}. Unknown keys are refused like
  * everywhere else, so a typo ("public-read") never silently means false. */
-static int buckets_from_json(struct conf *c, const json_t *v, char *err, size_t errlen)
+int conf_buckets_from_json(struct conf *c, const json_t *v, char *err, size_t errlen)
 {
     if (!json_is_object(v) || json_object_size(v) > BUCKETS_MAX)
-        return fail(err, errlen, "buckets: must be an object of at most %u entries like "
+        return conf_fail(err, errlen, "buckets: must be an object of at most %u entries like "
                     "{\"datasets\": {\"public_read\": true}}", BUCKETS_MAX);
     size_t n = json_object_size(v);
     /* all n entries are freed on failure: those past `got` are zeroed or hold
@@ -1118,17 +1116,18 @@ static int buckets_from_json(struct conf *c, const json_t *v, char *err, size_t 
     struct conf_bucket *bs = n ? calloc(n, sizeof *bs) : NULL;
     size_t got = 0;
     if (n && bs == NULL)
-        return fail(err, errlen, "buckets: out of memory");
+        return conf_fail(err, errlen, "buckets: out of memory");
     const char *name;
     json_t *o;
     json_object_foreach((json_t *)v, name, o) {
-        if (!bucket_name_ok(name)) {
-            fail(err, errlen, "buckets: key \"%.64s\" must be a bucket name (letters, digits, "
+        if (!conf_bucket_name_ok(name)) {
+            conf_fail(err, errlen, "buckets: key \"%.64s\" must be a bucket name (letters, digits, "
                  "'.', '-', '_', starting with a letter or digit)", name);
             goto bad;
         }
         if (!json_is_object(o)) {
-            fail(err, errlen, "buckets.%s: must be an object like {\"public_read\": true}", name);
+            conf_fail(err, errlen, "buckets.%s: must be an object like {\"public_read\": true}",
+                      name);
             goto bad;
         }
         const char *key;
@@ -1138,7 +1137,7 @@ static int buckets_from_json(struct conf *c, const json_t *v, char *err, size_t 
             for (size_t k = 0; k < N_BUCKET_KEYS; k++)
                 known = known || strcmp(key, bucket_keys[k]) == 0;
             if (!known) {
-                fail(err, errlen, "buckets.%s: unknown key \"%.64s\" (allowed: "
+                conf_fail(err, errlen, "buckets.%s: unknown key \"%.64s\" (allowed: "
                      BUCKET_KEYS_HELP ")", name, key);
                 goto bad;
             }
@@ -1146,45 +1145,46 @@ static int buckets_from_json(struct conf *c, const json_t *v, char *err, size_t 
         struct conf_bucket *b = &bs[got];
         const json_t *pr = json_object_get(o, "public_read");
         if (pr != NULL && !json_is_boolean(pr)) {
-            fail(err, errlen, "buckets.%s.public_read: must be true or false", name);
+            conf_fail(err, errlen, "buckets.%s.public_read: must be true or false", name);
             goto bad;
         }
         b->public_read = pr != NULL && json_is_true(pr);
         const json_t *cs = json_object_get(o, "consistency");
         if (cs != NULL) {
-            const char *str = json_cstr(cs);
-            if (str == NULL || consistency_parse(str, &b->consistency, &b->ttl_s) != 0) {
-                fail(err, errlen, "buckets.%s.consistency: " CONSISTENCY_HELP, name, TTL_MAX_S);
+            const char *str = conf_json_cstr(cs);
+            if (str == NULL || conf_consistency_parse(str, &b->consistency, &b->ttl_s) != 0) {
+                conf_fail(err, errlen, "buckets.%s.consistency: " CONSISTENCY_HELP, name,
+                          TTL_MAX_S);
                 goto bad;
             }
             b->has_consistency = true;
         }
         const json_t *cb = json_object_get(o, "cold_bucket");
         if (cb != NULL && !json_is_null(cb)) {
-            const char *str = json_cstr(cb);
-            if (str == NULL || !s3_bucket_name_ok(str)) {
-                fail(err, errlen, "buckets.%s.cold_bucket: " S3_BUCKET_NAME_HELP, name);
+            const char *str = conf_json_cstr(cb);
+            if (str == NULL || !conf_s3_bucket_name_ok(str)) {
+                conf_fail(err, errlen, "buckets.%s.cold_bucket: " S3_BUCKET_NAME_HELP, name);
                 goto bad;
             }
             b->cold_bucket = strdup(str);
             if (b->cold_bucket == NULL) {
-                fail(err, errlen, "buckets: out of memory");
+                conf_fail(err, errlen, "buckets: out of memory");
                 goto bad;
             }
         }
         b->name = strdup(name);
         if (b->name == NULL) {
-            fail(err, errlen, "buckets: out of memory");
+            conf_fail(err, errlen, "buckets: out of memory");
             goto bad;
         }
         got++;
     }
-    buckets_free(c->buckets, c->n_buckets);
+    conf_buckets_free(c->buckets, c->n_buckets);
     c->buckets = bs;
     c->n_buckets = got;
     return 0;
 bad:
-    buckets_free(bs, n);
+    conf_buckets_free(bs, n);
     return -1;
 }
 
@@ -1209,33 +1209,33 @@ static int cache_from_json(struct conf *c, const json_t *v, char *err, size_t er
     unsigned long long n = 0;
 
     if (!json_is_object(v))
-        return fail(err, errlen, "cache: must be an object like {\"dir\": \"/nvme/shardgate\", "
-                    "\"size\": \"100GiB\"}");
+        return conf_fail(err, errlen, "cache: must be an object like {\"dir\": "
+                         "\"/nvme/shardgate\", \"size\": \"100GiB\"}");
     json_object_foreach((json_t *)v, key, val) {
         size_t k = 0;
         while (k < N_CACHE_KEYS && strcmp(key, cache_keys[k]) != 0)
             k++;
         if (k == N_CACHE_KEYS)
-            return fail(err, errlen, "cache: unknown key \"%.64s\" (allowed: " CACHE_KEYS_HELP
+            return conf_fail(err, errlen, "cache: unknown key \"%.64s\" (allowed: " CACHE_KEYS_HELP
                         ")", key);
         if (strcmp(key, "dir") == 0) {
-            const char *s = json_cstr(val);
+            const char *s = conf_json_cstr(val);
             if (s == NULL && !json_is_null(val))
-                return fail(err, errlen, "cache.dir: must be a non-empty path, or null for "
+                return conf_fail(err, errlen, "cache.dir: must be a non-empty path, or null for "
                             "no cache");
-            if (set_cache_dir(c, "cache.dir", s, err, errlen) != 0)
+            if (conf_set_cache_dir(c, "cache.dir", s, err, errlen) != 0)
                 return -1;
         } else if (strcmp(key, "size") == 0) {
             if (json_is_integer(val)) {
                 if (json_integer_value(val) < 0
                     || (uint64_t)json_integer_value(val) < CACHE_SIZE_MIN)
-                    return fail(err, errlen, "cache.size: " SIZE_HELP);
+                    return conf_fail(err, errlen, "cache.size: " SIZE_HELP);
                 c->cache_size = (uint64_t)json_integer_value(val);
             } else {
-                const char *s = json_cstr(val);
+                const char *s = conf_json_cstr(val);
                 if (s == NULL)
-                    return fail(err, errlen, "cache.size: " SIZE_HELP);
-                if (set_cache_size(c, "cache.size", s, err, errlen) != 0)
+                    return conf_fail(err, errlen, "cache.size: " SIZE_HELP);
+                if (conf_set_cache_size(c, "cache.size", s, err, errlen) != 0)
                     return -1;
             }
         } else if (strcmp(key, "high_watermark") == 0) {
@@ -1262,10 +1262,10 @@ static int cache_from_json(struct conf *c, const json_t *v, char *err, size_t er
             c->cache_revalidate_ms = (unsigned)n;
         } else if (strcmp(key, "on_write") == 0) {
             if (!json_is_boolean(val))
-                return fail(err, errlen, "cache.on_write: must be true or false");
+                return conf_fail(err, errlen, "cache.on_write: must be true or false");
             c->cache_on_write = json_is_true(val);
         } else if (strcmp(key, "read_path") == 0) {
-            const char *s = json_cstr(val);
+            const char *s = conf_json_cstr(val);
             if (s && strcmp(s, "auto") == 0)
                 c->cache_read_path = CONF_READ_SENDFILE;
             else if (s && strcmp(s, "sendfile") == 0)
@@ -1273,42 +1273,39 @@ static int cache_from_json(struct conf *c, const json_t *v, char *err, size_t er
             else if (s && strcmp(s, "io_uring") == 0)
                 c->cache_read_path = CONF_READ_URING;
             else
-                return fail(err, errlen, "cache.read_path: must be \"auto\", \"sendfile\" or "
+                return conf_fail(err, errlen, "cache.read_path: must be \"auto\", \"sendfile\" or "
                             "\"io_uring\"");
         } else if (strcmp(key, "engine") == 0) {
-            const char *s = json_cstr(val);
+            const char *s = conf_json_cstr(val);
             if (s == NULL)
-                return fail(err, errlen, "cache.engine: must be \"auto\", \"io_uring\" or "
+                return conf_fail(err, errlen, "cache.engine: must be \"auto\", \"io_uring\" or "
                             "\"threads\"");
-            if (set_cache_engine(c, "cache.engine", s, err, errlen) != 0)
+            if (conf_set_cache_engine(c, "cache.engine", s, err, errlen) != 0)
                 return -1;
         } else { /* "consistency" */
-            const char *s = json_cstr(val);
+            const char *s = conf_json_cstr(val);
             if (s == NULL)
-                return fail(err, errlen, "cache.consistency: " CONSISTENCY_HELP, TTL_MAX_S);
-            if (set_consistency(c, "cache.consistency", s, err, errlen) != 0)
+                return conf_fail(err, errlen, "cache.consistency: " CONSISTENCY_HELP, TTL_MAX_S);
+            if (conf_set_consistency(c, "cache.consistency", s, err, errlen) != 0)
                 return -1;
         }
     }
     return 0;
 }
 
-typedef int (*str_setter)(struct conf *c, const char *field, const char *s, char *err,
-                          size_t errlen);
-
 /* One top-level key of the file. String options go through the same setter as
  * their environment variable and flag; the others are handled in key_apply. */
 struct file_key {
     const char *name;
-    str_setter set;   /* NULL: not a plain string option */
+    conf_str_setter set;   /* NULL: not a plain string option */
     bool null_ok;     /* with set: null is passed on as NULL (turns the option off) */
 };
 
 static const struct file_key file_keys[] = {
-    { "listen", set_listen, false },
-    { "data_dir", set_data_dir, false },
-    { "cold_url", set_cold_url, true },
-    { "cold_ca_path", set_cold_ca_path, true },
+    { "listen", conf_set_listen, false },
+    { "data_dir", conf_set_data_dir, false },
+    { "cold_url", conf_set_cold_url, true },
+    { "cold_ca_path", conf_set_cold_ca_path, true },
     { "cold_connect_timeout_ms", NULL, false },
     { "cold_request_timeout_ms", NULL, false },
     { "cold_first_byte_timeout_ms", NULL, false },
@@ -1318,14 +1315,14 @@ static const struct file_key file_keys[] = {
     { "cold_secret_key_env", NULL, false },
     { "cold_region", NULL, false },
     { "cold_virtual_hosted", NULL, false },
-    { "spool_dir", set_spool_dir, false },
-    { "state_dir", set_state_dir, true },
+    { "spool_dir", conf_set_spool_dir, false },
+    { "state_dir", conf_set_state_dir, true },
     { "mpu_max_age", NULL, false },
     { "cache", NULL, false },
-    { "region", set_region, false },
+    { "region", conf_set_region, false },
     { "vhost_domain", NULL, false },
     { "threads", NULL, false },
-    { "log_level", set_log_level, false },
+    { "log_level", conf_set_log_level, false },
     { "shutdown_grace_s", NULL, false },
     { "prefetch_keep_s", NULL, false },
     { "max_xml_body", NULL, false },
@@ -1335,8 +1332,8 @@ static const struct file_key file_keys[] = {
     { "users", NULL, false },
     { "buckets", NULL, false },
     { "connections", NULL, false },
-    { "log_format", set_log_format, false },
-    { "log_file", set_log_file, true },
+    { "log_format", conf_set_log_format, false },
+    { "log_file", conf_set_log_file, true },
 };
 enum { N_FILE_KEYS = sizeof file_keys / sizeof file_keys[0] };
 _Static_assert(N_FILE_KEYS == 32, "update file_keys, FILE_KEYS_HELP, key_apply and the "
@@ -1360,19 +1357,19 @@ static int key_apply(struct conf *c, const struct file_key *k, const json_t *v, 
     if (k->set != NULL) {
         if (k->null_ok && json_is_null(v))
             return k->set(c, k->name, NULL, err, errlen);
-        const char *s = json_cstr(v);
+        const char *s = conf_json_cstr(v);
         if (s == NULL)
-            return fail(err, errlen, "%s: must be a string%s", k->name,
+            return conf_fail(err, errlen, "%s: must be a string%s", k->name,
                         k->null_ok ? " or null" : "");
         return k->set(c, k->name, s, err, errlen);
     }
     if (strcmp(k->name, "vhost_domain") == 0) {
         if (json_is_null(v))
-            return set_vhost_domain(c, k->name, NULL, err, errlen);
-        const char *s = json_cstr(v);
+            return conf_set_vhost_domain(c, k->name, NULL, err, errlen);
+        const char *s = conf_json_cstr(v);
         if (s == NULL || s[0] == '\0')
-            return fail(err, errlen, "vhost_domain: must be a non-empty string or null");
-        return set_vhost_domain(c, k->name, s, err, errlen);
+            return conf_fail(err, errlen, "vhost_domain: must be a non-empty string or null");
+        return conf_set_vhost_domain(c, k->name, s, err, errlen);
     }
     if (strcmp(k->name, "threads") == 0) {
         if (json_uint(v, k->name, 0, THREADS_MAX, &n, err, errlen) != 0)
@@ -1430,49 +1427,49 @@ static int key_apply(struct conf *c, const struct file_key *k, const json_t *v, 
     }
     if (strcmp(k->name, "cold_virtual_hosted") == 0) {
         if (!json_is_boolean(v))
-            return fail(err, errlen, "cold_virtual_hosted: must be true or false");
+            return conf_fail(err, errlen, "cold_virtual_hosted: must be true or false");
         c->cold_virtual_hosted = json_is_true(v);
         return 0;
     }
     if (strcmp(k->name, "cold_access_key") == 0 || strcmp(k->name, "cold_secret_key") == 0 ||
         strcmp(k->name, "cold_region") == 0) {
-        const char *s = json_cstr(v);
+        const char *s = conf_json_cstr(v);
         if (s == NULL || s[0] == '\0')
-            return fail(err, errlen, "%s: must be a non-empty string", k->name);
+            return conf_fail(err, errlen, "%s: must be a non-empty string", k->name);
         char **dst = k->name[5] == 'a' ? &c->cold_access_key
                      : k->name[5] == 's' ? &c->cold_secret_key : &c->cold_region;
-        if (replace_str(dst, s) != 0)
-            return fail(err, errlen, "%s: out of memory", k->name);
+        if (conf_replace_str(dst, s) != 0)
+            return conf_fail(err, errlen, "%s: out of memory", k->name);
         return 0;
     }
     if (strcmp(k->name, "cold_secret_key_env") == 0) {
-        const char *name = json_cstr(v);
+        const char *name = conf_json_cstr(v);
         const char *val = name && name[0] ? getenv(name) : NULL;
         if (name == NULL || name[0] == '\0')
-            return fail(err, errlen, "cold_secret_key_env: must name an environment variable");
+            return conf_fail(err, errlen, "cold_secret_key_env: must name an environment variable");
         if (val == NULL || val[0] == '\0')
-            return fail(err, errlen, "cold_secret_key_env: the variable %s is not set", name);
-        if (replace_str(&c->cold_secret_key, val) != 0)
-            return fail(err, errlen, "cold_secret_key_env: out of memory");
+            return conf_fail(err, errlen, "cold_secret_key_env: the variable %s is not set", name);
+        if (conf_replace_str(&c->cold_secret_key, val) != 0)
+            return conf_fail(err, errlen, "cold_secret_key_env: out of memory");
         return 0;
     }
     if (strcmp(k->name, "mpu_max_age") == 0) {
         if (json_is_string(v))
-            return set_mpu_max_age(c, k->name, json_string_value(v), err, errlen);
+            return conf_set_mpu_max_age(c, k->name, json_string_value(v), err, errlen);
         if (json_uint(v, k->name, 0, MPU_MAX_AGE_MAX_S, &n, err, errlen) != 0)
-            return fail(err, errlen, "mpu_max_age: " MPU_MAX_AGE_HELP);
+            return conf_fail(err, errlen, "mpu_max_age: " MPU_MAX_AGE_HELP);
         c->mpu_max_age_s = (unsigned)n;
         return 0;
     }
     if (strcmp(k->name, "metrics_public") == 0) {
         if (!json_is_boolean(v))
-            return fail(err, errlen, "metrics_public: must be true or false");
+            return conf_fail(err, errlen, "metrics_public: must be true or false");
         c->metrics_public = json_is_true(v);
         return 0;
     }
     if (strcmp(k->name, "sigv2") == 0) {
         if (!json_is_boolean(v))
-            return fail(err, errlen, "sigv2: must be true or false");
+            return conf_fail(err, errlen, "sigv2: must be true or false");
         c->sigv2 = json_is_true(v);
         return 0;
     }
@@ -1481,9 +1478,9 @@ static int key_apply(struct conf *c, const struct file_key *k, const json_t *v, 
     if (strcmp(k->name, "connections") == 0)
         return conf_connections_from_json(c, v, err, errlen);
     if (strcmp(k->name, "buckets") == 0)
-        return buckets_from_json(c, v, err, errlen);
+        return conf_buckets_from_json(c, v, err, errlen);
     /* "users" */
-    return users_from_json(c, v, err, errlen);
+    return conf_users_from_json(c, v, err, errlen);
 }
 
 static int conf_apply_json(struct conf *c, json_t *root, char *err, size_t errlen)
@@ -1492,7 +1489,7 @@ static int conf_apply_json(struct conf *c, json_t *root, char *err, size_t errle
     json_t *val;
 
     if (!json_is_object(root))
-        return fail(err, errlen, "top level: must be a JSON object");
+        return conf_fail(err, errlen, "top level: must be a JSON object");
     json_object_foreach(root, key, val) {
         const struct file_key *k = NULL;
         for (size_t i = 0; i < N_FILE_KEYS && k == NULL; i++) {
@@ -1500,7 +1497,8 @@ static int conf_apply_json(struct conf *c, json_t *root, char *err, size_t errle
                 k = &file_keys[i];
         }
         if (k == NULL)
-            return fail(err, errlen, "unknown key \"%.64s\" (allowed: " FILE_KEYS_HELP ")", key);
+            return conf_fail(err, errlen, "unknown key \"%.64s\" (allowed: " FILE_KEYS_HELP ")",
+                             key);
         if (key_apply(c, k, val, err, errlen) != 0)
             return -1;
     }
@@ -1533,28 +1531,28 @@ int conf_load_file(struct conf *c, const char *path, char *err, size_t errlen)
     json_t *root = NULL;
     int rc = -1;
 
-    err_clear(err, errlen);
+    conf_err_clear(err, errlen);
     /* O_NONBLOCK so a FIFO given by mistake is refused below instead of
      * blocking start-up; it changes nothing for regular files. */
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0) {
         int e = errno;
-        return fail(err, errlen, "%s: cannot open: %s", path, strerror(e));
+        return conf_fail(err, errlen, "%s: cannot open: %s", path, strerror(e));
     }
     /* fstat the descriptor we read, not the path, so the mode we check is the
      * mode of the file we load. */
     if (fstat(fd, &st) != 0) {
         int e = errno;
-        fail(err, errlen, "%s: cannot stat: %s", path, strerror(e));
+        conf_fail(err, errlen, "%s: cannot stat: %s", path, strerror(e));
         goto out;
     }
     if (!S_ISREG(st.st_mode)) {
-        fail(err, errlen, "%s: not a regular file", path);
+        conf_fail(err, errlen, "%s: not a regular file", path);
         goto out;
     }
     root = json_loadfd(fd, JSON_REJECT_DUPLICATES, &jerr);
     if (root == NULL) {
-        fail(err, errlen, "%s: invalid JSON at line %d, column %d: %s", path, jerr.line,
+        conf_fail(err, errlen, "%s: invalid JSON at line %d, column %d: %s", path, jerr.line,
              jerr.column, jerr.text);
         goto out;
     }
@@ -1562,17 +1560,17 @@ int conf_load_file(struct conf *c, const char *path, char *err, size_t errlen)
         (file_holds_secrets(json_object_get(root, "users")) ||
          json_object_get(root, "cold_secret_key") != NULL) &&
         (st.st_mode & 077) != 0) {
-        fail(err, errlen, "%s: holds secret keys but its mode %04o lets group or others "
+        conf_fail(err, errlen, "%s: holds secret keys but its mode %04o lets group or others "
              "access it; run chmod 600 %s", path, (unsigned)(st.st_mode & 07777), path);
         goto out;
     }
     if (conf_copy(&tmp, c) != 0) {
-        fail(err, errlen, "%s: out of memory", path);
+        conf_fail(err, errlen, "%s: out of memory", path);
         goto out;
     }
     if (conf_apply_json(&tmp, root, msg, sizeof msg) != 0) {
         conf_free(&tmp);
-        fail(err, errlen, "%s: %s", path, msg);
+        conf_fail(err, errlen, "%s: %s", path, msg);
         goto out;
     }
     conf_commit(c, &tmp);
@@ -1595,54 +1593,54 @@ static int env_apply_keys(struct conf *c, char *err, size_t errlen)
     if (ak == NULL && sk == NULL)
         return 0;
     if (ak == NULL || sk == NULL)
-        return fail(err, errlen, "SHARDGATE_ACCESS_KEY and SHARDGATE_SECRET_KEY must be set "
+        return conf_fail(err, errlen, "SHARDGATE_ACCESS_KEY and SHARDGATE_SECRET_KEY must be set "
                     "together (only %s is set)",
                     ak != NULL ? "SHARDGATE_ACCESS_KEY" : "SHARDGATE_SECRET_KEY");
-    if (!access_key_ok(ak))
-        return fail(err, errlen, "SHARDGATE_ACCESS_KEY: " ACCESS_KEY_HELP);
+    if (!conf_access_key_ok(ak))
+        return conf_fail(err, errlen, "SHARDGATE_ACCESS_KEY: " ACCESS_KEY_HELP);
     if (sk[0] == '\0')
-        return fail(err, errlen, "SHARDGATE_SECRET_KEY: must not be empty");
+        return conf_fail(err, errlen, "SHARDGATE_SECRET_KEY: must not be empty");
     if (c->n_users == 0) {
         c->users = calloc(1, sizeof *c->users);
         if (c->users == NULL)
-            return fail(err, errlen, "SHARDGATE_ACCESS_KEY: out of memory");
+            return conf_fail(err, errlen, "SHARDGATE_ACCESS_KEY: out of memory");
         c->n_users = 1;
-        if ((c->users[0].name = strdup("root")) == NULL || perms_set_root(&c->users[0]) != 0)
-            return fail(err, errlen, "SHARDGATE_ACCESS_KEY: out of memory");
+        if ((c->users[0].name = strdup("root")) == NULL || conf_perms_set_root(&c->users[0]) != 0)
+            return conf_fail(err, errlen, "SHARDGATE_ACCESS_KEY: out of memory");
     }
-    if (replace_str(&c->users[0].access_key, ak) != 0
-        || replace_str(&c->users[0].secret_key, sk) != 0)
-        return fail(err, errlen, "SHARDGATE_ACCESS_KEY: out of memory");
+    if (conf_replace_str(&c->users[0].access_key, ak) != 0
+        || conf_replace_str(&c->users[0].secret_key, sk) != 0)
+        return conf_fail(err, errlen, "SHARDGATE_ACCESS_KEY: out of memory");
     c->default_credentials = false;
     return 0;
 }
 
 static const struct {
     const char *name;
-    str_setter set;
+    conf_str_setter set;
 } env_vars[] = {
-    { "SHARDGATE_LISTEN", set_listen },
-    { "SHARDGATE_DATA_DIR", set_data_dir },
-    { "SHARDGATE_REGION", set_region },
-    { "SHARDGATE_LOG_LEVEL", set_log_level },
-    { "SHARDGATE_COLD_URL", set_cold_url },
-    { "SHARDGATE_CACHE_DIR", set_cache_dir },
-    { "SHARDGATE_CACHE_SIZE", set_cache_size },
-    { "SHARDGATE_CONSISTENCY", set_consistency },
-    { "SHARDGATE_STATE_DIR", set_state_dir },
-    { "SHARDGATE_MPU_MAX_AGE", set_mpu_max_age },
-    { "SHARDGATE_CACHE_ENGINE", set_cache_engine },
-    { "SHARDGATE_LOG_FORMAT", set_log_format },
-    { "SHARDGATE_LOG_FILE", set_log_file },
+    { "SHARDGATE_LISTEN", conf_set_listen },
+    { "SHARDGATE_DATA_DIR", conf_set_data_dir },
+    { "SHARDGATE_REGION", conf_set_region },
+    { "SHARDGATE_LOG_LEVEL", conf_set_log_level },
+    { "SHARDGATE_COLD_URL", conf_set_cold_url },
+    { "SHARDGATE_CACHE_DIR", conf_set_cache_dir },
+    { "SHARDGATE_CACHE_SIZE", conf_set_cache_size },
+    { "SHARDGATE_CONSISTENCY", conf_set_consistency },
+    { "SHARDGATE_STATE_DIR", conf_set_state_dir },
+    { "SHARDGATE_MPU_MAX_AGE", conf_set_mpu_max_age },
+    { "SHARDGATE_CACHE_ENGINE", conf_set_cache_engine },
+    { "SHARDGATE_LOG_FORMAT", conf_set_log_format },
+    { "SHARDGATE_LOG_FILE", conf_set_log_file },
 };
 
 int conf_apply_env(struct conf *c, char *err, size_t errlen)
 {
     struct conf tmp;
 
-    err_clear(err, errlen);
+    conf_err_clear(err, errlen);
     if (conf_copy(&tmp, c) != 0)
-        return fail(err, errlen, "environment: out of memory");
+        return conf_fail(err, errlen, "environment: out of memory");
     if (env_apply_keys(&tmp, err, errlen) != 0)
         goto bad;
     for (size_t i = 0; i < sizeof env_vars / sizeof env_vars[0]; i++) {
@@ -1659,12 +1657,12 @@ bad:
 
 /* ---- flags ---- */
 
-static int set_threads(struct conf *c, const char *field, const char *s, char *err,
-                       size_t errlen)
+int conf_set_threads(struct conf *c, const char *field, const char *s, char *err,
+                     size_t errlen)
 {
     unsigned v;
     if (uint_parse(s, THREADS_MAX, &v) != 0)
-        return fail(err, errlen, "%s: must be an integer from 0 to %u", field, THREADS_MAX);
+        return conf_fail(err, errlen, "%s: must be an integer from 0 to %u", field, THREADS_MAX);
     c->threads = v;
     return 0;
 }
@@ -1672,36 +1670,36 @@ static int set_threads(struct conf *c, const char *field, const char *s, char *e
 static const struct {
     const char *name;     /* without dashes */
     const char *field;    /* as the user typed it */
-    str_setter set;
+    conf_str_setter set;
 } flags[] = {
-    { "listen", "--listen", set_listen },
-    { "data", "--data", set_data_dir },
-    { "region", "--region", set_region },
-    { "vhost-domain", "--vhost-domain", set_vhost_domain },
-    { "threads", "--threads", set_threads },
-    { "log-level", "--log-level", set_log_level },
-    { "cold", "--cold", set_cold_url },
-    { "cache-dir", "--cache-dir", set_cache_dir },
-    { "cache-size", "--cache-size", set_cache_size },
-    { "consistency", "--consistency", set_consistency },
-    { "state-dir", "--state-dir", set_state_dir },
-    { "log-format", "--log-format", set_log_format },
-    { "log-file", "--log-file", set_log_file },
+    { "listen", "--listen", conf_set_listen },
+    { "data", "--data", conf_set_data_dir },
+    { "region", "--region", conf_set_region },
+    { "vhost-domain", "--vhost-domain", conf_set_vhost_domain },
+    { "threads", "--threads", conf_set_threads },
+    { "log-level", "--log-level", conf_set_log_level },
+    { "cold", "--cold", conf_set_cold_url },
+    { "cache-dir", "--cache-dir", conf_set_cache_dir },
+    { "cache-size", "--cache-size", conf_set_cache_size },
+    { "consistency", "--consistency", conf_set_consistency },
+    { "state-dir", "--state-dir", conf_set_state_dir },
+    { "log-format", "--log-format", conf_set_log_format },
+    { "log-file", "--log-file", conf_set_log_file },
 };
 
 /* Each setter checks its value before touching `c`, so a single flag needs
  * no copy to stay all-or-nothing. */
 int conf_set_flag(struct conf *c, const char *flag, const char *value, char *err, size_t errlen)
 {
-    err_clear(err, errlen);
+    conf_err_clear(err, errlen);
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
         if (strcmp(flag, flags[i].name) != 0)
             continue;
         if (value == NULL)
-            return fail(err, errlen, "%s: requires a value", flags[i].field);
+            return conf_fail(err, errlen, "%s: requires a value", flags[i].field);
         return flags[i].set(c, flags[i].field, value, err, errlen);
     }
-    return fail(err, errlen, "unknown flag \"--%.64s\" (allowed: --listen, --data, --region, "
+    return conf_fail(err, errlen, "unknown flag \"--%.64s\" (allowed: --listen, --data, --region, "
                 "--vhost-domain, --threads, --log-level, --cold, --cache-dir, --cache-size, "
                 "--consistency, --state-dir, --log-format, --log-file)", flag);
 }
@@ -1741,115 +1739,117 @@ int conf_validate(const struct conf *c, char *err, size_t errlen)
 {
     size_t a, b;
 
-    err_clear(err, errlen);
+    conf_err_clear(err, errlen);
     if (c->listen_addr == NULL || c->listen_addr[0] == '\0')
-        return fail(err, errlen, "listen: address is missing");
+        return conf_fail(err, errlen, "listen: address is missing");
     if (c->listen_port == 0)
-        return fail(err, errlen, "listen: port must be from 1 to 65535");
+        return conf_fail(err, errlen, "listen: port must be from 1 to 65535");
     if (c->data_dir == NULL || c->data_dir[0] == '\0')
-        return fail(err, errlen, "data_dir: must not be empty");
+        return conf_fail(err, errlen, "data_dir: must not be empty");
     if (c->region == NULL || c->region[0] == '\0')
-        return fail(err, errlen, "region: must not be empty");
-    if (c->cold_url != NULL && !cold_url_ok(c->cold_url))
-        return fail(err, errlen, "cold_url: " COLD_URL_HELP);
+        return conf_fail(err, errlen, "region: must not be empty");
+    if (c->cold_url != NULL && !conf_cold_url_ok(c->cold_url))
+        return conf_fail(err, errlen, "cold_url: " COLD_URL_HELP);
     if (c->cold_url != NULL && c->data_dir_from != NULL)
-        return fail(err, errlen, "%s and cold_url (--cold, SHARDGATE_COLD_URL) are exclusive: "
+        return conf_fail(err, errlen, "%s and cold_url (--cold, SHARDGATE_COLD_URL) are exclusive: "
                     "the cold tier is either a local directory (--data, SHARDGATE_DATA_DIR, "
                     "\"data_dir\" in the config file) or an S3 endpoint; give only one",
                     c->data_dir_from);
     if (c->cold_url != NULL && c->state_dir != NULL)
-        return fail(err, errlen, "state_dir (--state-dir, SHARDGATE_STATE_DIR) belongs to the "
+        return conf_fail(err, errlen, "state_dir (--state-dir, SHARDGATE_STATE_DIR) belongs to the "
                     "local directory store: it has no use with cold_url (--cold)");
     if (c->state_dir != NULL && c->state_dir[0] == '\0')
-        return fail(err, errlen, "state_dir: must be a non-empty path or null");
+        return conf_fail(err, errlen, "state_dir: must be a non-empty path or null");
     if (c->mpu_max_age_s > MPU_MAX_AGE_MAX_S)
-        return fail(err, errlen, "mpu_max_age: " MPU_MAX_AGE_HELP);
+        return conf_fail(err, errlen, "mpu_max_age: " MPU_MAX_AGE_HELP);
     if ((c->cold_access_key == NULL) != (c->cold_secret_key == NULL))
-        return fail(err, errlen, "cold_access_key and cold_secret_key (or cold_secret_key_env) "
-                    "go together: give both, or neither to use AWS_ACCESS_KEY_ID / "
-                    "AWS_SECRET_ACCESS_KEY");
+        return conf_fail(err, errlen, "cold_access_key and cold_secret_key (or "
+                    "cold_secret_key_env) go together: give both, or neither to use "
+                    "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY");
     if (c->cold_ca_path != NULL && c->cold_ca_path[0] == '\0')
-        return fail(err, errlen, "cold_ca_path: must be a non-empty path or null");
+        return conf_fail(err, errlen, "cold_ca_path: must be a non-empty path or null");
     if (c->cold_connect_timeout_ms < 1 || c->cold_connect_timeout_ms > CONNECT_TIMEOUT_MAX_MS)
-        return fail(err, errlen, "cold_connect_timeout_ms: must be an integer from 1 to %u",
+        return conf_fail(err, errlen, "cold_connect_timeout_ms: must be an integer from 1 to %u",
                     CONNECT_TIMEOUT_MAX_MS);
     if (c->cold_request_timeout_ms < 1 || c->cold_request_timeout_ms > REQUEST_TIMEOUT_MAX_MS)
-        return fail(err, errlen, "cold_request_timeout_ms: must be an integer from 1 to %u",
+        return conf_fail(err, errlen, "cold_request_timeout_ms: must be an integer from 1 to %u",
                     REQUEST_TIMEOUT_MAX_MS);
     if (c->cold_first_byte_timeout_ms < 1 || c->cold_first_byte_timeout_ms > FIRST_BYTE_MAX_MS)
-        return fail(err, errlen, "cold_first_byte_timeout_ms: must be an integer from 1 to %u",
+        return conf_fail(err, errlen, "cold_first_byte_timeout_ms: must be an integer from 1 to %u",
                     FIRST_BYTE_MAX_MS);
     if (c->cache_revalidate_ms < 1 || c->cache_revalidate_ms > REVALIDATE_MAX_MS)
-        return fail(err, errlen, "cache.revalidate_timeout_ms: must be an integer from 1 to %u",
-                    REVALIDATE_MAX_MS);
+        return conf_fail(err, errlen, "cache.revalidate_timeout_ms: must be an integer from 1 "
+                    "to %u", REVALIDATE_MAX_MS);
     if (c->cold_retries > RETRIES_MAX)
-        return fail(err, errlen, "cold_retries: must be an integer from 0 to %u", RETRIES_MAX);
+        return conf_fail(err, errlen, "cold_retries: must be an integer from 0 to %u", RETRIES_MAX);
     if (c->spool_dir == NULL || c->spool_dir[0] == '\0')
-        return fail(err, errlen, "spool_dir: must not be empty");
+        return conf_fail(err, errlen, "spool_dir: must not be empty");
     if (c->cache_dir != NULL && c->cache_dir[0] == '\0')
-        return fail(err, errlen, "cache.dir: must be a non-empty path or null");
+        return conf_fail(err, errlen, "cache.dir: must be a non-empty path or null");
     if (c->cache_size < CACHE_SIZE_MIN)
-        return fail(err, errlen, "cache.size: " SIZE_HELP);
+        return conf_fail(err, errlen, "cache.size: " SIZE_HELP);
     if (c->cache_high_pct < 2 || c->cache_high_pct > 100)
-        return fail(err, errlen, "cache.high_watermark: must be an integer from 2 to 100");
+        return conf_fail(err, errlen, "cache.high_watermark: must be an integer from 2 to 100");
     if (c->cache_low_pct < 1 || c->cache_low_pct >= c->cache_high_pct)
-        return fail(err, errlen, "cache.low_watermark: must be an integer from 1 to %u, below "
+        return conf_fail(err, errlen, "cache.low_watermark: must be an integer from 1 to %u, below "
                     "cache.high_watermark (%u)", c->cache_high_pct - 1, c->cache_high_pct);
     if (c->cache_fill_workers < 1 || c->cache_fill_workers > FILL_WORKERS_MAX)
-        return fail(err, errlen, "cache.fill_workers: must be an integer from 1 to %u",
+        return conf_fail(err, errlen, "cache.fill_workers: must be an integer from 1 to %u",
                     FILL_WORKERS_MAX);
     if (c->cache_wait_ms < WAIT_MIN_MS || c->cache_wait_ms > WAIT_MAX_MS)
-        return fail(err, errlen, "cache.wait_timeout_ms: must be an integer from %u to %u",
+        return conf_fail(err, errlen, "cache.wait_timeout_ms: must be an integer from %u to %u",
                     WAIT_MIN_MS, WAIT_MAX_MS);
-    if (!consistency_ok(c->consistency, c->consistency_ttl_s))
-        return fail(err, errlen, "consistency: " CONSISTENCY_HELP, TTL_MAX_S);
+    if (!conf_consistency_ok(c->consistency, c->consistency_ttl_s))
+        return conf_fail(err, errlen, "consistency: " CONSISTENCY_HELP, TTL_MAX_S);
     if (c->threads > THREADS_MAX)
-        return fail(err, errlen, "threads: must be an integer from 0 to %u", THREADS_MAX);
+        return conf_fail(err, errlen, "threads: must be an integer from 0 to %u", THREADS_MAX);
     if (c->shutdown_grace_s > GRACE_MAX_S)
-        return fail(err, errlen, "shutdown_grace_s: must be an integer from 0 to %u",
+        return conf_fail(err, errlen, "shutdown_grace_s: must be an integer from 0 to %u",
                     GRACE_MAX_S);
     if (c->max_xml_body < XML_BODY_MIN || c->max_xml_body > XML_BODY_MAX)
-        return fail(err, errlen, "max_xml_body: must be an integer from %u to %u",
+        return conf_fail(err, errlen, "max_xml_body: must be an integer from %u to %u",
                     XML_BODY_MIN, XML_BODY_MAX);
     if (c->max_header_bytes < HEADER_MIN || c->max_header_bytes > HEADER_MAX)
-        return fail(err, errlen, "max_header_bytes: must be an integer from %u to %u",
+        return conf_fail(err, errlen, "max_header_bytes: must be an integer from %u to %u",
                     HEADER_MIN, HEADER_MAX);
     if (conf_connections_validate(c, err, errlen) != 0)
         return -1;
     if (c->users == NULL || c->n_users == 0)
-        return fail(err, errlen, "users: at least one user is required");
+        return conf_fail(err, errlen, "users: at least one user is required");
     for (size_t i = 0; i < c->n_users; i++) {
         const struct conf_user *u = &c->users[i];
         if (u->name == NULL || u->name[0] == '\0')
-            return fail(err, errlen, "users[%zu].name: must not be empty", i);
+            return conf_fail(err, errlen, "users[%zu].name: must not be empty", i);
         if (u->access_key == NULL || u->access_key[0] == '\0')
-            return fail(err, errlen, "users[%zu].access_key: must not be empty", i);
+            return conf_fail(err, errlen, "users[%zu].access_key: must not be empty", i);
         if (u->secret_key == NULL || u->secret_key[0] == '\0')
-            return fail(err, errlen, "users[%zu].secret_key: must not be empty", i);
+            return conf_fail(err, errlen, "users[%zu].secret_key: must not be empty", i);
         for (size_t k = 0; k < u->n_perms; k++) {
             const struct conf_perm *p = &u->perms[k];
-            if (p->bucket == NULL || (strcmp(p->bucket, "*") != 0 && !bucket_name_ok(p->bucket)))
-                return fail(err, errlen, "users[%zu].permissions: key " BUCKET_NAME_HELP, i);
+            if (p->bucket == NULL
+                || (strcmp(p->bucket, "*") != 0 && !conf_bucket_name_ok(p->bucket)))
+                return conf_fail(err, errlen, "users[%zu].permissions: key " BUCKET_NAME_HELP, i);
             if (p->level > CONF_PERM_ADMIN)
-                return fail(err, errlen, "users[%zu].permissions.%s: bad level", i, p->bucket);
+                return conf_fail(err, errlen, "users[%zu].permissions.%s: bad level", i, p->bucket);
         }
     }
     for (size_t i = 0; i < c->n_buckets; i++) {
         const struct conf_bucket *bk = &c->buckets[i];
-        if (bk->name == NULL || !bucket_name_ok(bk->name))
-            return fail(err, errlen, "buckets: entry %zu has no valid bucket name", i);
-        if (bk->has_consistency && !consistency_ok(bk->consistency, bk->ttl_s))
-            return fail(err, errlen, "buckets.%s.consistency: " CONSISTENCY_HELP, bk->name,
+        if (bk->name == NULL || !conf_bucket_name_ok(bk->name))
+            return conf_fail(err, errlen, "buckets: entry %zu has no valid bucket name", i);
+        if (bk->has_consistency && !conf_consistency_ok(bk->consistency, bk->ttl_s))
+            return conf_fail(err, errlen, "buckets.%s.consistency: " CONSISTENCY_HELP, bk->name,
                         TTL_MAX_S);
-        if (bk->cold_bucket != NULL && !s3_bucket_name_ok(bk->cold_bucket))
-            return fail(err, errlen, "buckets.%s.cold_bucket: " S3_BUCKET_NAME_HELP, bk->name);
+        if (bk->cold_bucket != NULL && !conf_s3_bucket_name_ok(bk->cold_bucket))
+            return conf_fail(err, errlen, "buckets.%s.cold_bucket: " S3_BUCKET_NAME_HELP, bk->name);
     }
     if (buckets_find_cold_alias(c->buckets, c->n_buckets, &a, &b))
-        return fail(err, errlen, "buckets.%s.cold_bucket: \"%s\" is already the cold bucket of "
-                    "buckets.%s (two names for one bucket would each cache their own copy)",
+        return conf_fail(err, errlen, "buckets.%s.cold_bucket: \"%s\" is already the cold "
+                    "bucket of buckets.%s (two names for one bucket would each cache their "
+                    "own copy)",
                     c->buckets[a].name, c->buckets[a].cold_bucket, c->buckets[b].name);
-    if (users_find_duplicate(c->users, c->n_users, &a, &b))
-        return fail(err, errlen, "users[%zu].access_key: same as users[%zu].access_key "
+    if (conf_users_find_duplicate(c->users, c->n_users, &a, &b))
+        return conf_fail(err, errlen, "users[%zu].access_key: same as users[%zu].access_key "
                     "(access keys must be unique)", b, a);
     return 0;
 }
