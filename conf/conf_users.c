@@ -55,7 +55,7 @@ int conf_bucket_name_ok(const char *s)
 /* The cold tier's own bucket names follow S3's rules for new buckets: 3 to
  * 63 lowercase letters, digits, '.' and '-', a letter or digit at both ends,
  * no "..", not an IPv4 address, none of the reserved prefixes and suffixes.
- * A name S3 would refuse could only conf_fail later, on the first request. */
+ * A name S3 would refuse could only fail later, on the first request. */
 int conf_s3_bucket_name_ok(const char *s)
 {
     static const char *const bad_prefix[] = { "xn--", "sthree-" };
