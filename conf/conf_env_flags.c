@@ -21,8 +21,8 @@ static int env_apply_keys(struct conf *c, char *err, size_t errlen)
         return 0;
     if (ak == NULL || sk == NULL)
         return conf_fail(err, errlen, "SHARDGATE_ACCESS_KEY and SHARDGATE_SECRET_KEY must be set "
-                    "together (only %s is set)",
-                    ak != NULL ? "SHARDGATE_ACCESS_KEY" : "SHARDGATE_SECRET_KEY");
+                         "together (only %s is set)",
+                         ak != NULL ? "SHARDGATE_ACCESS_KEY" : "SHARDGATE_SECRET_KEY");
     if (!conf_access_key_ok(ak))
         return conf_fail(err, errlen, "SHARDGATE_ACCESS_KEY: " ACCESS_KEY_HELP);
     if (sk[0] == '\0')
@@ -118,6 +118,6 @@ int conf_set_flag(struct conf *c, const char *flag, const char *value, char *err
         return flags[i].set(c, flags[i].field, value, err, errlen);
     }
     return conf_fail(err, errlen, "unknown flag \"--%.64s\" (allowed: --listen, --data, --region, "
-                "--vhost-domain, --threads, --log-level, --cold, --cache-dir, --cache-size, "
-                "--consistency, --state-dir, --log-format, --log-file)", flag);
+                     "--vhost-domain, --threads, --log-level, --cold, --cache-dir, --cache-size, "
+                     "--consistency, --state-dir, --log-format, --log-file)", flag);
 }

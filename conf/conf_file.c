@@ -66,12 +66,12 @@ static int cache_from_json(struct conf *c, const json_t *v, char *err, size_t er
             k++;
         if (k == N_CACHE_KEYS)
             return conf_fail(err, errlen, "cache: unknown key \"%.64s\" (allowed: " CACHE_KEYS_HELP
-                        ")", key);
+                             ")", key);
         if (strcmp(key, "dir") == 0) {
             const char *s = conf_json_cstr(val);
             if (s == NULL && !json_is_null(val))
                 return conf_fail(err, errlen, "cache.dir: must be a non-empty path, or null for "
-                            "no cache");
+                                 "no cache");
             if (conf_set_cache_dir(c, "cache.dir", s, err, errlen) != 0)
                 return -1;
         } else if (strcmp(key, "size") == 0) {
@@ -123,12 +123,12 @@ static int cache_from_json(struct conf *c, const json_t *v, char *err, size_t er
                 c->cache_read_path = CONF_READ_URING;
             else
                 return conf_fail(err, errlen, "cache.read_path: must be \"auto\", \"sendfile\" or "
-                            "\"io_uring\"");
+                                 "\"io_uring\"");
         } else if (strcmp(key, "engine") == 0) {
             const char *s = conf_json_cstr(val);
             if (s == NULL)
                 return conf_fail(err, errlen, "cache.engine: must be \"auto\", \"io_uring\" or "
-                            "\"threads\"");
+                                 "\"threads\"");
             if (conf_set_cache_engine(c, "cache.engine", s, err, errlen) != 0)
                 return -1;
         } else { /* "consistency" */
@@ -209,7 +209,7 @@ static int key_apply(struct conf *c, const struct file_key *k, const json_t *v, 
         const char *s = conf_json_cstr(v);
         if (s == NULL)
             return conf_fail(err, errlen, "%s: must be a string%s", k->name,
-                        k->null_ok ? " or null" : "");
+                             k->null_ok ? " or null" : "");
         return k->set(c, k->name, s, err, errlen);
     }
     if (strcmp(k->name, "vhost_domain") == 0) {
@@ -402,7 +402,7 @@ int conf_load_file(struct conf *c, const char *path, char *err, size_t errlen)
     root = json_loadfd(fd, JSON_REJECT_DUPLICATES, &jerr);
     if (root == NULL) {
         conf_fail(err, errlen, "%s: invalid JSON at line %d, column %d: %s", path, jerr.line,
-             jerr.column, jerr.text);
+                  jerr.column, jerr.text);
         goto out;
     }
     if (json_is_object(root) &&
@@ -410,7 +410,7 @@ int conf_load_file(struct conf *c, const char *path, char *err, size_t errlen)
          json_object_get(root, "cold_secret_key") != NULL) &&
         (st.st_mode & 077) != 0) {
         conf_fail(err, errlen, "%s: holds secret keys but its mode %04o lets group or others "
-             "access it; run chmod 600 %s", path, (unsigned)(st.st_mode & 07777), path);
+                  "access it; run chmod 600 %s", path, (unsigned)(st.st_mode & 07777), path);
         goto out;
     }
     if (conf_copy(&tmp, c) != 0) {

@@ -118,7 +118,7 @@ static int perms_from_json(struct conf_user *u, size_t i, const json_t *o, char 
 {
     if (!json_is_object(o) || json_object_size(o) > PERMS_MAX)
         return conf_fail(err, errlen, "users[%zu].permissions: must be an object of at most %u "
-                    "entries like {\"*\": \"read\", \"ckpt\": \"write\"}", i, PERMS_MAX);
+                         "entries like {\"*\": \"read\", \"ckpt\": \"write\"}", i, PERMS_MAX);
     size_t n = json_object_size(o);
     if (n == 0)
         return 0;   /* a user that can authenticate and do nothing: allowed, if odd */
@@ -130,12 +130,12 @@ static int perms_from_json(struct conf_user *u, size_t i, const json_t *o, char 
     json_object_foreach((json_t *)o, key, val) {
         if (strcmp(key, "*") != 0 && !conf_bucket_name_ok(key))
             return conf_fail(err, errlen, "users[%zu].permissions: key \"%.64s\" " BUCKET_NAME_HELP,
-                        i, key);
+                             i, key);
         const char *lv = conf_json_cstr(val);
         enum conf_perm_level level;
         if (lv == NULL || perm_level_parse(lv, &level) != 0)
             return conf_fail(err, errlen, "users[%zu].permissions.%.64s: must be one of \"none\", "
-                        "\"read\", \"write\", \"admin\"", i, key);
+                             "\"read\", \"write\", \"admin\"", i, key);
         struct conf_perm *p = &u->perms[u->n_perms];
         p->bucket = strdup(key);
         if (p->bucket == NULL)
@@ -174,7 +174,7 @@ static int user_from_json(struct conf_user *u, size_t i, const json_t *o, char *
 {
     if (!json_is_object(o))
         return conf_fail(err, errlen, "users[%zu]: must be an object with name, access_key, "
-                    "secret_key (or secret_key_env) and permissions", i);
+                         "secret_key (or secret_key_env) and permissions", i);
     const char *key;
     json_t *val;
     json_object_foreach((json_t *)o, key, val) {
@@ -183,7 +183,8 @@ static int user_from_json(struct conf_user *u, size_t i, const json_t *o, char *
             known = known || strcmp(key, user_keys[k]) == 0;
         if (!known)
             return conf_fail(err, errlen,
-                        "users[%zu]: unknown key \"%.64s\" (allowed: " USER_KEYS_HELP ")", i, key);
+                             "users[%zu]: unknown key \"%.64s\" (allowed: " USER_KEYS_HELP ")",
+                             i, key);
         (void)val;
     }
     if (user_str(o, i, "name", &u->name, err, errlen) != 0
@@ -197,14 +198,14 @@ static int user_from_json(struct conf_user *u, size_t i, const json_t *o, char *
         const char *var = conf_json_cstr(ske);
         if (var == NULL || !env_name_ok(var))
             return conf_fail(err, errlen, "users[%zu].secret_key_env: must name an environment "
-                        "variable (letters, digits, '_', not starting with a digit)", i);
+                             "variable (letters, digits, '_', not starting with a digit)", i);
         const char *v = getenv(var);
         if (v == NULL)
             return conf_fail(err, errlen, "users[%zu].secret_key_env: environment variable %s is "
-                        "not set", i, var);
+                             "not set", i, var);
         if (v[0] == '\0')
             return conf_fail(err, errlen, "users[%zu].secret_key_env: environment variable %s is "
-                        "empty", i, var);
+                             "empty", i, var);
         u->secret_key = strdup(v);
         if (u->secret_key == NULL)
             return conf_fail(err, errlen, "users[%zu].secret_key_env: out of memory", i);
@@ -216,7 +217,7 @@ static int user_from_json(struct conf_user *u, size_t i, const json_t *o, char *
     const json_t *perms = json_object_get(o, "permissions");
     if (perms == NULL)
         return conf_fail(err, errlen, "users[%zu].permissions: required, e.g. {\"*\": \"read\"} "
-                    "(levels none < read < write < admin; \"*\" is every bucket)", i);
+                         "(levels none < read < write < admin; \"*\" is every bucket)", i);
     return perms_from_json(u, i, perms, err, errlen);
 }
 
@@ -255,7 +256,7 @@ int conf_users_from_json(struct conf *c, const json_t *v, char *err, size_t errl
     if (conf_users_find_duplicate(users, n, &a, &b)) {
         conf_users_free(users, n);
         return conf_fail(err, errlen, "users[%zu].access_key: same as users[%zu].access_key "
-                    "(access keys must be unique)", b, a);
+                         "(access keys must be unique)", b, a);
     }
     conf_users_free(c->users, c->n_users);
     c->users = users;
@@ -275,7 +276,7 @@ int conf_buckets_from_json(struct conf *c, const json_t *v, char *err, size_t er
 {
     if (!json_is_object(v) || json_object_size(v) > BUCKETS_MAX)
         return conf_fail(err, errlen, "buckets: must be an object of at most %u entries like "
-                    "{\"datasets\": {\"public_read\": true}}", BUCKETS_MAX);
+                         "{\"datasets\": {\"public_read\": true}}", BUCKETS_MAX);
     size_t n = json_object_size(v);
     /* all n entries are freed on failure: those past `got` are zeroed or hold
      * the strings of the entry being filled */
@@ -288,7 +289,7 @@ int conf_buckets_from_json(struct conf *c, const json_t *v, char *err, size_t er
     json_object_foreach((json_t *)v, name, o) {
         if (!conf_bucket_name_ok(name)) {
             conf_fail(err, errlen, "buckets: key \"%.64s\" must be a bucket name (letters, digits, "
-                 "'.', '-', '_', starting with a letter or digit)", name);
+                      "'.', '-', '_', starting with a letter or digit)", name);
             goto bad;
         }
         if (!json_is_object(o)) {
@@ -304,7 +305,7 @@ int conf_buckets_from_json(struct conf *c, const json_t *v, char *err, size_t er
                 known = known || strcmp(key, bucket_keys[k]) == 0;
             if (!known) {
                 conf_fail(err, errlen, "buckets.%s: unknown key \"%.64s\" (allowed: "
-                     BUCKET_KEYS_HELP ")", name, key);
+                          BUCKET_KEYS_HELP ")", name, key);
                 goto bad;
             }
         }

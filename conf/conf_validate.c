@@ -53,34 +53,34 @@ int conf_validate(const struct conf *c, char *err, size_t errlen)
         return conf_fail(err, errlen, "cold_url: " COLD_URL_HELP);
     if (c->cold_url != NULL && c->data_dir_from != NULL)
         return conf_fail(err, errlen, "%s and cold_url (--cold, SHARDGATE_COLD_URL) are exclusive: "
-                    "the cold tier is either a local directory (--data, SHARDGATE_DATA_DIR, "
-                    "\"data_dir\" in the config file) or an S3 endpoint; give only one",
-                    c->data_dir_from);
+                         "the cold tier is either a local directory (--data, SHARDGATE_DATA_DIR, "
+                         "\"data_dir\" in the config file) or an S3 endpoint; give only one",
+                         c->data_dir_from);
     if (c->cold_url != NULL && c->state_dir != NULL)
         return conf_fail(err, errlen, "state_dir (--state-dir, SHARDGATE_STATE_DIR) belongs to the "
-                    "local directory store: it has no use with cold_url (--cold)");
+                         "local directory store: it has no use with cold_url (--cold)");
     if (c->state_dir != NULL && c->state_dir[0] == '\0')
         return conf_fail(err, errlen, "state_dir: must be a non-empty path or null");
     if (c->mpu_max_age_s > MPU_MAX_AGE_MAX_S)
         return conf_fail(err, errlen, "mpu_max_age: " MPU_MAX_AGE_HELP);
     if ((c->cold_access_key == NULL) != (c->cold_secret_key == NULL))
         return conf_fail(err, errlen, "cold_access_key and cold_secret_key (or "
-                    "cold_secret_key_env) go together: give both, or neither to use "
-                    "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY");
+                         "cold_secret_key_env) go together: give both, or neither to use "
+                         "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY");
     if (c->cold_ca_path != NULL && c->cold_ca_path[0] == '\0')
         return conf_fail(err, errlen, "cold_ca_path: must be a non-empty path or null");
     if (c->cold_connect_timeout_ms < 1 || c->cold_connect_timeout_ms > CONNECT_TIMEOUT_MAX_MS)
         return conf_fail(err, errlen, "cold_connect_timeout_ms: must be an integer from 1 to %u",
-                    CONNECT_TIMEOUT_MAX_MS);
+                         CONNECT_TIMEOUT_MAX_MS);
     if (c->cold_request_timeout_ms < 1 || c->cold_request_timeout_ms > REQUEST_TIMEOUT_MAX_MS)
         return conf_fail(err, errlen, "cold_request_timeout_ms: must be an integer from 1 to %u",
-                    REQUEST_TIMEOUT_MAX_MS);
+                         REQUEST_TIMEOUT_MAX_MS);
     if (c->cold_first_byte_timeout_ms < 1 || c->cold_first_byte_timeout_ms > FIRST_BYTE_MAX_MS)
         return conf_fail(err, errlen, "cold_first_byte_timeout_ms: must be an integer from 1 to %u",
-                    FIRST_BYTE_MAX_MS);
+                         FIRST_BYTE_MAX_MS);
     if (c->cache_revalidate_ms < 1 || c->cache_revalidate_ms > REVALIDATE_MAX_MS)
         return conf_fail(err, errlen, "cache.revalidate_timeout_ms: must be an integer from 1 "
-                    "to %u", REVALIDATE_MAX_MS);
+                         "to %u", REVALIDATE_MAX_MS);
     if (c->cold_retries > RETRIES_MAX)
         return conf_fail(err, errlen, "cold_retries: must be an integer from 0 to %u", RETRIES_MAX);
     if (c->spool_dir == NULL || c->spool_dir[0] == '\0')
@@ -93,26 +93,26 @@ int conf_validate(const struct conf *c, char *err, size_t errlen)
         return conf_fail(err, errlen, "cache.high_watermark: must be an integer from 2 to 100");
     if (c->cache_low_pct < 1 || c->cache_low_pct >= c->cache_high_pct)
         return conf_fail(err, errlen, "cache.low_watermark: must be an integer from 1 to %u, below "
-                    "cache.high_watermark (%u)", c->cache_high_pct - 1, c->cache_high_pct);
+                         "cache.high_watermark (%u)", c->cache_high_pct - 1, c->cache_high_pct);
     if (c->cache_fill_workers < 1 || c->cache_fill_workers > FILL_WORKERS_MAX)
         return conf_fail(err, errlen, "cache.fill_workers: must be an integer from 1 to %u",
-                    FILL_WORKERS_MAX);
+                         FILL_WORKERS_MAX);
     if (c->cache_wait_ms < WAIT_MIN_MS || c->cache_wait_ms > WAIT_MAX_MS)
         return conf_fail(err, errlen, "cache.wait_timeout_ms: must be an integer from %u to %u",
-                    WAIT_MIN_MS, WAIT_MAX_MS);
+                         WAIT_MIN_MS, WAIT_MAX_MS);
     if (!conf_consistency_ok(c->consistency, c->consistency_ttl_s))
         return conf_fail(err, errlen, "consistency: " CONSISTENCY_HELP, TTL_MAX_S);
     if (c->threads > THREADS_MAX)
         return conf_fail(err, errlen, "threads: must be an integer from 0 to %u", THREADS_MAX);
     if (c->shutdown_grace_s > GRACE_MAX_S)
         return conf_fail(err, errlen, "shutdown_grace_s: must be an integer from 0 to %u",
-                    GRACE_MAX_S);
+                         GRACE_MAX_S);
     if (c->max_xml_body < XML_BODY_MIN || c->max_xml_body > XML_BODY_MAX)
         return conf_fail(err, errlen, "max_xml_body: must be an integer from %u to %u",
-                    XML_BODY_MIN, XML_BODY_MAX);
+                         XML_BODY_MIN, XML_BODY_MAX);
     if (c->max_header_bytes < HEADER_MIN || c->max_header_bytes > HEADER_MAX)
         return conf_fail(err, errlen, "max_header_bytes: must be an integer from %u to %u",
-                    HEADER_MIN, HEADER_MAX);
+                         HEADER_MIN, HEADER_MAX);
     if (conf_connections_validate(c, err, errlen) != 0)
         return -1;
     if (c->users == NULL || c->n_users == 0)
@@ -140,17 +140,17 @@ int conf_validate(const struct conf *c, char *err, size_t errlen)
             return conf_fail(err, errlen, "buckets: entry %zu has no valid bucket name", i);
         if (bk->has_consistency && !conf_consistency_ok(bk->consistency, bk->ttl_s))
             return conf_fail(err, errlen, "buckets.%s.consistency: " CONSISTENCY_HELP, bk->name,
-                        TTL_MAX_S);
+                             TTL_MAX_S);
         if (bk->cold_bucket != NULL && !conf_s3_bucket_name_ok(bk->cold_bucket))
             return conf_fail(err, errlen, "buckets.%s.cold_bucket: " S3_BUCKET_NAME_HELP, bk->name);
     }
     if (buckets_find_cold_alias(c->buckets, c->n_buckets, &a, &b))
         return conf_fail(err, errlen, "buckets.%s.cold_bucket: \"%s\" is already the cold "
-                    "bucket of buckets.%s (two names for one bucket would each cache their "
-                    "own copy)",
-                    c->buckets[a].name, c->buckets[a].cold_bucket, c->buckets[b].name);
+                         "bucket of buckets.%s (two names for one bucket would each cache their "
+                         "own copy)",
+                         c->buckets[a].name, c->buckets[a].cold_bucket, c->buckets[b].name);
     if (conf_users_find_duplicate(c->users, c->n_users, &a, &b))
         return conf_fail(err, errlen, "users[%zu].access_key: same as users[%zu].access_key "
-                    "(access keys must be unique)", b, a);
+                         "(access keys must be unique)", b, a);
     return 0;
 }

@@ -88,7 +88,7 @@ int conf_set_log_level(struct conf *c, const char *field, const char *s, char *e
     enum log_level lvl;
     if (log_level_parse(s, &lvl) != 0)
         return conf_fail(err, errlen, "%s: must be one of \"error\", \"warn\", \"info\", \"debug\"",
-                    field);
+                         field);
     c->log_level = lvl;
     return 0;
 }
@@ -109,7 +109,7 @@ int conf_set_log_file(struct conf *c, const char *field, const char *s, char *er
 {
     if (s != NULL && s[0] == '\0')
         return conf_fail(err, errlen, "%s: must be a non-empty path%s", field,
-                    strcmp(field, "log_file") == 0 ? " or null" : "");
+                         strcmp(field, "log_file") == 0 ? " or null" : "");
     if (s == NULL) {
         free(c->log_file);
         c->log_file = NULL;
@@ -151,8 +151,8 @@ int conf_set_region(struct conf *c, const char *field, const char *s, char *err,
 {
     if (!region_ok(s))
         return conf_fail(err, errlen,
-                    "%s: must be 1 to %u letters, digits, '-' or '_' (like \"us-east-1\")", field,
-                    REGION_MAX);
+                         "%s: must be 1 to %u letters, digits, '-' or '_' (like \"us-east-1\")",
+                         field, REGION_MAX);
     if (conf_replace_str(&c->region, s) != 0)
         return conf_fail(err, errlen, "%s: out of memory", field);
     return 0;
