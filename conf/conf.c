@@ -1,10 +1,11 @@
-/* conf/conf.c - what a struct conf owns: the built-in defaults, freeing, and
- * the deep copy each merge step (file: conf_file.c; environment and flags:
- * conf_env_flags.c) works on and commits only when the whole step is valid, so
- * a bad file or variable never leaves a half-applied configuration behind. */
+/* conf/conf.c - what a struct conf owns (the built-in defaults, freeing, and the
+ * deep copy each merge step works on and commits only when the whole step is
+ * valid, so a bad source never leaves a half-applied configuration behind), and
+ * the small helpers every conf/ file calls: messages, strings, JSON strings. */
 #include "conf.h"
 #include "conf_int.h"
 
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,6 +198,19 @@ int conf_replace_str(char **dst, const char *s)
     free(*dst);
     *dst = d;
     return 0;
+}
+
+/* A string value without embedded NULs, or NULL. The parser already refuses
+ * "\u0000" (no JSON_ALLOW_NUL); checked again because a C string would
+ * silently end there if that flag were ever added. */
+const char *conf_json_cstr(const json_t *v)
+{
+    if (!json_is_string(v))
+        return NULL;
+    const char *s = json_string_value(v);
+    if (strlen(s) != json_string_length(v))
+        return NULL;
+    return s;
 }
 
 /* Makes `u` admin on every bucket: the root from the defaults or from the

@@ -13,19 +13,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* A string value without embedded NULs, or NULL. The parser already refuses
- * "\u0000" (no JSON_ALLOW_NUL); checked again because a C string would
- * silently end there if that flag were ever added. */
-const char *conf_json_cstr(const json_t *v)
-{
-    if (!json_is_string(v))
-        return NULL;
-    const char *s = json_string_value(v);
-    if (strlen(s) != json_string_length(v))
-        return NULL;
-    return s;
-}
-
 static int json_uint(const json_t *v, const char *field, unsigned long long min,
                      unsigned long long max, unsigned long long *out, char *err, size_t errlen)
 {

@@ -64,7 +64,7 @@
 #define BUCKET_NAME_HELP "must be \"*\" or a bucket name (letters, digits, '.', '-', '_', " \
                          "starting with a letter or digit)"
 
-/* ---- messages and ownership (conf.c) ---- */
+/* ---- messages, strings and ownership (conf.c) ---- */
 
 /* Writes the message to `err` (when there is room for anything) and returns -1. */
 int conf_fail(char *err, size_t errlen, const char *fmt, ...)
@@ -78,6 +78,8 @@ int conf_copy(struct conf *dst, const struct conf *src);
 void conf_commit(struct conf *c, struct conf *tmp);
 /* Replaces *dst by a copy of `s`. Returns 0, or -1 when out of memory. */
 int conf_replace_str(char **dst, const char *s);
+/* A JSON string value without embedded NULs, or NULL. */
+const char *conf_json_cstr(const json_t *v);
 /* Makes `u` admin on every bucket. Returns 0, or -1 when out of memory. */
 int conf_perms_set_root(struct conf_user *u);
 /* Free users[0..n) / b[0..n) and the arrays (secrets wiped first). */
@@ -148,11 +150,6 @@ int conf_users_find_duplicate(const struct conf_user *users, size_t n, size_t *f
  * 0, or -1 with err set and c unchanged. */
 int conf_users_from_json(struct conf *c, const json_t *v, char *err, size_t errlen);
 int conf_buckets_from_json(struct conf *c, const json_t *v, char *err, size_t errlen);
-
-/* ---- the JSON file (conf_file.c) ---- */
-
-/* A string value without embedded NULs, or NULL. */
-const char *conf_json_cstr(const json_t *v);
 
 /* ---- the "connections" object (conf/connections.c) ---- */
 
