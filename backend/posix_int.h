@@ -1,14 +1,16 @@
 /* backend/posix_int.h - internals of the posix store shared by its files
- * (posix.c, posix_list.c, posix_mpu.c, meta.c) and by its unit tests: the
- * key <-> path mapping, the metadata xattr encoding, the bounded heap used by
- * listings and the "open beneath the root" helpers. Nothing outside backend/
- * and tests/unit/test_backend_*.c includes this. */
+ * (posix*.c and meta.c; posix.c's opening comment maps them) and by its unit
+ * tests: the store's structs, the key <-> path mapping, the metadata xattr
+ * encoding, the bounded heap used by listings, the "open beneath the root"
+ * helpers and the verbs. Nothing outside backend/ and
+ * tests/unit/test_backend_*.c includes this. */
 #ifndef SHARDGATE_BACKEND_POSIX_INT_H
 #define SHARDGATE_BACKEND_POSIX_INT_H
 
 #include "backend.h"
 #include "backend_int.h"
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -73,6 +75,11 @@ struct posix_put {
     enum backend_status fail_st;
 };
 
+struct posix_obj {
+    struct backend_obj base; /* first */
+    int fd;
+};
+
 /* ---- pure helpers (meta.c) ---- */
 
 /* S3 bucket naming rules (3-63 chars, [a-z0-9.-], ...). */
@@ -127,7 +134,7 @@ void posix_heap_sort(struct posix_heap *h);
 void posix_heap_clear(struct posix_heap *h);
 void posix_heap_free(struct posix_heap *h);
 
-/* ---- filesystem helpers (posix.c) ---- */
+/* ---- filesystem helpers (posix_fs.c) ---- */
 
 /* Test hook: non-zero makes posix_open_beneath use the component walk as if
  * openat2(2) were missing. */
@@ -142,12 +149,22 @@ enum backend_status posix_errno_status(int err);
  * EDQUOT), READ_ONLY (EROFS, EACCES, EPERM: the process may not write
  * there), else IO. */
 enum backend_status posix_write_errno_status(int err);
+/* d_type, or an fstatat when the filesystem does not fill it. */
+unsigned char posix_entry_type(int dirfd, const struct dirent *de);
+/* Early-exit walk: does the tree under dirfd hold at least one object?
+ * Returns 1, 0, or -1 on error. Borrows dirfd. */
+int posix_dir_has_object(int dirfd);
+
+/* ---- buckets, reads, writes (posix_bucket.c, posix_read.c, posix_write.c) ---- */
 
 /* Opens ROOT/<bucket> (validating the name). */
 enum backend_status posix_bucket_open(struct posix_store *b, const char *bucket, int *fd);
 
 /* Fills meta (size, mtime, etag, hdrs) from an open regular file. */
 enum backend_status posix_meta_from_fd(int fd, const struct stat *st, struct obj_meta *meta);
+/* Opens an object of a bucket for reading: regular file check included. */
+enum backend_status posix_object_fd(struct posix_store *b, const char *bucket, const char *key,
+                                    int *fd, struct stat *st);
 
 /* Starts a temp file in tmpdirfd (or in dirfd when tmpdirfd is -1) that
  * commit renames to leaf in dirfd. Takes both descriptors. */
@@ -167,12 +184,6 @@ void posix_rmdir_parents(int bucketfd, const char *path);
 /* Copies len bytes of src at off into the put, computing their MD5. */
 enum backend_status posix_copy_into(struct posix_put *p, int srcfd, uint64_t off,
                                     uint64_t len, unsigned char md5[16]);
-/* Opens an object of a bucket for reading: regular file check included. */
-enum backend_status posix_object_fd(struct posix_store *b, const char *bucket, const char *key,
-                                    int *fd, struct stat *st);
-/* Early-exit walk: does the tree under dirfd hold at least one object?
- * Returns 1, 0, or -1 on error. Borrows dirfd. */
-int posix_dir_has_object(int dirfd);
 /* Random URL-safe characters. 0 or -1. */
 int posix_random_chars(char *out, size_t n);
 
@@ -217,10 +228,10 @@ struct posix_expiry *posix_expiry_start(struct posix_store *b, unsigned max_age_
 /* Stops and joins the thread (NULL is fine). */
 void posix_expiry_stop(struct posix_expiry *e);
 
-/* ---- the verbs (posix.c, posix_list.c, posix_mpu.c) ----
+/* ---- the verbs (posix_state.c, posix_bucket.c, posix_read.c, posix_write.c,
+ * posix_list.c, posix_mpu*.c) ----
  * Same contracts as their backend_* counterparts in backend.h; posix.c's ops
  * table reaches them through small adapters that convert the base pointers. */
-struct posix_obj;
 void posix_close(struct posix_store *b);
 enum backend_status posix_bucket_list(struct posix_store *b, backend_bucket_cb cb, void *arg);
 enum backend_status posix_bucket_create(struct posix_store *b, const char *bucket);
