@@ -13,7 +13,10 @@
  *   posix_write.c        object writes: put (temp file, fsync, rename), copy,
  *                        delete
  *   posix_list.c         ListObjects
- *   posix_mpu.c          multipart uploads */
+ *   posix_mpu.c          multipart uploads: the upload directory and its info
+ *                        file; create, head, abort, ListMultipartUploads
+ *   posix_mpu_part.c     the parts of an upload: writing, copying, listing
+ *   posix_mpu_complete.c Complete: checking the parts, assembling the object */
 #include "posix_int.h"
 
 /* ---- the ops table ----

@@ -187,7 +187,7 @@ enum backend_status posix_copy_into(struct posix_put *p, int srcfd, uint64_t off
 /* Random URL-safe characters. 0 or -1. */
 int posix_random_chars(char *out, size_t n);
 
-/* ---- multipart (posix_mpu.c) ---- */
+/* ---- multipart uploads (posix_mpu.c) ---- */
 
 /* 1 when the bucket has an unfinished upload, 0 when not, -1 on error. */
 int posix_mpu_bucket_busy(struct posix_store *b, const char *bucket);
@@ -202,6 +202,30 @@ int posix_mpu_upload_initiated(int ufd, struct timespec *out);
 /* Removes upload directory `id` of parentfd (its files, then itself);
  * returns the bytes its files held. */
 uint64_t posix_mpu_upload_remove(int parentfd, const char *id);
+/* The same for upload `id` of bucket (STATE/mpu/<bucket>/<id>). */
+void posix_mpu_upload_remove_path(struct posix_store *b, const char *bucket, const char *id);
+
+/* An upload's info file, decoded. */
+struct posix_upload_info {
+    char key[POSIX_KEY_MAX + 1];
+    struct timespec initiated;
+    struct obj_meta meta;     /* hdrs only */
+};
+/* Opens upload `id` of (bucket, key) and checks it belongs to them: *ufd
+ * (the caller closes it) and, when ui is not NULL, its info (the caller
+ * clears ui->meta). NO_BUCKET, NO_UPLOAD, ... */
+enum backend_status posix_mpu_upload_open(struct posix_store *b, const char *bucket,
+                                          const char *key, const char *id, int *ufd,
+                                          struct posix_upload_info *ui);
+
+/* ---- the parts of an upload (posix_mpu_part.c) ---- */
+
+/* Opens part `no` of the upload directory ufd and reads its meta (the
+ * caller closes *fd and clears m). INVALID_PART when it is missing. */
+enum backend_status posix_mpu_part_open(int ufd, unsigned no, int *fd, struct obj_meta *m);
+/* The additional checksum a part was stored with (its x-amz-checksum-*
+ * header, which UploadPart puts in the part's metadata), or "" for both. */
+void posix_mpu_part_checksum(const struct obj_meta *m, char name[32], char value[96]);
 
 /* ---- opening, start-up reclaim and upload expiry (posix_state.c,
  * posix_reclaim.c) ---- */
