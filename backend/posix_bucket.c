@@ -56,14 +56,9 @@ enum backend_status posix_bucket_list(struct posix_store *b, backend_bucket_cb c
     struct posix_heap h;
     if (posix_heap_init(&h, BATCH, str_cmp, free) != 0)
         return BACKEND_NOMEM;
-    int dfd = dup(b->rootfd);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (d)
-        rewinddir(d);   /* a dup shares the offset of a read fd */
+    DIR *d = posix_dir_stream(b->rootfd);
     if (!d) {
         int e = errno;
-        if (dfd >= 0)
-            close(dfd);
         posix_heap_free(&h);
         log_msg(LOG_LVL_ERROR, "backend", "list buckets: %s", strerror(e));
         return BACKEND_IO;
@@ -135,15 +130,9 @@ enum backend_status posix_bucket_head(struct posix_store *b, const char *bucket)
  * A regular file that is an object makes it BACKEND_BUCKET_NOT_EMPTY. */
 static enum backend_status rm_tree(int dirfd)
 {
-    int dfd = dup(dirfd);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (d)
-        rewinddir(d);   /* a dup shares the offset of a read fd */
-    if (!d) {
-        if (dfd >= 0)
-            close(dfd);
+    DIR *d = posix_dir_stream(dirfd);
+    if (!d)
         return BACKEND_IO;
-    }
     enum backend_status st = BACKEND_OK;
     struct dirent *de;
     while (st == BACKEND_OK && (de = readdir(d)) != NULL) {

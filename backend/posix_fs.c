@@ -130,6 +130,20 @@ int posix_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
     return walk_open(dirfd, path, flags, mode);
 }
 
+DIR *posix_dir_stream(int dirfd)
+{
+    /* "." opens a new open file description; a dup would share the
+     * position with every other reader of dirfd. */
+    int fd = openat(dirfd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d && fd >= 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return d;
+}
+
 /* d_type, or an fstatat when the filesystem does not fill it. */
 unsigned char posix_entry_type(int dirfd, const struct dirent *de)
 {
@@ -149,15 +163,9 @@ unsigned char posix_entry_type(int dirfd, const struct dirent *de)
 
 int posix_dir_has_object(int dirfd)
 {
-    int dfd = dup(dirfd);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (d)
-        rewinddir(d);   /* a dup shares the offset of a read fd */
-    if (!d) {
-        if (dfd >= 0)
-            close(dfd);
+    DIR *d = posix_dir_stream(dirfd);
+    if (!d)
         return -1;
-    }
     int found = 0;
     struct dirent *de;
     while (!found && (de = readdir(d)) != NULL) {

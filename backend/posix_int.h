@@ -149,6 +149,11 @@ enum backend_status posix_errno_status(int err);
  * EDQUOT), READ_ONLY (EROFS, EACCES, EPERM: the process may not write
  * there), else IO. */
 enum backend_status posix_write_errno_status(int err);
+/* A directory stream of dirfd from its first entry, on an open file
+ * description of its own: closedir() leaves dirfd open, and no other reader
+ * of dirfd (ROOT's is shared by every thread) moves its position, as one
+ * through a dup would. Returns new (closedir), or NULL with errno. */
+DIR *posix_dir_stream(int dirfd);
 /* d_type, or an fstatat when the filesystem does not fill it. */
 unsigned char posix_entry_type(int dirfd, const struct dirent *de);
 /* Early-exit walk: does the tree under dirfd hold at least one object?

@@ -234,15 +234,10 @@ static void list_dir(struct lctx *c, int dirfd, char *kb, size_t kl)
     bool lb_incl = false;
     char *lbbuf = malloc(POSIX_PATH_MAX);
     char *skip = malloc(POSIX_PATH_MAX);
-    int dfd = dup(dirfd);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (d)
-        rewinddir(d);   /* a dup shares the offset of a read fd */
+    DIR *d = posix_dir_stream(dirfd);
     struct posix_heap h = { 0 };
     size_t k = c->max - page_count(c) + 1;
     if (!lbbuf || !skip || !d || posix_heap_init(&h, k, lent_cmp, free) != 0) {
-        if (!d && dfd >= 0)
-            close(dfd);
         c->st = d ? BACKEND_NOMEM : BACKEND_IO;
         c->stop = true;
         goto out;

@@ -140,14 +140,9 @@ enum backend_status posix_mpu_list_parts(struct posix_store *b, const char *buck
         max_parts = 1000;
     /* Part numbers are 1..10000: a bitmap of what exists costs 1.25 KiB. */
     unsigned char seen[BACKEND_MAX_PARTS / 8 + 1] = { 0 };
-    int dfd = dup(ufd);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (d)
-        rewinddir(d);   /* a dup shares the offset of a read fd */
+    DIR *d = posix_dir_stream(ufd);
     out->parts = calloc(max_parts ? max_parts : 1, sizeof *out->parts);
     if (!d || !out->parts) {
-        if (!d && dfd >= 0)
-            close(dfd);
         s = d ? BACKEND_NOMEM : BACKEND_IO;
         goto out;
     }

@@ -27,13 +27,9 @@ static bool is_tmp_name(const char *name)
 /* Unlinks the temp files (regular files named .sg~tmp.*) of dirfd. */
 static void rm_tmp_files(int dirfd, struct posix_reclaim_stats *st)
 {
-    int dfd = openat(dirfd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (!d) {
-        if (dfd >= 0)
-            close(dfd);
+    DIR *d = posix_dir_stream(dirfd);
+    if (!d)
         return;
-    }
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         struct stat s;
@@ -54,13 +50,9 @@ static void rm_tmp_files(int dirfd, struct posix_reclaim_stats *st)
 /* ROOT/<bucket>/.sg~tmp/ of every bucket directory. */
 static void reclaim_buckets(struct posix_store *b, struct posix_reclaim_stats *st)
 {
-    int dfd = openat(b->rootfd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (!d) {
-        if (dfd >= 0)
-            close(dfd);
+    DIR *d = posix_dir_stream(b->rootfd);
+    if (!d)
         return;
-    }
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         if (!posix_bucket_name_valid(de->d_name))
@@ -85,23 +77,16 @@ static void reclaim_buckets(struct posix_store *b, struct posix_reclaim_stats *s
  * crashed create left, and goes. */
 static void reclaim_uploads(struct posix_store *b, struct posix_reclaim_stats *st)
 {
-    int dfd = openat(b->mpufd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (!d) {
-        if (dfd >= 0)
-            close(dfd);
+    DIR *d = posix_dir_stream(b->mpufd);
+    if (!d)
         return;
-    }
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         if (!posix_bucket_name_valid(de->d_name))
             continue;
         int pfd = openat(b->mpufd, de->d_name, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
-        int pdup = pfd >= 0 ? dup(pfd) : -1;
-        DIR *pd = pdup >= 0 ? fdopendir(pdup) : NULL;
+        DIR *pd = pfd >= 0 ? posix_dir_stream(pfd) : NULL;
         if (!pd) {
-            if (pdup >= 0)
-                close(pdup);
             if (pfd >= 0)
                 close(pfd);
             continue;
@@ -151,23 +136,16 @@ uint64_t posix_mpu_expire(struct posix_store *b, unsigned max_age_s, time_t now,
     *bytes = 0;
     if (b->mpufd < 0 || max_age_s == 0)
         return 0;
-    int dfd = openat(b->mpufd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (!d) {
-        if (dfd >= 0)
-            close(dfd);
+    DIR *d = posix_dir_stream(b->mpufd);
+    if (!d)
         return 0;
-    }
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         if (!posix_bucket_name_valid(de->d_name))
             continue;
         int pfd = openat(b->mpufd, de->d_name, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
-        int pdup = pfd >= 0 ? dup(pfd) : -1;
-        DIR *pd = pdup >= 0 ? fdopendir(pdup) : NULL;
+        DIR *pd = pfd >= 0 ? posix_dir_stream(pfd) : NULL;
         if (!pd) {
-            if (pdup >= 0)
-                close(pdup);
             if (pfd >= 0)
                 close(pfd);
             continue;
