@@ -33,6 +33,16 @@ enum backend_status posix_bucket_open(struct posix_store *b, const char *bucket,
     return BACKEND_OK;
 }
 
+enum backend_status posix_key_bucket_open(struct posix_store *b, const char *bucket,
+                                          const char *key, char path[POSIX_PATH_MAX], int *fd)
+{
+    *fd = -1;
+    enum backend_status s = posix_key_to_path(key, path, POSIX_PATH_MAX);
+    if (s != BACKEND_OK)
+        return s;
+    return posix_bucket_open(b, bucket, fd);
+}
+
 static int str_cmp(const void *a, const void *b)
 {
     return strcmp(a, b);

@@ -164,6 +164,11 @@ int posix_dir_has_object(int dirfd);
 
 /* Opens ROOT/<bucket> (validating the name). */
 enum backend_status posix_bucket_open(struct posix_store *b, const char *bucket, int *fd);
+/* The first steps of a verb on a key: maps key to its path in the bucket
+ * (BAD_KEY, KEY_TOO_LONG), then opens the bucket (*fd, which the caller
+ * closes; NO_BUCKET, DENIED, ...). */
+enum backend_status posix_key_bucket_open(struct posix_store *b, const char *bucket,
+                                          const char *key, char path[POSIX_PATH_MAX], int *fd);
 
 /* Fills meta (size, mtime, etag, hdrs) from an open regular file. */
 enum backend_status posix_meta_from_fd(int fd, const struct stat *st, struct obj_meta *meta);

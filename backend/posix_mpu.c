@@ -106,11 +106,9 @@ enum backend_status posix_mpu_upload_open(struct posix_store *b, const char *buc
                                           struct posix_upload_info *ui)
 {
     *ufd = -1;
-    int bfd;
-    enum backend_status s = posix_bucket_open(b, bucket, &bfd);
+    enum backend_status s = posix_bucket_head(b, bucket);
     if (s != BACKEND_OK)
         return s;
-    close(bfd);
     if (!id || !posix_upload_id_valid(id))
         return BACKEND_NO_UPLOAD;
     char path[128];
@@ -176,11 +174,8 @@ enum backend_status posix_mpu_create(struct posix_store *b, const char *bucket, 
     if (b->read_only)
         return BACKEND_READ_ONLY;
     char path[POSIX_PATH_MAX];
-    enum backend_status s = posix_key_to_path(key, path, sizeof path);
-    if (s != BACKEND_OK)
-        return s;
     int bfd;
-    s = posix_bucket_open(b, bucket, &bfd);
+    enum backend_status s = posix_key_bucket_open(b, bucket, key, path, &bfd);
     if (s != BACKEND_OK)
         return s;
     close(bfd);
@@ -385,11 +380,9 @@ enum backend_status posix_mpu_list_uploads(struct posix_store *b, const char *bu
                                              struct backend_uploads_page *out)
 {
     memset(out, 0, sizeof *out);
-    int bfd;
-    enum backend_status s = posix_bucket_open(b, bucket, &bfd);
+    enum backend_status s = posix_bucket_head(b, bucket);
     if (s != BACKEND_OK)
         return s;
-    close(bfd);
     if (max_uploads > 1000)
         max_uploads = 1000;
     prefix = prefix ? prefix : "";

@@ -184,11 +184,8 @@ enum backend_status posix_put_begin(struct posix_store *b, const char *bucket, c
     if (b->read_only)
         return BACKEND_READ_ONLY;
     char path[POSIX_PATH_MAX];
-    enum backend_status s = posix_key_to_path(key, path, sizeof path);
-    if (s != BACKEND_OK)
-        return s;
     int bfd;
-    s = posix_bucket_open(b, bucket, &bfd);
+    enum backend_status s = posix_key_bucket_open(b, bucket, key, path, &bfd);
     if (s != BACKEND_OK)
         return s;
     for (int tries = 0; tries < 4; tries++) {
@@ -486,11 +483,8 @@ enum backend_status posix_object_delete(struct posix_store *b, const char *bucke
     if (b->read_only)
         return BACKEND_READ_ONLY;
     char path[POSIX_PATH_MAX];
-    enum backend_status s = posix_key_to_path(key, path, sizeof path);
-    if (s != BACKEND_OK)
-        return s;
     int bfd;
-    s = posix_bucket_open(b, bucket, &bfd);
+    enum backend_status s = posix_key_bucket_open(b, bucket, key, path, &bfd);
     if (s != BACKEND_OK)
         return s;
     char *slash = strrchr(path, '/');
