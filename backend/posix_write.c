@@ -449,6 +449,25 @@ out:
 
 /* ---- delete ---- */
 
+/* Opens the directory holding the last component of mapped path `path`
+ * beneath bucketfd (bucketfd itself, dup'd, when path has no '/'); *leaf
+ * points at that component in path. An fd, or -1 with errno. */
+static int parent_open(int bucketfd, char *path, const char **leaf)
+{
+    char *slash = strrchr(path, '/');
+    int fd;
+    if (slash) {
+        *slash = '\0';
+        fd = posix_open_beneath(bucketfd, path, O_DIRECTORY | O_RDONLY, 0);
+        *slash = '/';
+        *leaf = slash + 1;
+    } else {
+        fd = dup(bucketfd);
+        *leaf = path;
+    }
+    return fd;
+}
+
 void posix_rmdir_parents(int bucketfd, const char *path)
 {
     char buf[POSIX_PATH_MAX];
@@ -456,18 +475,8 @@ void posix_rmdir_parents(int bucketfd, const char *path)
     char *slash;
     while ((slash = strrchr(buf, '/')) != NULL) {
         *slash = '\0';                      /* buf: the directory to remove */
-        char *up = strrchr(buf, '/');
-        int pfd;
         const char *name;
-        if (up) {
-            *up = '\0';
-            pfd = posix_open_beneath(bucketfd, buf, O_DIRECTORY | O_RDONLY, 0);
-            *up = '/';
-            name = up + 1;
-        } else {
-            pfd = dup(bucketfd);
-            name = buf;
-        }
+        int pfd = parent_open(bucketfd, buf, &name);
         if (pfd < 0)
             return;
         int r = unlinkat(pfd, name, AT_REMOVEDIR);
@@ -487,18 +496,8 @@ enum backend_status posix_object_delete(struct posix_store *b, const char *bucke
     enum backend_status s = posix_key_bucket_open(b, bucket, key, path, &bfd);
     if (s != BACKEND_OK)
         return s;
-    char *slash = strrchr(path, '/');
-    int dfd;
     const char *leaf;
-    if (slash) {
-        *slash = '\0';
-        dfd = posix_open_beneath(bfd, path, O_DIRECTORY | O_RDONLY, 0);
-        *slash = '/';
-        leaf = slash + 1;
-    } else {
-        dfd = dup(bfd);
-        leaf = path;
-    }
+    int dfd = parent_open(bfd, path, &leaf);
     if (dfd < 0) {
         s = posix_errno_status(errno);
         goto out;
