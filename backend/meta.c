@@ -35,6 +35,7 @@ const char *backend_status_name(enum backend_status st)
     case BACKEND_UNAVAILABLE: return "UNAVAILABLE";
     case BACKEND_INVALID_REQUEST: return "INVALID_REQUEST";
     case BACKEND_READ_ONLY: return "READ_ONLY";
+    case BACKEND_TIMEOUT: return "TIMEOUT";
     }
     return "?";
 }

@@ -237,4 +237,5 @@ const struct backend_ops posix_ops = {
     .mpu_abort = op_mpu_abort,
     .mpu_list_parts = op_mpu_list_parts,
     .mpu_list_uploads = op_mpu_list_uploads,
+    .probe = posix_probe,
 };

@@ -322,6 +322,9 @@ enum backend_status posix_mpu_list_uploads(struct posix_store *b, const char *bu
                                            const char *prefix, const char *delimiter,
                                            const char *key_marker, const char *upload_id_marker,
                                            unsigned max_uploads, struct backend_uploads_page *out);
+/* backend_probe of the store (posix_probe.c): the root is there and readable. */
+enum backend_status posix_probe(struct backend *base, unsigned timeout_ms, char *why,
+                                size_t len);
 /* The posix ops table (posix.c): every object of the store points at it. */
 extern const struct backend_ops posix_ops;
 

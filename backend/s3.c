@@ -34,6 +34,7 @@ struct s3_store {
     char *spool_dir;
     bool vhost;
     long connect_ms, request_ms;
+    long first_byte_ms;         /* the answer of a read-side call begins by then */
     unsigned retries;
     struct backend_bucket_map *map;
     size_t n_map;
@@ -73,6 +74,18 @@ struct s3_call {
     uint64_t fd_off, fd_len;
     bool idempotent;
     bool long_transfer;         /* no total timeout: low-speed limit only */
+    bool slow_answer;           /* the server may work long before it answers
+                                   (uploads, copies, Complete): no first-byte
+                                   deadline, only the low-speed limit */
+    unsigned deadline_ms;       /* 0: the store's deadlines; else the answer
+                                   begins and the call ends within this
+                                   (timed HEAD, probe) */
+    bool quiet;                 /* failures are logged at debug level (probes) */
+    /* set by s3_do for each attempt */
+    CURLcode rc;                /* curl's result of the last attempt */
+    long attempt_ms;            /* curl's total timeout of the attempt; 0: none */
+    uint64_t fb_deadline;       /* now_ms() clock: the answer must begin by then; 0: none */
+    bool fb_expired;            /* the attempt was stopped at fb_deadline */
     /* sink: a fixed buffer for a ranged GET; else bytes go to rbuf */
     unsigned char *sink;
     size_t sink_cap, sink_len;
@@ -559,6 +572,33 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* Stops an attempt whose answer has not begun by its first-byte deadline.
+ * libcurl calls this at least about once a second while a transfer waits
+ * (curl_easy_perform polls at most 1 s at a time), so the deadline holds to
+ * about a second; a HEAD gets curl's exact total timeout instead. */
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    (void)dltotal;
+    (void)dlnow;
+    (void)ultotal;
+    (void)ulnow;
+    struct s3_call *c = arg;
+    if (c->fb_deadline && c->status == 0 && now_ms() >= c->fb_deadline) {
+        c->fb_expired = true;
+        return 1;   /* CURLE_ABORTED_BY_CALLBACK */
+    }
+    return 0;
+}
+
+/* Did the attempt on h get as far as sending its request? (Not: it could
+ * not connect.) */
+static bool request_sent(CURL *h)
+{
+    curl_off_t t = 0;
+    return curl_easy_getinfo(h, CURLINFO_PRETRANSFER_TIME_T, &t) == CURLE_OK && t > 0;
+}
+
 static void call_reset_response(struct s3_call *c)
 {
     free(c->rbuf);
@@ -590,7 +630,12 @@ static void easy_setup(struct s3_store *s, CURL *h, struct s3_call *c, const cha
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, s->connect_ms);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->long_transfer ? 0L : s->request_ms);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->attempt_ms);   /* s3_do's; 0: none */
+    if (c->fb_deadline) {
+        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
+        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    }
     /* A stalled transfer (no byte for the request timeout) is cut. */
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, s->request_ms / 1000 > 0 ? s->request_ms / 1000
@@ -680,19 +725,65 @@ static enum backend_status call_hdr_list(const struct s3_store *s, const struct 
     return BACKEND_OK;
 }
 
-/* Sleeps the backoff before retry number att+1. */
-static void backoff_sleep(unsigned att)
+/* Sleeps the backoff before retry number att+1, at most max_ms (0: no
+ * limit) so that a retry never starts past its call's deadline. */
+static void backoff_sleep(unsigned att, uint64_t max_ms)
 {
     uint64_t r = 0;
     (void)RAND_bytes((unsigned char *)&r, sizeof r);
     uint64_t ms = s3_backoff_ms(att, 50, 1000, r);
+    if (max_ms && ms > max_ms)
+        ms = max_ms;
     struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
 }
 
-/* Runs a call with retries. BACKEND_OK for a 2xx answer; else the mapped
- * error (c->status, c->code say more). */
+/* The deadlines of one call, on the now_ms() clock (0: none). The answer of
+ * a read-side call must begin by fb, retries included: a hung tier costs a
+ * miss or a listing cold_first_byte_timeout_ms, not the retries times the
+ * request timeout. A call with a small answer ends by end, retries included. */
+struct call_deadlines {
+    uint64_t t0, fb, end;
+};
+
+static struct call_deadlines call_deadlines(const struct s3_store *s, const struct s3_call *c)
+{
+    struct call_deadlines d = { now_ms(), 0, 0 };
+    uint64_t fb = c->slow_answer ? 0 : c->deadline_ms ? c->deadline_ms
+                                                     : (uint64_t)s->first_byte_ms;
+    uint64_t all = c->deadline_ms ? c->deadline_ms
+                   : c->long_transfer ? 0 : (uint64_t)s->request_ms;
+    d.fb = fb ? d.t0 + fb : 0;
+    d.end = all ? d.t0 + all : 0;
+    return d;
+}
+
+/* Milliseconds until deadline t (0: none); at least 1 when there is one. */
+static uint64_t ms_until(uint64_t t)
+{
+    uint64_t now = now_ms();
+    return !t ? 0 : t > now ? t - now : 1;
+}
+
+/* The nearer of two such spans (0: none). */
+static uint64_t ms_min(uint64_t a, uint64_t b)
+{
+    return !a ? b : !b ? a : a < b ? a : b;
+}
+
+/* Is a deadline past? The first-byte one counts only while the answer has
+ * not begun (a transfer that stalls later is not a hung tier's timeout). */
+static bool deadline_passed(const struct call_deadlines *d, bool answered)
+{
+    uint64_t now = now_ms();
+    return (d->end && now >= d->end) || (d->fb && !answered && now >= d->fb);
+}
+
+/* Runs a call with retries within its deadlines (call_deadlines).
+ * BACKEND_OK for a 2xx answer; BACKEND_TIMEOUT when the answer did not begin
+ * (or the call did not end) in time; else the mapped error (c->status,
+ * c->code say more). */
 static enum backend_status s3_do(struct s3_store *s, struct s3_call *c)
 {
     char *url = s3_url_build(s->endpoint, s->vhost, c->bucket, c->key, c->query);
@@ -712,24 +803,41 @@ static enum backend_status s3_do(struct s3_store *s, struct s3_call *c)
         return BACKEND_NOMEM;
     }
     enum backend_status st = BACKEND_IO;
-    uint64_t t0 = now_ms();
+    struct call_deadlines d = call_deadlines(s, c);
+    bool head = strcmp(c->method, "HEAD") == 0;
     for (unsigned att = 0;; att++) {
-        CURLcode rc = attempt(s, h, c, url, hl);
+        /* curl's own total timeout: the call's end; for a HEAD, whose whole
+         * answer is its first bytes, the first-byte deadline too (exact,
+         * where the progress callback checks about once a second). */
+        c->attempt_ms = (long)(head ? ms_min(ms_until(d.end), ms_until(d.fb))
+                                    : ms_until(d.end));
+        c->fb_deadline = d.fb;
+        c->fb_expired = false;
+        CURLcode rc = c->rc = attempt(s, h, c, url, hl);
         bool retry = false;
+        int lvl = c->quiet ? LOG_LVL_DEBUG : LOG_LVL_WARN;
         if (rc != CURLE_OK) {
+            bool timed_out = c->fb_expired ||
+                             (rc == CURLE_OPERATION_TIMEDOUT &&
+                              deadline_passed(&d, c->status != 0) && request_sent(h));
             if (c->overflow) {
                 log_msg(LOG_LVL_ERROR, "backend", "s3: %s %s: response over %zu bytes",
                         c->method, url, c->rmax);
                 st = BACKEND_IO;
+            } else if (timed_out) {
+                /* Connected and asked, no answer in time: a hung tier. No
+                 * retry: the deadline is the call's, not the attempt's. */
+                st = BACKEND_TIMEOUT;
+                log_msg(lvl, "backend", "s3: %s %s: no answer within %llu ms", c->method, url,
+                        (unsigned long long)(now_ms() - d.t0));
             } else if (conn_error(rc)) {
                 st = BACKEND_UNAVAILABLE;
                 retry = true;
             } else {
                 st = rc == CURLE_OUT_OF_MEMORY ? BACKEND_NOMEM : BACKEND_IO;
             }
-            if (rc != CURLE_WRITE_ERROR || !c->sink)
-                log_msg(att < s->retries && retry && c->idempotent ? LOG_LVL_DEBUG
-                                                                   : LOG_LVL_WARN,
+            if (!timed_out && (rc != CURLE_WRITE_ERROR || !c->sink))
+                log_msg(att < s->retries && retry && c->idempotent ? LOG_LVL_DEBUG : lvl,
                         "backend", "s3: %s %s: %s", c->method, url, curl_easy_strerror(rc));
         } else {
             long code = 0;
@@ -743,17 +851,22 @@ static enum backend_status s3_do(struct s3_store *s, struct s3_call *c)
                 st = s3_status_from_code(c->code, code);
                 retry = s3_retryable(c->code, code);
                 if (st == BACKEND_IO || st == BACKEND_UNAVAILABLE || st == BACKEND_DENIED)
-                    log_msg(LOG_LVL_WARN, "backend", "s3: %s %s: HTTP %ld %s", c->method, url,
-                            code, c->code);
+                    log_msg(lvl, "backend", "s3: %s %s: HTTP %ld %s", c->method, url, code,
+                            c->code);
             }
         }
         if (!retry || !c->idempotent || att >= s->retries)
             break;
         /* A tier that does not even accept connections gets no more than
          * about two connect timeouts of our time in total. */
-        if (rc != CURLE_OK && now_ms() - t0 >= (uint64_t)s->connect_ms * 2)
+        if (rc != CURLE_OK && now_ms() - d.t0 >= (uint64_t)s->connect_ms * 2)
             break;
-        backoff_sleep(att);
+        /* No retry starts past the call's deadlines. */
+        if (deadline_passed(&d, false))
+            break;
+        backoff_sleep(att, ms_min(ms_until(d.end), ms_until(d.fb)));
+        if (deadline_passed(&d, false))
+            break;
     }
     handle_put(s, h);
     curl_slist_free_all(hl);
@@ -836,6 +949,7 @@ enum backend_status backend_s3_open(const struct backend_s3_conf *cf, struct bac
     s->vhost = cf->virtual_hosted;
     s->connect_ms = cf->connect_timeout_ms ? (long)cf->connect_timeout_ms : 1000;
     s->request_ms = cf->request_timeout_ms ? (long)cf->request_timeout_ms : 30000;
+    s->first_byte_ms = cf->first_byte_timeout_ms ? (long)cf->first_byte_timeout_ms : 5000;
     s->retries = cf->retries ? cf->retries : 2;
     enum backend_status st = BACKEND_NOMEM;
     if (!s->region || !s->spool_dir)
@@ -871,8 +985,9 @@ enum backend_status backend_s3_open(const struct backend_s3_conf *cf, struct bac
             }
         }
     }
-    log_msg(LOG_LVL_INFO, "backend", "s3 cold tier %s (region %s, %s-style)", s->endpoint,
-            s->region, s->vhost ? "virtual-hosted" : "path");
+    log_msg(LOG_LVL_INFO, "backend", "s3 cold tier %s (region %s, %s-style; answers begin "
+            "within %ld ms, small calls end within %ld ms)", s->endpoint, s->region,
+            s->vhost ? "virtual-hosted" : "path", s->first_byte_ms, s->request_ms);
     *out = &s->base;
     return BACKEND_OK;
 fail:
@@ -974,13 +1089,15 @@ static enum backend_status not_found(struct s3_store *s, const char *bucket,
 static char checksum_mode_line[] = "x-amz-checksum-mode: ENABLED";
 static struct curl_slist checksum_mode = { checksum_mode_line, NULL };
 
-static enum backend_status s3_object_head(struct backend *base, const char *bucket,
-                                          const char *key, struct obj_meta *meta)
+/* An object HEAD within timeout_ms (0: the store's deadlines). */
+static enum backend_status object_head_within(struct s3_store *s, const char *bucket,
+                                              const char *key, unsigned timeout_ms,
+                                              struct obj_meta *meta)
 {
-    struct s3_store *s = (struct s3_store *)base;
     memset(meta, 0, sizeof *meta);
     struct s3_call c = { .method = "HEAD", .bucket = cold_bucket(s, bucket), .key = key,
-                         .body_fd = -1, .idempotent = true, .hdrs = &checksum_mode };
+                         .body_fd = -1, .idempotent = true, .hdrs = &checksum_mode,
+                         .deadline_ms = timeout_ms };
     enum backend_status st = s3_do(s, &c);
     if (st == BACKEND_OK && s3_meta_from_headers(&c.rh, meta) != 0)
         st = BACKEND_NOMEM;
@@ -990,6 +1107,55 @@ static enum backend_status s3_object_head(struct backend *base, const char *buck
         obj_meta_clear(meta);
     call_free(&c);
     return st;
+}
+
+static enum backend_status s3_object_head(struct backend *base, const char *bucket,
+                                          const char *key, struct obj_meta *meta)
+{
+    return object_head_within((struct s3_store *)base, bucket, key, 0, meta);
+}
+
+static enum backend_status s3_object_head_timed(struct backend *base, const char *bucket,
+                                                const char *key, unsigned timeout_ms,
+                                                struct obj_meta *meta)
+{
+    return object_head_within((struct s3_store *)base, bucket, key, timeout_ms ? timeout_ms : 1,
+                              meta);
+}
+
+/* ---- health ---- */
+
+/* HEAD of the endpoint's root: every S3 server answers it somehow (403,
+ * 405, 200 with a bucket listing's headers), and any answer is "there".
+ * why does not name the endpoint (readiness shows it to anyone); callers
+ * that log it add backend_info's location. */
+static enum backend_status s3_probe(struct backend *base, unsigned timeout_ms, char *why,
+                                    size_t len)
+{
+    struct s3_store *s = (struct s3_store *)base;
+    struct s3_call c = { .method = "HEAD", .body_fd = -1, .idempotent = false, .quiet = true,
+                         .deadline_ms = timeout_ms ? timeout_ms : 1 };
+    uint64_t t0 = now_ms();
+    enum backend_status st = s3_do(s, &c);
+    uint64_t ms = now_ms() - t0;
+    if (c.status > 0) {
+        snprintf(why, len, "answered HTTP %ld in %llu ms", c.status, (unsigned long long)ms);
+        st = BACKEND_OK;
+    } else if (st == BACKEND_TIMEOUT) {
+        snprintf(why, len, "no answer within %u ms", c.deadline_ms);
+    } else {
+        st = BACKEND_UNAVAILABLE;   /* no HTTP answer at all */
+        snprintf(why, len, "cannot connect: %s", curl_easy_strerror(c.rc));
+    }
+    call_free(&c);
+    return st;
+}
+
+static void s3_info(const struct backend *base, struct backend_info *out)
+{
+    const struct s3_store *s = (const struct s3_store *)base;
+    out->location = s->endpoint;
+    out->first_byte_ms = (unsigned)s->first_byte_ms;
 }
 
 /* ---- the streaming GET of an open object ---- */
@@ -1163,21 +1329,29 @@ static enum backend_status stream_start(struct s3_obj *o)
 /* One attempt of the GET of open: returns once the headers of a 2xx answer
  * are in (body bytes may or may not have arrived), or with the mapped error
  * once an error answer is complete. *retry: worth another attempt. */
-static enum backend_status stream_open_attempt(struct s3_obj *o, bool *retry)
+static enum backend_status stream_open_attempt(struct s3_obj *o, const struct call_deadlines *d,
+                                               bool *retry)
 {
-    struct s3_store *s = o->s;
     struct s3_stream *t = &o->st;
     *retry = false;
     enum backend_status st = stream_start(o);
     if (st != BACKEND_OK)
         return st;
-    /* No total timeout on the transfer (a big body may take long), so the
-     * answer itself gets one: the request timeout, as any other request. */
-    uint64_t deadline = now_ms() + (uint64_t)s->request_ms;
+    /* No total timeout on the transfer (a big body may take long, and a
+     * slow one that flows is not cut), so the answer itself gets one: the
+     * call's first-byte deadline, retries included. */
     while (!t->done && !(t->c.hdrs_done && t->c.status >= 200 && t->c.status < 300)) {
-        if (now_ms() >= deadline) {
-            log_msg(LOG_LVL_WARN, "backend", "s3: GET %s: no answer within %ld ms", t->url,
-                    s->request_ms);
+        bool answered = t->c.status != 0;
+        if (deadline_passed(d, answered)) {
+            bool sent = request_sent(t->h);
+            log_msg(LOG_LVL_WARN, "backend", "s3: GET %s: %s within %llu ms", t->url,
+                    sent ? "no answer" : "no connection", (unsigned long long)(now_ms() - d->t0));
+            return sent ? BACKEND_TIMEOUT : BACKEND_UNAVAILABLE;   /* no retry: past it */
+        }
+        /* An answer that began and then stalls (curl's low-speed limit
+         * should end it first). */
+        if (answered && now_ms() - d->t0 >= (uint64_t)(o->s->first_byte_ms + o->s->request_ms)) {
+            log_msg(LOG_LVL_WARN, "backend", "s3: GET %s: the answer stalled", t->url);
             *retry = true;
             return BACKEND_UNAVAILABLE;
         }
@@ -1317,17 +1491,22 @@ static enum backend_status s3_object_open(struct backend *base, const char *buck
     t->url = s3_url_build(s->endpoint, s->vhost, o->bucket, o->key, NULL);
     if (!t->url || call_hdr_list(s, &t->c, &t->hl) != BACKEND_OK)
         goto out;
-    uint64_t t0 = now_ms();
+    struct call_deadlines d = call_deadlines(s, &t->c);
     for (unsigned att = 0;; att++) {
         bool retry = false;
-        st = stream_open_attempt(o, &retry);
+        st = stream_open_attempt(o, &d, &retry);
         if (st == BACKEND_OK || !retry || att >= s->retries)
             break;
         /* As in s3_do: a tier that does not answer gets about two connect
-         * timeouts of our time in total. */
-        if (!(t->c.hdrs_done) && now_ms() - t0 >= (uint64_t)s->connect_ms * 2)
+         * timeouts of our time in total, and no retry starts past the
+         * first-byte deadline. */
+        if (!(t->c.hdrs_done) && now_ms() - d.t0 >= (uint64_t)s->connect_ms * 2)
             break;
-        backoff_sleep(att);
+        if (deadline_passed(&d, false))
+            break;
+        backoff_sleep(att, ms_until(d.fb));
+        if (deadline_passed(&d, false))
+            break;
     }
     if (st != BACKEND_OK) {
         st = not_found(s, bucket, st, t->c.code);
@@ -1635,7 +1814,8 @@ static enum backend_status upload_part_fd(struct s3_store *s, const char *bucket
     struct s3_call c = { .method = "PUT", .bucket = bucket, .key = key, .query = q,
                          .hdrs = has_md5 ? &h1 : checksum_line ? &h2 : NULL,
                          .body_fd = fd, .fd_off = off,
-                         .fd_len = len, .idempotent = true, .long_transfer = true };
+                         .fd_len = len, .idempotent = true, .long_transfer = true,
+                         .slow_answer = true };
     enum backend_status st = s3_do(s, &c);
     if (st == BACKEND_OK) {
         const char *e = obj_meta_get_hdr(&c.rh, "etag");
@@ -1740,7 +1920,8 @@ static enum backend_status s3_put_commit(struct backend_put *base, const struct 
         }
         struct s3_call c = { .method = "PUT", .bucket = p->bucket, .key = p->key, .hdrs = hl,
                              .body_fd = p->fd, .fd_len = p->size, .idempotent = true,
-                             .long_transfer = true };
+                             .long_transfer = true,
+                             .slow_answer = true };
         st = s3_do(s, &c);
         call_free(&c);
         curl_slist_free_all(hl);
@@ -1805,7 +1986,8 @@ static enum backend_status s3_object_copy(struct backend *base, const char *src_
         goto out;
     struct s3_call c = { .method = "PUT", .bucket = cold_bucket(s, dst_bucket), .key = dst_key,
                          .hdrs = hl, .body_fd = -1, .body = "", .idempotent = true,
-                         .long_transfer = true };
+                         .long_transfer = true,
+                         .slow_answer = true };
     st = s3_do(s, &c);
     struct obj_meta r;
     memset(&r, 0, sizeof r);
@@ -2010,7 +2192,8 @@ static enum backend_status s3_mpu_part_copy(struct backend *base, const char *bu
     }
     struct s3_call c = { .method = "PUT", .bucket = cold_bucket(s, bucket), .key = key,
                          .query = q, .hdrs = &h1, .body_fd = -1, .body = "",
-                         .idempotent = true, .long_transfer = true };
+                         .idempotent = true, .long_transfer = true,
+                         .slow_answer = true };
     st = s3_do(s, &c);
     if (st == BACKEND_OK && s3_xml_etag_result(c.rbuf, c.rlen, out) != BACKEND_OK) {
         if (c.rbuf && s3_xml_error_code(c.rbuf, c.rlen, c.code, sizeof c.code) == 0)
@@ -2127,7 +2310,8 @@ static enum backend_status mpu_complete_cold(struct s3_store *s, const char *cbu
      * NoSuchUpload, which we then check against the object). */
     struct s3_call c = { .method = "POST", .bucket = cbucket, .key = key, .query = q,
                          .hdrs = &h1, .body = body, .body_len = len, .body_fd = -1,
-                         .idempotent = true, .long_transfer = true };
+                         .idempotent = true, .long_transfer = true,
+                         .slow_answer = true };
     st = s3_do(s, &c);
     /* 200 can still carry an <Error> (S3 sends it while assembling). */
     if (st == BACKEND_OK) {
@@ -2300,4 +2484,7 @@ static const struct backend_ops s3_ops = {
     .mpu_abort = s3_mpu_abort,
     .mpu_list_parts = s3_mpu_list_parts,
     .mpu_list_uploads = s3_mpu_list_uploads,
+    .object_head_timed = s3_object_head_timed,
+    .probe = s3_probe,
+    .info = s3_info,
 };

@@ -3,6 +3,7 @@
  * step works on a copy and commits only when the whole step is valid, so a bad
  * file or variable never leaves a half-applied configuration behind. */
 #include "conf.h"
+#include "conf_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -26,7 +27,7 @@
 #define HEADER_MIN KIB
 #define HEADER_MAX MIB
 #define USERS_MAX 1000u               /* users are scanned linearly for unique keys */
-#define LISTEN_MAX 64u                /* longest "[IPv6]:port" is 47 characters */
+#define LISTEN_MAX 260u               /* a 253-character host name and ":65535" */
 #define REGION_MAX 64u
 #define PERMS_MAX 1000u               /* per user; looked up linearly per request */
 #define BUCKETS_MAX 10000u            /* "buckets" entries; looked up linearly */
@@ -34,6 +35,8 @@
 #define ENV_NAME_MAX 128u
 #define CONNECT_TIMEOUT_MAX_MS 600000u   /* ten minutes: beyond that the tier is down */
 #define REQUEST_TIMEOUT_MAX_MS 3600000u  /* an hour: a multi-GiB part on a slow link */
+#define FIRST_BYTE_MAX_MS 600000u        /* ten minutes: as the connect timeout */
+#define REVALIDATE_MAX_MS 60000u         /* a hit waits at most this for its check */
 #define RETRIES_MAX 10u                  /* each retry holds a client waiting */
 #define CACHE_SIZE_MIN ((uint64_t)MIB)   /* below this the cache holds almost nothing */
 #define FILL_WORKERS_MAX 256u            /* same bound as threads, for the same reason */
@@ -150,6 +153,7 @@ void conf_free(struct conf *c)
     free(c->cache_dir);
     free(c->region);
     free(c->vhost_domain);
+    free(c->log_file);
     users_free(c->users, c->n_users);
     buckets_free(c->buckets, c->n_buckets);
     memset(c, 0, sizeof *c);
@@ -185,6 +189,7 @@ static int conf_copy(struct conf *dst, const struct conf *src)
     dst->cache_dir = dup_opt(src->cache_dir, &ok);
     dst->region = dup_opt(src->region, &ok);
     dst->vhost_domain = dup_opt(src->vhost_domain, &ok);
+    dst->log_file = dup_opt(src->log_file, &ok);
     dst->users = NULL;
     dst->n_users = 0;
     if (ok && src->n_users > 0) {
@@ -284,6 +289,8 @@ int conf_init_defaults(struct conf *c)
     c->cold_ca_path = NULL;
     c->cold_connect_timeout_ms = 1000;
     c->cold_request_timeout_ms = 30000;
+    c->cold_first_byte_timeout_ms = 5000;
+    c->cache_revalidate_ms = 1000;
     c->cold_retries = 2;
     c->spool_dir = strdup("/tmp");
     c->cache_dir = NULL;
@@ -318,6 +325,9 @@ int conf_init_defaults(struct conf *c)
     c->shutdown_grace_s = 30;
     c->metrics_public = false;
     c->sigv2 = true;
+    c->log_format = LOG_FMT_TEXT;
+    c->log_file = NULL;
+    conf_connections_defaults(c);
     if (c->listen_addr == NULL || c->data_dir == NULL || c->spool_dir == NULL
         || c->region == NULL || c->users == NULL
         || c->users[0].name == NULL || c->users[0].access_key == NULL
@@ -332,8 +342,9 @@ int conf_init_defaults(struct conf *c)
  * `field` is how the user spelled the option ("listen", "SHARDGATE_LISTEN",
  * "--listen") so every message names what to fix. */
 
-#define LISTEN_HELP "must be ADDR:PORT with an IPv4 address (127.0.0.1:9000) " \
-                    "or a bracketed IPv6 address ([::1]:9000), port 1 to 65535"
+#define LISTEN_HELP "must be ADDR:PORT with an IPv4 address (127.0.0.1:9000), a host " \
+                    "name (localhost:9000), a bracketed IPv6 address ([::1]:9000) or " \
+                    "no address (:9000, every interface), port 1 to 65535"
 
 /* Parses 1..65535 from exactly the decimal digits in [s, end). */
 static int port_parse(const char *s, const char *end, uint16_t *out)
@@ -353,9 +364,12 @@ static int port_parse(const char *s, const char *end, uint16_t *out)
     return 0;
 }
 
-/* Sets listen_addr (without brackets, ready for inet_pton) and listen_port.
- * Only literal addresses: resolving names here would make start-up depend on
- * DNS, and "localhost" may resolve to either family. */
+static int host_name_ok(const char *s, const char *end);
+
+/* Sets listen_addr (without brackets) and listen_port. A host name is only
+ * checked for its form here and resolved when the gateway binds, so that a
+ * configuration can be checked without DNS; ":PORT" means every IPv4
+ * interface, as S3 servers' ":9000" does (the gateway warns about it). */
 static int set_listen(struct conf *c, const char *field, const char *s, char *err, size_t errlen)
 {
     size_t len = strlen(s);
@@ -383,7 +397,9 @@ static int set_listen(struct conf *c, const char *field, const char *s, char *er
         memcpy(host, s, hl);
         host[hl] = '\0';
         port = colon + 1;
-        if (inet_pton(AF_INET, host, bin) != 1)
+        if (hl == 0)
+            strcpy(host, "0.0.0.0");
+        else if (!host_name_ok(s, colon))
             return fail(err, errlen, "%s: \"%s\" " LISTEN_HELP, field, s);
     }
     uint16_t p;
@@ -403,6 +419,33 @@ static int set_log_level(struct conf *c, const char *field, const char *s, char 
         return fail(err, errlen, "%s: must be one of \"error\", \"warn\", \"info\", \"debug\"",
                     field);
     c->log_level = lvl;
+    return 0;
+}
+
+static int set_log_format(struct conf *c, const char *field, const char *s, char *err,
+                          size_t errlen)
+{
+    enum log_format f;
+    if (log_format_parse(s, &f) != 0)
+        return fail(err, errlen, "%s: must be \"text\" or \"json\"", field);
+    c->log_format = f;
+    return 0;
+}
+
+/* NULL (a null in the file) goes back to stderr. */
+static int set_log_file(struct conf *c, const char *field, const char *s, char *err,
+                        size_t errlen)
+{
+    if (s != NULL && s[0] == '\0')
+        return fail(err, errlen, "%s: must be a non-empty path%s", field,
+                    strcmp(field, "log_file") == 0 ? " or null" : "");
+    if (s == NULL) {
+        free(c->log_file);
+        c->log_file = NULL;
+        return 0;
+    }
+    if (replace_str(&c->log_file, s) != 0)
+        return fail(err, errlen, "%s: out of memory", field);
     return 0;
 }
 
@@ -1147,12 +1190,14 @@ bad:
 
 static const char *const cache_keys[] = { "dir", "size", "high_watermark", "low_watermark",
                                           "fill_workers", "wait_timeout_ms", "on_write",
-                                          "consistency", "read_path", "engine" };
+                                          "consistency", "read_path", "engine",
+                                          "revalidate_timeout_ms" };
 enum { N_CACHE_KEYS = sizeof cache_keys / sizeof cache_keys[0] };
-_Static_assert(N_CACHE_KEYS == 10, "update cache_keys, CACHE_KEYS_HELP, cache_from_json and "
+_Static_assert(N_CACHE_KEYS == 11, "update cache_keys, CACHE_KEYS_HELP, cache_from_json and "
                "the example config");
 #define CACHE_KEYS_HELP "dir, size, high_watermark, low_watermark, fill_workers, " \
-                        "wait_timeout_ms, on_write, consistency, read_path, engine"
+                        "wait_timeout_ms, on_write, consistency, read_path, engine, " \
+                        "revalidate_timeout_ms"
 
 /* cache: {"dir": "/nvme/sg", "size": "100GiB", ...}. Each key given replaces
  * that one setting; the rest keep their values. Whether low_watermark is below
@@ -1210,6 +1255,11 @@ static int cache_from_json(struct conf *c, const json_t *v, char *err, size_t er
                           errlen) != 0)
                 return -1;
             c->cache_wait_ms = (unsigned)n;
+        } else if (strcmp(key, "revalidate_timeout_ms") == 0) {
+            if (json_uint(val, "cache.revalidate_timeout_ms", 1, REVALIDATE_MAX_MS, &n, err,
+                          errlen) != 0)
+                return -1;
+            c->cache_revalidate_ms = (unsigned)n;
         } else if (strcmp(key, "on_write") == 0) {
             if (!json_is_boolean(val))
                 return fail(err, errlen, "cache.on_write: must be true or false");
@@ -1261,6 +1311,7 @@ static const struct file_key file_keys[] = {
     { "cold_ca_path", set_cold_ca_path, true },
     { "cold_connect_timeout_ms", NULL, false },
     { "cold_request_timeout_ms", NULL, false },
+    { "cold_first_byte_timeout_ms", NULL, false },
     { "cold_retries", NULL, false },
     { "cold_access_key", NULL, false },
     { "cold_secret_key", NULL, false },
@@ -1283,18 +1334,23 @@ static const struct file_key file_keys[] = {
     { "sigv2", NULL, false },
     { "users", NULL, false },
     { "buckets", NULL, false },
+    { "connections", NULL, false },
+    { "log_format", set_log_format, false },
+    { "log_file", set_log_file, true },
 };
 enum { N_FILE_KEYS = sizeof file_keys / sizeof file_keys[0] };
-_Static_assert(N_FILE_KEYS == 28, "update file_keys, FILE_KEYS_HELP, key_apply and the "
+_Static_assert(N_FILE_KEYS == 32, "update file_keys, FILE_KEYS_HELP, key_apply and the "
                "example config");
 
 #define FILE_KEYS_HELP "listen, data_dir, cold_url, cold_ca_path, cold_connect_timeout_ms, " \
-                       "cold_request_timeout_ms, cold_retries, cold_access_key, "              \
+                       "cold_request_timeout_ms, cold_first_byte_timeout_ms, "                 \
+                       "cold_retries, cold_access_key, "                                       \
                        "cold_secret_key, cold_secret_key_env, cold_region, "                   \
                        "cold_virtual_hosted, spool_dir, state_dir, mpu_max_age, cache, "       \
                        "region, "                                                              \
                        "vhost_domain, threads, log_level, shutdown_grace_s, prefetch_keep_s, " \
-                       "max_xml_body, max_header_bytes, metrics_public, sigv2, users, buckets"
+                       "max_xml_body, max_header_bytes, metrics_public, sigv2, users, buckets, " \
+                       "connections, log_format, log_file"
 
 static int key_apply(struct conf *c, const struct file_key *k, const json_t *v, char *err,
                      size_t errlen)
@@ -1360,6 +1416,12 @@ static int key_apply(struct conf *c, const struct file_key *k, const json_t *v, 
         c->cold_request_timeout_ms = (unsigned)n;
         return 0;
     }
+    if (strcmp(k->name, "cold_first_byte_timeout_ms") == 0) {
+        if (json_uint(v, k->name, 1, FIRST_BYTE_MAX_MS, &n, err, errlen) != 0)
+            return -1;
+        c->cold_first_byte_timeout_ms = (unsigned)n;
+        return 0;
+    }
     if (strcmp(k->name, "cold_retries") == 0) {
         if (json_uint(v, k->name, 0, RETRIES_MAX, &n, err, errlen) != 0)
             return -1;
@@ -1416,6 +1478,8 @@ static int key_apply(struct conf *c, const struct file_key *k, const json_t *v, 
     }
     if (strcmp(k->name, "cache") == 0)
         return cache_from_json(c, v, err, errlen);
+    if (strcmp(k->name, "connections") == 0)
+        return conf_connections_from_json(c, v, err, errlen);
     if (strcmp(k->name, "buckets") == 0)
         return buckets_from_json(c, v, err, errlen);
     /* "users" */
@@ -1568,6 +1632,8 @@ static const struct {
     { "SHARDGATE_STATE_DIR", set_state_dir },
     { "SHARDGATE_MPU_MAX_AGE", set_mpu_max_age },
     { "SHARDGATE_CACHE_ENGINE", set_cache_engine },
+    { "SHARDGATE_LOG_FORMAT", set_log_format },
+    { "SHARDGATE_LOG_FILE", set_log_file },
 };
 
 int conf_apply_env(struct conf *c, char *err, size_t errlen)
@@ -1619,6 +1685,8 @@ static const struct {
     { "cache-size", "--cache-size", set_cache_size },
     { "consistency", "--consistency", set_consistency },
     { "state-dir", "--state-dir", set_state_dir },
+    { "log-format", "--log-format", set_log_format },
+    { "log-file", "--log-file", set_log_file },
 };
 
 /* Each setter checks its value before touching `c`, so a single flag needs
@@ -1635,7 +1703,7 @@ int conf_set_flag(struct conf *c, const char *flag, const char *value, char *err
     }
     return fail(err, errlen, "unknown flag \"--%.64s\" (allowed: --listen, --data, --region, "
                 "--vhost-domain, --threads, --log-level, --cold, --cache-dir, --cache-size, "
-                "--consistency, --state-dir)", flag);
+                "--consistency, --state-dir, --log-format, --log-file)", flag);
 }
 
 /* ---- final checks ---- */
@@ -1708,6 +1776,12 @@ int conf_validate(const struct conf *c, char *err, size_t errlen)
     if (c->cold_request_timeout_ms < 1 || c->cold_request_timeout_ms > REQUEST_TIMEOUT_MAX_MS)
         return fail(err, errlen, "cold_request_timeout_ms: must be an integer from 1 to %u",
                     REQUEST_TIMEOUT_MAX_MS);
+    if (c->cold_first_byte_timeout_ms < 1 || c->cold_first_byte_timeout_ms > FIRST_BYTE_MAX_MS)
+        return fail(err, errlen, "cold_first_byte_timeout_ms: must be an integer from 1 to %u",
+                    FIRST_BYTE_MAX_MS);
+    if (c->cache_revalidate_ms < 1 || c->cache_revalidate_ms > REVALIDATE_MAX_MS)
+        return fail(err, errlen, "cache.revalidate_timeout_ms: must be an integer from 1 to %u",
+                    REVALIDATE_MAX_MS);
     if (c->cold_retries > RETRIES_MAX)
         return fail(err, errlen, "cold_retries: must be an integer from 0 to %u", RETRIES_MAX);
     if (c->spool_dir == NULL || c->spool_dir[0] == '\0')
@@ -1740,6 +1814,8 @@ int conf_validate(const struct conf *c, char *err, size_t errlen)
     if (c->max_header_bytes < HEADER_MIN || c->max_header_bytes > HEADER_MAX)
         return fail(err, errlen, "max_header_bytes: must be an integer from %u to %u",
                     HEADER_MIN, HEADER_MAX);
+    if (conf_connections_validate(c, err, errlen) != 0)
+        return -1;
     if (c->users == NULL || c->n_users == 0)
         return fail(err, errlen, "users: at least one user is required");
     for (size_t i = 0; i < c->n_users; i++) {
