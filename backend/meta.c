@@ -42,13 +42,19 @@ const char *backend_status_name(enum backend_status st)
 
 /* ---- obj_meta ---- */
 
-void obj_meta_clear(struct obj_meta *m)
+/* Frees m's headers (the array too); the caller resets hdrs and n_hdrs. */
+static void hdrs_free(struct obj_meta *m)
 {
     for (size_t i = 0; i < m->n_hdrs; i++) {
         free(m->hdrs[i].name);
         free(m->hdrs[i].value);
     }
     free(m->hdrs);
+}
+
+void obj_meta_clear(struct obj_meta *m)
+{
+    hdrs_free(m);
     memset(m, 0, sizeof *m);
 }
 
@@ -80,11 +86,7 @@ int obj_meta_copy_hdrs(struct obj_meta *dst, const struct obj_meta *src)
             return -1;
         }
     }
-    for (size_t i = 0; i < dst->n_hdrs; i++) {
-        free(dst->hdrs[i].name);
-        free(dst->hdrs[i].value);
-    }
-    free(dst->hdrs);
+    hdrs_free(dst);
     dst->hdrs = tmp.hdrs;
     dst->n_hdrs = tmp.n_hdrs;
     return 0;
@@ -309,11 +311,7 @@ int posix_meta_decode(const unsigned char *buf, size_t len, struct obj_meta *m)
         return -1;
     }
     memcpy(m->etag, etag, el + 1);
-    for (size_t i = 0; i < m->n_hdrs; i++) {
-        free(m->hdrs[i].name);
-        free(m->hdrs[i].value);
-    }
-    free(m->hdrs);
+    hdrs_free(m);
     m->hdrs = tmp.hdrs;
     m->n_hdrs = tmp.n_hdrs;
     return 0;

@@ -81,13 +81,9 @@ static int open_root(const char *root)
  * bounded by ROOT's entries, not by the objects below them. */
 static void warn_skipped_dirs(int rootfd, const char *root)
 {
-    int dfd = openat(rootfd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (!d) {
-        if (dfd >= 0)
-            close(dfd);
+    DIR *d = posix_dir_stream(rootfd);
+    if (!d)
         return;
-    }
     char names[POSIX_WARN_NAMES * 76 + 1] = "";
     size_t used = 0, n = 0;
     struct dirent *de;
