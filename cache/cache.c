@@ -1098,6 +1098,11 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
     char etag[72];
     memcpy(etag, f->meta.etag, sizeof etag);
     pthread_mutex_unlock(&f->mu);
+    /* The next use (and pins) go on the entry while it still fills: once
+     * published without them it would be the first victim of any other
+     * fill's eviction, and could go unread in that moment. */
+    if (c->pf)
+        cache_prefetch_on_ready(c->pf, f->bucket, f->key, f->id);
     enum cidx_status ps = cidx_publish(c->idx, f->id, size, etag, mtime);
     if (ps == CIDX_NOT_FOUND) {
         /* the index was reset under the fill (its directory was recreated):
@@ -1108,8 +1113,6 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
     } else if (ps != CIDX_OK && ps != CIDX_STALE) {
         log_msg(LOG_LVL_WARN, "cache", "%s/%s: publish failed (%d)", f->bucket, f->key, ps);
     }
-    if (ps == CIDX_OK && c->pf)
-        cache_prefetch_on_ready(c->pf, f->bucket, f->key, f->id);
     pthread_mutex_lock(&f->mu);
     f->state = FILL_DONE;
     woken = waiters_wake(f);

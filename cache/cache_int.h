@@ -100,8 +100,9 @@ const char *cache_dir_of(const struct cache *c);
 struct cache_prefetch *cache_prefetch_new(struct cache *c);
 void cache_prefetch_stop(struct cache_prefetch *pf);
 void cache_prefetch_free(struct cache_prefetch *pf);
-/* A fill of bucket/key was published as index entry id (declares its next
- * use if an ordered job will read it). */
+/* A fill of bucket/key is about to be published as index entry id (still
+ * FILLING): declares its next use if an ordered job will read it, and pins
+ * it for pinned jobs. From the fill's worker, no lock held. */
 void cache_prefetch_on_ready(struct cache_prefetch *pf, const char *bucket, const char *key,
                              uint64_t id);
 
