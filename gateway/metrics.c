@@ -155,6 +155,8 @@ void gw_h_metrics(struct gw_req *r)
           offsetof(struct cache_stats, fills_started) },
         { "shardgate_cache_fills_failed_total", "counter", "Fills that failed.",
           offsetof(struct cache_stats, fills_failed) },
+        { "shardgate_cache_fills_done_total", "counter", "Fills that were published.",
+          offsetof(struct cache_stats, fills_done) },
         { "shardgate_cache_revalidations_total", "counter",
           "Cached entries checked against the cold tier.",
           offsetof(struct cache_stats, revalidations) },
