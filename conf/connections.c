@@ -1,8 +1,6 @@
 /* conf/connections.c - the "connections" object of the config file: how
  * many connections the gateway holds and how long a connection may keep a
  * slot without sending its request (README "Connection limits"). */
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "conf_int.h"
@@ -26,22 +24,6 @@ static const struct {
 enum { N_KEYS = sizeof keys / sizeof keys[0] };
 #define KEYS_HELP "max, per_client, idle_timeout_s, header_timeout_s, send_timeout_s, " \
                   "min_body_rate"
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err != NULL && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-            err[0] = '\0';
-    }
-    return -1;
-}
 
 static unsigned *field(struct conf *c, size_t k)
 {
@@ -79,19 +61,19 @@ int conf_connections_from_json(struct conf *c, const json_t *v, char *err, size_
     json_t *val;
 
     if (!json_is_object(v))
-        return fail(err, errlen, "connections: must be an object like {\"max\": 0, "
-                    "\"per_client\": 0, \"idle_timeout_s\": 30, \"header_timeout_s\": 20}");
+        return conf_fail(err, errlen, "connections: must be an object like {\"max\": 0, "
+                         "\"per_client\": 0, \"idle_timeout_s\": 30, \"header_timeout_s\": 20}");
     json_object_foreach((json_t *)v, key, val) {
         size_t k = 0;
         while (k < N_KEYS && strcmp(key, keys[k].name) != 0)
             k++;
         if (k == N_KEYS)
-            return fail(err, errlen, "connections: unknown key \"%.64s\" (allowed: " KEYS_HELP
-                        ")", key);
+            return conf_fail(err, errlen, "connections: unknown key \"%.64s\" (allowed: " KEYS_HELP
+                             ")", key);
         if (!json_is_integer(val) || json_integer_value(val) < (json_int_t)keys[k].min
             || json_integer_value(val) > (json_int_t)keys[k].max)
-            return fail(err, errlen, "connections.%s: must be an integer from %u to %u",
-                        keys[k].name, keys[k].min, keys[k].max);
+            return conf_fail(err, errlen, "connections.%s: must be an integer from %u to %u",
+                             keys[k].name, keys[k].min, keys[k].max);
         *field(c, k) = (unsigned)json_integer_value(val);
     }
     return 0;
@@ -102,11 +84,11 @@ int conf_connections_validate(const struct conf *c, char *err, size_t errlen)
     for (size_t k = 0; k < N_KEYS; k++) {
         unsigned v = field_get(c, k);
         if (v < keys[k].min || v > keys[k].max)
-            return fail(err, errlen, "connections.%s: must be an integer from %u to %u",
-                        keys[k].name, keys[k].min, keys[k].max);
+            return conf_fail(err, errlen, "connections.%s: must be an integer from %u to %u",
+                             keys[k].name, keys[k].min, keys[k].max);
     }
     if (c->conn_max != 0 && c->conn_per_client > c->conn_max)
-        return fail(err, errlen, "connections.per_client: %u is above connections.max (%u)",
-                    c->conn_per_client, c->conn_max);
+        return conf_fail(err, errlen, "connections.per_client: %u is above connections.max (%u)",
+                         c->conn_per_client, c->conn_max);
     return 0;
 }
