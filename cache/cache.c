@@ -848,8 +848,19 @@ static void fill_fail(struct cache *c, struct fill *f, enum cache_status err,
     unsigned woken = waiters_wake(f);
     pthread_mutex_unlock(&f->mu);
     atomic_fetch_sub(&c->waiters_now, woken);
-    atomic_fetch_add(&c->fills_failed, 1);
+    /* Over for every reader that comes from now on: out of the index and
+     * the table at once, so the next open starts a new fill (the cold tier
+     * may be back) rather than joining this failure while the worker still
+     * ends it (closing a dropped cold connection can take a while). Counted
+     * last: whoever sees the count sees a failure that is over. */
+    pthread_mutex_lock(&c->mu);
     cidx_fill_abort(c->idx, f->id);
+    if (table_find(c, f->bucket, f->key) == f) {
+        table_remove(c, f);
+        f->refs--;   /* the table's; the worker's remains */
+    }
+    pthread_mutex_unlock(&c->mu);
+    atomic_fetch_add(&c->fills_failed, 1);
 }
 
 static int submit_write(struct fill_io *io, int fd, unsigned s)
