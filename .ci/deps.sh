@@ -5,7 +5,8 @@
 # Keep this list in step with docker/Dockerfile.
 set -euo pipefail
 want=(build-essential cmake pkg-config libmicrohttpd-dev liburing-dev libjansson-dev
-      libxml2-dev libssl-dev libcurl4-openssl-dev)
+      libxml2-dev libssl-dev libcurl4-openssl-dev
+      libisal-dev)   # ISA-L: CRC32 / CRC32C of common/crc.c
 if [ "${1:-build}" = test ]; then
   want+=(libcunit1-dev python3 python3-boto3 awscli curl clang libclang-rt-14-dev
          nginx wrk s3cmd)

@@ -3,13 +3,13 @@
  * simpler and faster than building a DOM), and libxml2 parsers for the three
  * request bodies we accept. Parsing never touches the network and never
  * expands entities (no XXE). */
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 
+#include "buf.h"
 #include "gw_int.h"
 
 #define S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
@@ -57,20 +57,13 @@ int gw_xml_begin(struct gw_buf *b, const char *root)
 
 int gw_url_encode(struct gw_buf *b, const char *s, bool keep_slash)
 {
-    static const char hex[] = "0123456789ABCDEF";
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' ||
-            (keep_slash && c == '/')) {
-            if (gw_buf_append(b, s, 1))
-                return -1;
-        } else {
-            char e[3] = { '%', hex[c >> 4], hex[c & 15] };
-            if (gw_buf_append(b, e, 3))
-                return -1;
-        }
-    }
-    return 0;
+    /* one AWS URI encoder for the tree (common/buf.h), at the cost of a copy */
+    size_t n = strlen(s);
+    struct sg_buf e;
+    sg_buf_init(&e, 3 * n);
+    bool ok = sg_buf_add_uri(&e, s, n, keep_slash) && gw_buf_append(b, e.p, e.len) == 0;
+    sg_buf_free(&e);
+    return ok ? 0 : -1;
 }
 
 /* ---- parsing ---- */
