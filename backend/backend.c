@@ -14,7 +14,7 @@ const double backend_lat_bounds_s[BACKEND_LAT_BUCKETS] = {
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 };
 
-static atomic_uint_fast64_t st_calls[BACKEND_OP_COUNT], st_errors, st_bytes;
+static atomic_uint_fast64_t st_calls[BACKEND_OP_COUNT], st_errors, st_timeouts, st_bytes;
 static atomic_uint_fast64_t st_lat[BACKEND_LAT_BUCKETS + 1], st_lat_count, st_lat_sum_ns;
 
 const char *backend_op_name(enum backend_op op)
@@ -45,6 +45,8 @@ static enum backend_status counted(enum backend_op op, uint64_t t0, enum backend
     atomic_fetch_add(&st_lat_sum_ns, ns);
     if (st != BACKEND_OK)
         atomic_fetch_add(&st_errors, 1);
+    if (st == BACKEND_TIMEOUT)
+        atomic_fetch_add(&st_timeouts, 1);
     return st;
 }
 
@@ -53,6 +55,7 @@ void backend_stats_get(struct backend_stats *out)
     for (int i = 0; i < BACKEND_OP_COUNT; i++)
         out->calls[i] = atomic_load(&st_calls[i]);
     out->errors = atomic_load(&st_errors);
+    out->timeouts = atomic_load(&st_timeouts);
     out->bytes_read = atomic_load(&st_bytes);
     for (int i = 0; i <= BACKEND_LAT_BUCKETS; i++)
         out->lat_buckets[i] = atomic_load(&st_lat[i]);
@@ -96,6 +99,17 @@ enum backend_status backend_object_head(struct backend *b, const char *bucket,
                                         const char *key, struct obj_meta *meta)
 {
     COUNT(BACKEND_OP_HEAD, b->ops->object_head(b, bucket, key, meta));
+}
+
+enum backend_status backend_object_head_timed(struct backend *b, const char *bucket,
+                                              const char *key, unsigned timeout_ms,
+                                              struct obj_meta *meta)
+{
+    /* An implementation without a deadline of its own (posix: a local
+     * stat) answers as a plain HEAD. */
+    if (!b->ops->object_head_timed)
+        COUNT(BACKEND_OP_HEAD, b->ops->object_head(b, bucket, key, meta));
+    COUNT(BACKEND_OP_HEAD, b->ops->object_head_timed(b, bucket, key, timeout_ms, meta));
 }
 
 enum backend_status backend_object_open(struct backend *b, const char *bucket,

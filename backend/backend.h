@@ -38,13 +38,16 @@ enum backend_status {
     BACKEND_DENIED,            /* a path that would leave the store (symlink) */
     BACKEND_IO,                /* any other system error; errno was logged */
     BACKEND_NOMEM,
-    BACKEND_UNAVAILABLE,       /* s3: the cold tier is down, timed out, or
-                                  answered 5xx/SlowDown after the retries */
+    BACKEND_UNAVAILABLE,       /* s3: the cold tier cannot be connected to, broke
+                                  off, stalled mid-transfer, or answered
+                                  5xx/SlowDown after the retries */
     BACKEND_INVALID_REQUEST,   /* s3: the cold tier refused the request as malformed
                                   (InvalidRequest), e.g. a part's checksum algorithm */
     BACKEND_READ_ONLY,         /* posix: the store is read-only (a read-only mount,
                                   no writable state directory, or a directory the
                                   process may not write): a write is refused */
+    BACKEND_TIMEOUT,           /* s3: connected, but the answer did not begin within
+                                  the call's deadline (a hung or overloaded tier) */
 };
 
 const char *backend_status_name(enum backend_status st);
@@ -117,9 +120,19 @@ struct backend_s3_conf {
     bool virtual_hosted;        /* bucket.host/key instead of host/bucket/key */
     const char *ca_path;        /* CA file or directory; NULL: system store */
     unsigned connect_timeout_ms;/* 0: 1000 */
-    unsigned request_timeout_ms;/* 0: 30000; bounds each request except the
-                                   streaming GET of a read, which is guarded by
-                                   a low-speed limit instead */
+    unsigned request_timeout_ms;/* 0: 30000; the whole of a call with a small
+                                   answer (HEAD, listing, bucket and multipart
+                                   bookkeeping, DELETE), retries included; in a
+                                   streamed transfer (object bodies, uploads,
+                                   copies) the longest time without a byte */
+    unsigned first_byte_timeout_ms; /* 0: 5000; how long a read-side call (HEAD,
+                                   the GET of a miss, listings, bucket and
+                                   multipart bookkeeping) waits for the answer
+                                   to begin, retries included: past it the call
+                                   fails with BACKEND_TIMEOUT and no retry
+                                   starts. Not for uploads, copies and
+                                   CompleteMultipartUpload, where the server
+                                   may work long before it answers. */
     unsigned retries;           /* extra attempts of idempotent calls; 0: 2 */
     const struct backend_bucket_map *map;   /* borrowed, copied at open */
     size_t n_map;
@@ -127,15 +140,37 @@ struct backend_s3_conf {
 };
 
 /* Opens the S3 cold tier. Does not contact the server (a tier that is down
- * at start makes each call fail with BACKEND_UNAVAILABLE instead). Returns
+ * at start makes each call fail with BACKEND_UNAVAILABLE instead; main asks
+ * with backend_probe). Returns
  * BACKEND_OK and a new handle, BACKEND_IO for an unusable conf (no endpoint
  * or credentials; logged) or BACKEND_NOMEM. Semantics as for posix with these
  * differences: backend_obj_fd() is -1; names are validated by the cold S3,
  * not here; writes are spooled to spool_dir and sent at commit;
- * BACKEND_UNAVAILABLE is possible from every verb. */
+ * BACKEND_UNAVAILABLE and BACKEND_TIMEOUT are possible from every verb. */
 enum backend_status backend_s3_open(const struct backend_s3_conf *cf, struct backend **out);
 
 void backend_close(struct backend *b);
+
+/* ---- health (backend/probe.c) ---- */
+
+/* Is the cold tier there? s3: one HEAD of the endpoint's root, never
+ * retried, that counts any HTTP answer (even 403) as reachable; posix: the
+ * root directory still exists and can be read. BACKEND_OK, or
+ * BACKEND_UNAVAILABLE (cannot connect, the directory is gone) /
+ * BACKEND_TIMEOUT (no answer within timeout_ms) with the reason in why
+ * (always NUL-terminated; may name the endpoint or directory). Blocks up to
+ * timeout_ms; any thread. posix: a local stat, not bounded (a hung NFS
+ * mount is out of scope). */
+enum backend_status backend_probe(struct backend *b, unsigned timeout_ms, char *why,
+                                  size_t len);
+
+/* What a message about the cold tier can say of it. */
+struct backend_info {
+    const char *kind;             /* "s3", "posix" */
+    const char *location;         /* the endpoint URL (s3), NULL (posix); borrowed */
+    unsigned first_byte_ms;       /* first_byte_timeout_ms (s3); 0: none */
+};
+void backend_info_get(const struct backend *b, struct backend_info *out);
 
 /* ---- buckets ---- */
 
@@ -154,6 +189,13 @@ enum backend_status backend_bucket_delete(struct backend *b, const char *bucket)
 /* Fills *meta (caller clears it) without opening the data. */
 enum backend_status backend_object_head(struct backend *b, const char *bucket,
                                         const char *key, struct obj_meta *meta);
+
+/* As backend_object_head, but the call (retries included) gives up after
+ * timeout_ms with BACKEND_TIMEOUT: for a check that has something to fall
+ * back on (the cache's revalidation). posix: backend_object_head. */
+enum backend_status backend_object_head_timed(struct backend *b, const char *bucket,
+                                              const char *key, unsigned timeout_ms,
+                                              struct obj_meta *meta);
 
 /* Opens an object for reading and fills *meta from the same open file, so
  * meta and bytes always agree even if the key is replaced meanwhile. */
@@ -360,6 +402,7 @@ enum backend_op {
 struct backend_stats {
     uint64_t calls[BACKEND_OP_COUNT];
     uint64_t errors;                          /* calls that did not answer BACKEND_OK */
+    uint64_t timeouts;                        /* of them: BACKEND_TIMEOUT */
     uint64_t bytes_read;                      /* object bytes read from the cold tier */
     uint64_t lat_buckets[BACKEND_LAT_BUCKETS + 1];  /* cumulative counts are computed by
                                                        the reader; these are per bucket */

@@ -66,6 +66,13 @@ struct backend_ops {
                                             const char *key_marker,
                                             const char *upload_id_marker, unsigned max_uploads,
                                             struct backend_uploads_page *out);
+    /* Optional (NULL: see backend.c/probe.c for what stands in). */
+    enum backend_status (*object_head_timed)(struct backend *b, const char *bucket,
+                                             const char *key, unsigned timeout_ms,
+                                             struct obj_meta *meta);
+    enum backend_status (*probe)(struct backend *b, unsigned timeout_ms, char *why,
+                                 size_t len);
+    void (*info)(const struct backend *b, struct backend_info *out);
 };
 
 /* The base structs. An implementation's struct starts with one of these, e.g.

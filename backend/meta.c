@@ -36,19 +36,26 @@ const char *backend_status_name(enum backend_status st)
     case BACKEND_UNAVAILABLE: return "UNAVAILABLE";
     case BACKEND_INVALID_REQUEST: return "INVALID_REQUEST";
     case BACKEND_READ_ONLY: return "READ_ONLY";
+    case BACKEND_TIMEOUT: return "TIMEOUT";
     }
     return "?";
 }
 
 /* ---- obj_meta ---- */
 
-void obj_meta_clear(struct obj_meta *m)
+/* Frees m's headers (the array too); the caller resets hdrs and n_hdrs. */
+static void hdrs_free(struct obj_meta *m)
 {
     for (size_t i = 0; i < m->n_hdrs; i++) {
         free(m->hdrs[i].name);
         free(m->hdrs[i].value);
     }
     free(m->hdrs);
+}
+
+void obj_meta_clear(struct obj_meta *m)
+{
+    hdrs_free(m);
     memset(m, 0, sizeof *m);
 }
 
@@ -71,18 +78,6 @@ int obj_meta_add_hdr(struct obj_meta *m, const char *name, const char *value)
     return 0;
 }
 
-/* Frees m's headers and gives it tmp's (tmp's etag and the rest untouched). */
-static void hdrs_replace(struct obj_meta *m, const struct obj_meta *tmp)
-{
-    for (size_t i = 0; i < m->n_hdrs; i++) {
-        free(m->hdrs[i].name);
-        free(m->hdrs[i].value);
-    }
-    free(m->hdrs);
-    m->hdrs = tmp->hdrs;
-    m->n_hdrs = tmp->n_hdrs;
-}
-
 int obj_meta_copy_hdrs(struct obj_meta *dst, const struct obj_meta *src)
 {
     struct obj_meta tmp = { 0 };
@@ -92,7 +87,9 @@ int obj_meta_copy_hdrs(struct obj_meta *dst, const struct obj_meta *src)
             return -1;
         }
     }
-    hdrs_replace(dst, &tmp);
+    hdrs_free(dst);
+    dst->hdrs = tmp.hdrs;
+    dst->n_hdrs = tmp.n_hdrs;
     return 0;
 }
 
@@ -315,7 +312,9 @@ int posix_meta_decode(const unsigned char *buf, size_t len, struct obj_meta *m)
         return -1;
     }
     memcpy(m->etag, etag, el + 1);
-    hdrs_replace(m, &tmp);
+    hdrs_free(m);
+    m->hdrs = tmp.hdrs;
+    m->n_hdrs = tmp.n_hdrs;
     return 0;
 }
 

@@ -1,14 +1,16 @@
 /* backend/posix_int.h - internals of the posix store shared by its files
- * (posix.c, posix_list.c, posix_mpu.c, meta.c) and by its unit tests: the
- * key <-> path mapping, the metadata xattr encoding, the bounded heap used by
- * listings and the "open beneath the root" helpers. Nothing outside backend/
- * and tests/unit/test_backend_*.c includes this. */
+ * (posix*.c and meta.c; posix.c's opening comment maps them) and by its unit
+ * tests: the store's structs, the key <-> path mapping, the metadata xattr
+ * encoding, the bounded heap used by listings, the "open beneath the root"
+ * helpers and the verbs. Nothing outside backend/ and
+ * tests/unit/test_backend_*.c includes this. */
 #ifndef SHARDGATE_BACKEND_POSIX_INT_H
 #define SHARDGATE_BACKEND_POSIX_INT_H
 
 #include "backend.h"
 #include "backend_int.h"
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -73,6 +75,11 @@ struct posix_put {
     enum backend_status fail_st;
 };
 
+struct posix_obj {
+    struct backend_obj base; /* first */
+    int fd;
+};
+
 /* ---- pure helpers (meta.c) ---- */
 
 /* S3 bucket naming rules (3-63 chars, [a-z0-9.-], ...). */
@@ -127,7 +134,7 @@ void posix_heap_sort(struct posix_heap *h);
 void posix_heap_clear(struct posix_heap *h);
 void posix_heap_free(struct posix_heap *h);
 
-/* ---- filesystem helpers (posix.c) ---- */
+/* ---- filesystem helpers (posix_fs.c) ---- */
 
 /* Test hook: non-zero makes posix_open_beneath use the component walk as if
  * openat2(2) were missing. */
@@ -142,12 +149,32 @@ enum backend_status posix_errno_status(int err);
  * EDQUOT), READ_ONLY (EROFS, EACCES, EPERM: the process may not write
  * there), else IO. */
 enum backend_status posix_write_errno_status(int err);
+/* A directory stream of dirfd from its first entry, on an open file
+ * description of its own: closedir() leaves dirfd open, and no other reader
+ * of dirfd (ROOT's is shared by every thread) moves its position, as one
+ * through a dup would. Returns new (closedir), or NULL with errno. */
+DIR *posix_dir_stream(int dirfd);
+/* d_type, or an fstatat when the filesystem does not fill it. */
+unsigned char posix_entry_type(int dirfd, const struct dirent *de);
+/* Early-exit walk: does the tree under dirfd hold at least one object?
+ * Returns 1, 0, or -1 on error. Borrows dirfd. */
+int posix_dir_has_object(int dirfd);
+
+/* ---- buckets, reads, writes (posix_bucket.c, posix_read.c, posix_write.c) ---- */
 
 /* Opens ROOT/<bucket> (validating the name). */
 enum backend_status posix_bucket_open(struct posix_store *b, const char *bucket, int *fd);
+/* The first steps of a verb on a key: maps key to its path in the bucket
+ * (BAD_KEY, KEY_TOO_LONG), then opens the bucket (*fd, which the caller
+ * closes; NO_BUCKET, DENIED, ...). */
+enum backend_status posix_key_bucket_open(struct posix_store *b, const char *bucket,
+                                          const char *key, char path[POSIX_PATH_MAX], int *fd);
 
 /* Fills meta (size, mtime, etag, hdrs) from an open regular file. */
 enum backend_status posix_meta_from_fd(int fd, const struct stat *st, struct obj_meta *meta);
+/* Opens an object of a bucket for reading: regular file check included. */
+enum backend_status posix_object_fd(struct posix_store *b, const char *bucket, const char *key,
+                                    int *fd, struct stat *st);
 
 /* Starts a temp file in tmpdirfd (or in dirfd when tmpdirfd is -1) that
  * commit renames to leaf in dirfd. Takes both descriptors. */
@@ -167,16 +194,10 @@ void posix_rmdir_parents(int bucketfd, const char *path);
 /* Copies len bytes of src at off into the put, computing their MD5. */
 enum backend_status posix_copy_into(struct posix_put *p, int srcfd, uint64_t off,
                                     uint64_t len, unsigned char md5[16]);
-/* Opens an object of a bucket for reading: regular file check included. */
-enum backend_status posix_object_fd(struct posix_store *b, const char *bucket, const char *key,
-                                    int *fd, struct stat *st);
-/* Early-exit walk: does the tree under dirfd hold at least one object?
- * Returns 1, 0, or -1 on error. Borrows dirfd. */
-int posix_dir_has_object(int dirfd);
 /* Random URL-safe characters. 0 or -1. */
 int posix_random_chars(char *out, size_t n);
 
-/* ---- multipart (posix_mpu.c) ---- */
+/* ---- multipart uploads (posix_mpu.c) ---- */
 
 /* 1 when the bucket has an unfinished upload, 0 when not, -1 on error. */
 int posix_mpu_bucket_busy(struct posix_store *b, const char *bucket);
@@ -191,6 +212,30 @@ int posix_mpu_upload_initiated(int ufd, struct timespec *out);
 /* Removes upload directory `id` of parentfd (its files, then itself);
  * returns the bytes its files held. */
 uint64_t posix_mpu_upload_remove(int parentfd, const char *id);
+/* The same for upload `id` of bucket (STATE/mpu/<bucket>/<id>). */
+void posix_mpu_upload_remove_path(struct posix_store *b, const char *bucket, const char *id);
+
+/* An upload's info file, decoded. */
+struct posix_upload_info {
+    char key[POSIX_KEY_MAX + 1];
+    struct timespec initiated;
+    struct obj_meta meta;     /* hdrs only */
+};
+/* Opens upload `id` of (bucket, key) and checks it belongs to them: *ufd
+ * (the caller closes it) and, when ui is not NULL, its info (the caller
+ * clears ui->meta). NO_BUCKET, NO_UPLOAD, ... */
+enum backend_status posix_mpu_upload_open(struct posix_store *b, const char *bucket,
+                                          const char *key, const char *id, int *ufd,
+                                          struct posix_upload_info *ui);
+
+/* ---- the parts of an upload (posix_mpu_part.c) ---- */
+
+/* Opens part `no` of the upload directory ufd and reads its meta (the
+ * caller closes *fd and clears m). INVALID_PART when it is missing. */
+enum backend_status posix_mpu_part_open(int ufd, unsigned no, int *fd, struct obj_meta *m);
+/* The additional checksum a part was stored with (its x-amz-checksum-*
+ * header, which UploadPart puts in the part's metadata), or "" for both. */
+void posix_mpu_part_checksum(const struct obj_meta *m, char name[32], char value[96]);
 
 /* ---- opening, start-up reclaim and upload expiry (posix_state.c,
  * posix_reclaim.c) ---- */
@@ -217,10 +262,10 @@ struct posix_expiry *posix_expiry_start(struct posix_store *b, unsigned max_age_
 /* Stops and joins the thread (NULL is fine). */
 void posix_expiry_stop(struct posix_expiry *e);
 
-/* ---- the verbs (posix.c, posix_list.c, posix_mpu.c) ----
+/* ---- the verbs (posix_state.c, posix_bucket.c, posix_read.c, posix_write.c,
+ * posix_list.c, posix_mpu*.c) ----
  * Same contracts as their backend_* counterparts in backend.h; posix.c's ops
  * table reaches them through small adapters that convert the base pointers. */
-struct posix_obj;
 void posix_close(struct posix_store *b);
 enum backend_status posix_bucket_list(struct posix_store *b, backend_bucket_cb cb, void *arg);
 enum backend_status posix_bucket_create(struct posix_store *b, const char *bucket);
@@ -277,6 +322,9 @@ enum backend_status posix_mpu_list_uploads(struct posix_store *b, const char *bu
                                            const char *prefix, const char *delimiter,
                                            const char *key_marker, const char *upload_id_marker,
                                            unsigned max_uploads, struct backend_uploads_page *out);
+/* backend_probe of the store (posix_probe.c): the root is there and readable. */
+enum backend_status posix_probe(struct backend *base, unsigned timeout_ms, char *why,
+                                size_t len);
 /* The posix ops table (posix.c): every object of the store points at it. */
 extern const struct backend_ops posix_ops;
 

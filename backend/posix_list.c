@@ -44,16 +44,6 @@ static int lent_cmp(const void *a, const void *b)
     return strcmp(((const struct lent *)a)->spell, ((const struct lent *)b)->spell);
 }
 
-static unsigned char dtype_of(int dirfd, const struct dirent *de)
-{
-    if (de->d_type != DT_UNKNOWN)
-        return de->d_type;
-    struct stat st;
-    if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-        return DT_UNKNOWN;
-    return S_ISREG(st.st_mode) ? DT_REG : S_ISDIR(st.st_mode) ? DT_DIR : DT_UNKNOWN;
-}
-
 static size_t page_count(const struct lctx *c)
 {
     return c->page->n_objs + c->page->n_prefixes;
@@ -136,7 +126,7 @@ static void scan_dir(struct lctx *c, DIR *d, int dirfd, struct posix_heap *h, co
         const char *name = de->d_name;
         if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0')))
             continue;
-        unsigned char t = dtype_of(dirfd, de);
+        unsigned char t = posix_entry_type(dirfd, de);
         if (t != DT_REG && t != DT_DIR)
             continue;   /* symlinks and devices are never objects */
         bool is_dir = t == DT_DIR;
@@ -234,15 +224,10 @@ static void list_dir(struct lctx *c, int dirfd, char *kb, size_t kl)
     bool lb_incl = false;
     char *lbbuf = malloc(POSIX_PATH_MAX);
     char *skip = malloc(POSIX_PATH_MAX);
-    int dfd = dup(dirfd);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (d)
-        rewinddir(d);   /* a dup shares the offset of a read fd */
+    DIR *d = posix_dir_stream(dirfd);
     struct posix_heap h = { 0 };
     size_t k = c->max - page_count(c) + 1;
     if (!lbbuf || !skip || !d || posix_heap_init(&h, k, lent_cmp, free) != 0) {
-        if (!d && dfd >= 0)
-            close(dfd);
         c->st = d ? BACKEND_NOMEM : BACKEND_IO;
         c->stop = true;
         goto out;

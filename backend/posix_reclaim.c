@@ -27,13 +27,9 @@ static bool is_tmp_name(const char *name)
 /* Unlinks the temp files (regular files named .sg~tmp.*) of dirfd. */
 static void rm_tmp_files(int dirfd, struct posix_reclaim_stats *st)
 {
-    int dfd = openat(dirfd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (!d) {
-        if (dfd >= 0)
-            close(dfd);
+    DIR *d = posix_dir_stream(dirfd);
+    if (!d)
         return;
-    }
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         struct stat s;
@@ -54,13 +50,9 @@ static void rm_tmp_files(int dirfd, struct posix_reclaim_stats *st)
 /* ROOT/<bucket>/.sg~tmp/ of every bucket directory. */
 static void reclaim_buckets(struct posix_store *b, struct posix_reclaim_stats *st)
 {
-    int dfd = openat(b->rootfd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (!d) {
-        if (dfd >= 0)
-            close(dfd);
+    DIR *d = posix_dir_stream(b->rootfd);
+    if (!d)
         return;
-    }
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         if (!posix_bucket_name_valid(de->d_name))
@@ -80,28 +72,24 @@ static void reclaim_buckets(struct posix_store *b, struct posix_reclaim_stats *s
     closedir(d);
 }
 
-/* Every upload directory of STATE/mpu: the temp files of parts (and of a
- * create's info file); a directory without a readable info file is what a
- * crashed create left, and goes. */
-static void reclaim_uploads(struct posix_store *b, struct posix_reclaim_stats *st)
+/* Called by each_upload for one upload directory: ufd is
+ * STATE/mpu/<bucket>/<id> (open for the call), pfd STATE/mpu/<bucket>. */
+typedef void (*upload_fn)(void *arg, int pfd, const char *bucket, const char *id, int ufd);
+
+/* Calls fn for every upload directory of STATE/mpu, bucket by bucket; with
+ * prune, each bucket's directory is removed after when it is left empty. */
+static void each_upload(struct posix_store *b, bool prune, upload_fn fn, void *arg)
 {
-    int dfd = openat(b->mpufd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (!d) {
-        if (dfd >= 0)
-            close(dfd);
+    DIR *d = posix_dir_stream(b->mpufd);
+    if (!d)
         return;
-    }
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         if (!posix_bucket_name_valid(de->d_name))
             continue;
         int pfd = openat(b->mpufd, de->d_name, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
-        int pdup = pfd >= 0 ? dup(pfd) : -1;
-        DIR *pd = pdup >= 0 ? fdopendir(pdup) : NULL;
+        DIR *pd = pfd >= 0 ? posix_dir_stream(pfd) : NULL;
         if (!pd) {
-            if (pdup >= 0)
-                close(pdup);
             if (pfd >= 0)
                 close(pfd);
             continue;
@@ -113,24 +101,35 @@ static void reclaim_uploads(struct posix_store *b, struct posix_reclaim_stats *s
             int ufd = openat(pfd, ue->d_name, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
             if (ufd < 0)
                 continue;
-            struct timespec t;
-            if (posix_mpu_upload_initiated(ufd, &t) == 0) {
-                rm_tmp_files(ufd, st);
-            } else {
-                /* its temp files count as files too: they are what it held */
-                struct posix_reclaim_stats sub = { 0 };
-                rm_tmp_files(ufd, &sub);
-                st->files += sub.files;
-                st->bytes += sub.bytes + posix_mpu_upload_remove(pfd, ue->d_name);
-                st->uploads++;
-            }
+            fn(arg, pfd, de->d_name, ue->d_name, ufd);
             close(ufd);
         }
         closedir(pd);
-        unlinkat(b->mpufd, de->d_name, AT_REMOVEDIR);   /* only when empty */
+        if (prune)
+            unlinkat(b->mpufd, de->d_name, AT_REMOVEDIR);   /* only when empty */
         close(pfd);
     }
     closedir(d);
+}
+
+/* An upload directory at open: the temp files of parts (and of a create's
+ * info file) go; a directory without a readable info file is what a crashed
+ * create left, and goes whole. */
+static void reclaim_upload(void *arg, int pfd, const char *bucket, const char *id, int ufd)
+{
+    struct posix_reclaim_stats *st = arg;
+    (void)bucket;
+    struct timespec t;
+    if (posix_mpu_upload_initiated(ufd, &t) == 0) {
+        rm_tmp_files(ufd, st);
+    } else {
+        /* its temp files count as files too: they are what it held */
+        struct posix_reclaim_stats sub = { 0 };
+        rm_tmp_files(ufd, &sub);
+        st->files += sub.files;
+        st->bytes += sub.bytes + posix_mpu_upload_remove(pfd, id);
+        st->uploads++;
+    }
 }
 
 void posix_reclaim_tmp(struct posix_store *b, struct posix_reclaim_stats *st)
@@ -139,64 +138,43 @@ void posix_reclaim_tmp(struct posix_store *b, struct posix_reclaim_stats *st)
     if (b->read_only)
         return;
     reclaim_buckets(b, st);
-    reclaim_uploads(b, st);
+    each_upload(b, true, reclaim_upload, st);
 }
 
 /* ---- expiry of incomplete multipart uploads ---- */
 
+struct expire_ctx {
+    unsigned max_age_s;
+    time_t now;
+    uint64_t n, bytes;
+};
+
+static void expire_upload(void *arg, int pfd, const char *bucket, const char *id, int ufd)
+{
+    struct expire_ctx *x = arg;
+    struct timespec t = { 0 };
+    /* No info file: a create in progress, or a crashed one that the
+     * reclaim at the next open removes. */
+    bool old = posix_mpu_upload_initiated(ufd, &t) == 0 &&
+               x->now - t.tv_sec >= (time_t)x->max_age_s;
+    if (!old)
+        return;
+    log_msg(LOG_LVL_DEBUG, "backend", "aborting upload %s of bucket %s: initiated "
+            "%lld s ago", id, bucket, (long long)(x->now - t.tv_sec));
+    x->bytes += posix_mpu_upload_remove(pfd, id);
+    x->n++;
+}
+
 uint64_t posix_mpu_expire(struct posix_store *b, unsigned max_age_s, time_t now,
                           uint64_t *bytes)
 {
-    uint64_t n = 0;
     *bytes = 0;
     if (b->mpufd < 0 || max_age_s == 0)
         return 0;
-    int dfd = openat(b->mpufd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (!d) {
-        if (dfd >= 0)
-            close(dfd);
-        return 0;
-    }
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (!posix_bucket_name_valid(de->d_name))
-            continue;
-        int pfd = openat(b->mpufd, de->d_name, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
-        int pdup = pfd >= 0 ? dup(pfd) : -1;
-        DIR *pd = pdup >= 0 ? fdopendir(pdup) : NULL;
-        if (!pd) {
-            if (pdup >= 0)
-                close(pdup);
-            if (pfd >= 0)
-                close(pfd);
-            continue;
-        }
-        struct dirent *ue;
-        while ((ue = readdir(pd)) != NULL) {
-            if (!posix_upload_id_valid(ue->d_name))
-                continue;
-            int ufd = openat(pfd, ue->d_name, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
-            if (ufd < 0)
-                continue;
-            struct timespec t = { 0 };
-            /* No info file: a create in progress, or a crashed one that the
-             * reclaim at the next open removes. */
-            bool old = posix_mpu_upload_initiated(ufd, &t) == 0 &&
-                       now - t.tv_sec >= (time_t)max_age_s;
-            close(ufd);
-            if (!old)
-                continue;
-            log_msg(LOG_LVL_DEBUG, "backend", "aborting upload %s of bucket %s: initiated "
-                    "%lld s ago", ue->d_name, de->d_name, (long long)(now - t.tv_sec));
-            *bytes += posix_mpu_upload_remove(pfd, ue->d_name);
-            n++;
-        }
-        closedir(pd);
-        close(pfd);
-    }
-    closedir(d);
-    return n;
+    struct expire_ctx x = { .max_age_s = max_age_s, .now = now };
+    each_upload(b, false, expire_upload, &x);
+    *bytes = x.bytes;
+    return x.n;
 }
 
 struct posix_expiry {

@@ -52,34 +52,14 @@ static int open_root(const char *root)
     return open(root, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
 }
 
-/* A name for a log line: control bytes, quotes and backslashes become '?'
- * (a directory name is not ours to trust), cut at 64 bytes. */
-static void log_safe(const char *name, char out[72])
-{
-    size_t i = 0;
-    for (; name[i] && i < 64; i++) {
-        unsigned char ch = (unsigned char)name[i];
-        out[i] = ch < 0x20 || ch == 0x7f || ch == '"' || ch == '\\' ? '?' : (char)ch;
-    }
-    if (name[i]) {
-        memcpy(out + i, "...", 3);
-        i += 3;
-    }
-    out[i] = '\0';
-}
-
 /* Names, in one warning, the directories of ROOT that are not served
  * because their names are not valid S3 bucket names. One readdir of ROOT:
  * bounded by ROOT's entries, not by the objects below them. */
 static void warn_skipped_dirs(int rootfd, const char *root)
 {
-    int dfd = openat(rootfd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (!d) {
-        if (dfd >= 0)
-            close(dfd);
+    DIR *d = posix_dir_stream(rootfd);
+    if (!d)
         return;
-    }
     char names[POSIX_WARN_NAMES * 76 + 1] = "";
     size_t used = 0, n = 0;
     struct dirent *de;
@@ -94,12 +74,11 @@ static void warn_skipped_dirs(int rootfd, const char *root)
                        fstatat(rootfd, nm, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode));
         if (!is_dir)
             continue;
-        if (n++ < POSIX_WARN_NAMES) {
-            char safe[72];
-            log_safe(nm, safe);
-            used += (size_t)snprintf(names + used, sizeof names - used, "%s\"%s\"",
-                                     used ? ", " : "", safe);
-        }
+        /* quoted with ' (the log layer escapes '"', control bytes and
+         * what is not UTF-8 in every line), cut at 64 bytes */
+        if (n++ < POSIX_WARN_NAMES)
+            used += (size_t)snprintf(names + used, sizeof names - used, "%s'%.64s%s'",
+                                     used ? ", " : "", nm, strlen(nm) > 64 ? "..." : "");
     }
     closedir(d);
     if (n == 0)

@@ -1,13 +1,18 @@
-/* backend/s3_int.h - internals of the S3 cold tier (s3.c, s3_xml.c) shared
- * with tests/unit/test_backend_s3.c: the pure parts (URL building, S3 error
+/* backend/s3_int.h - internals of the S3 cold tier shared by its files
+ * (s3*.c; s3.c's opening comment maps them) and by
+ * tests/unit/test_backend_s3*.c: the pure parts (URL building, S3 error
  * mapping, response headers -> obj_meta, XML parsing, backoff, the body ring
- * and read-path choice of an open object). Nothing
- * outside backend/ and tests/unit/test_backend_*.c includes this. */
+ * and read-path choice of an open object), the store's structs, the request
+ * engine and the verbs. Nothing outside backend/ and
+ * tests/unit/test_backend_*.c includes this. */
 #ifndef SHARDGATE_BACKEND_S3_INT_H
 #define SHARDGATE_BACKEND_S3_INT_H
 
 #include "backend.h"
+#include "backend_int.h"
 
+#include <curl/curl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -35,6 +40,8 @@
 #define S3_MAX_PUT       (5ull * 1024 * 1024 * 1024)
 #define S3_MAX_OBJECT    (5ull * 1024 * 1024 * 1024 * 1024)
 
+/* ---- pure helpers (s3_util.c) ---- */
+
 /* Percent-encodes as SigV4/S3 want: everything but A-Z a-z 0-9 - . _ ~ (and
  * '/' when keep_slash). Returns new (malloc) or NULL. */
 char *s3_uri_encode(const char *s, bool keep_slash);
@@ -46,6 +53,18 @@ char *s3_uri_encode(const char *s, bool keep_slash);
  * Returns new or NULL. */
 char *s3_url_build(const char *endpoint, bool vhost, const char *bucket, const char *key,
                    const char *query);
+
+/* Appends "name=value" (value encoded) to *q (new, or NULL for an empty
+ * query), '&'-separated; the caller adds the names in sorted order. 0, or -1
+ * when out of memory (*q unchanged). */
+int s3_query_add(char **q, const char *name, const char *value);
+/* BACKEND_OK, or why S3 would refuse the key (empty, over 1024 bytes). */
+enum backend_status s3_key_check(const char *key);
+/* Appends the stored headers of m to *hl as request headers (skip_checksums:
+ * without the object's x-amz-checksum-<algo> values). 0 or -1. */
+int s3_add_meta_headers(struct curl_slist **hl, const struct obj_meta *m, bool skip_checksums);
+/* "x-amz-copy-source: /bucket/key" (new), or NULL when out of memory. */
+char *s3_copy_source_header(const char *cbucket, const char *key);
 
 /* S3 error code (may be NULL or "") and HTTP status -> backend_status. */
 enum backend_status s3_status_from_code(const char *code, long http_status);
@@ -108,5 +127,209 @@ enum backend_status s3_xml_upload_id(const char *xml, size_t len,
 /* CopyObjectResult / CopyPartResult / CompleteMultipartUploadResult: ETag and
  * (when present) LastModified into m. */
 enum backend_status s3_xml_etag_result(const char *xml, size_t len, struct obj_meta *m);
+
+
+/* ---- the store (s3.c) ---- */
+
+#define S3_POOL_MAX 64   /* idle easy handles kept (each keeps its connection) */
+
+struct s3_store {
+    struct backend base;        /* first */
+    char *endpoint;             /* without trailing '/' */
+    char *region, *access, *secret, *token;
+    char *sigv4;                /* "aws:amz:<region>:s3" */
+    char *ca_path;
+    char *spool_dir;
+    bool vhost;
+    long connect_ms, request_ms;
+    long first_byte_ms;         /* the answer of a read-side call begins by then */
+    unsigned retries;
+    struct backend_bucket_map *map;
+    size_t n_map;
+    pthread_mutex_t mu;         /* guards pool and mpool */
+    CURL *pool[S3_POOL_MAX];
+    size_t n_pool;
+    /* Idle multi handles of open objects' streams. Each keeps the keep-alive
+     * connections of its finished transfers (a multi has its own connection
+     * cache), so the next object open reuses one instead of a new TCP/TLS
+     * handshake. */
+    CURLM *mpool[S3_POOL_MAX];
+    size_t n_mpool;
+};
+
+struct s3_put {
+    struct backend_put base;    /* first */
+    struct s3_store *s;
+    char *bucket, *key;         /* cold names */
+    char *upload_id;            /* parts: the upload */
+    unsigned part_no;
+    int fd;                     /* the spool file (unlinked) */
+    uint64_t size, max_size;
+    bool failed;
+    enum backend_status fail_st;
+};
+
+/* The one ops table of the tier (s3.c): every handle, object and put
+ * carries it. */
+extern const struct backend_ops s3_ops;
+/* The cold tier's name of a gateway bucket (the bucket map; the name itself
+ * when unmapped). Borrowed from s or bucket. */
+const char *s3_cold_bucket(const struct s3_store *s, const char *bucket);
+struct s3_call;
+/* GETs a listing (query q) into c->rbuf; without a key a 404 is
+ * BACKEND_NO_BUCKET. The caller frees c (s3_call_free) whatever the result. */
+enum backend_status s3_get_listing(struct s3_store *s, struct s3_call *c, const char *bucket,
+                                   const char *key, const char *q);
+
+/* ---- the request engine (s3_call.c) ---- */
+
+/* One request and what came back. */
+struct s3_call {
+    const char *method;
+    const char *bucket;         /* cold name, NULL for the service */
+    const char *key;            /* NULL for a bucket request */
+    const char *query;          /* canonical, NULL for none */
+    struct curl_slist *hdrs;    /* extra request headers (borrowed) */
+    const void *body;           /* in-memory body */
+    size_t body_len;
+    int body_fd;                /* spooled body when >= 0 */
+    uint64_t fd_off, fd_len;
+    bool idempotent;
+    bool long_transfer;         /* no total timeout: low-speed limit only */
+    bool slow_answer;           /* the server may work long before it answers
+                                   (uploads, copies, Complete): no first-byte
+                                   deadline, only the low-speed limit */
+    unsigned deadline_ms;       /* 0: the store's deadlines; else the answer
+                                   begins and the call ends within this
+                                   (timed HEAD, probe) */
+    bool quiet;                 /* failures are logged at debug level (probes) */
+    /* set by s3_do for each attempt */
+    CURLcode rc;                /* curl's result of the last attempt */
+    long attempt_ms;            /* curl's total timeout of the attempt; 0: none */
+    uint64_t fb_deadline;       /* s3_now_ms() clock: the answer must begin by then; 0: none */
+    bool fb_expired;            /* the attempt was stopped at fb_deadline */
+    /* sink: a fixed buffer for a ranged GET; else bytes go to rbuf */
+    unsigned char *sink;
+    size_t sink_cap, sink_len;
+    /* response */
+    long status;                /* of the last status line seen */
+    char *rbuf;
+    size_t rlen, rmax;
+    bool overflow;
+    struct obj_meta rh;         /* response headers, lower-case names */
+    size_t rh_bytes;
+    uint64_t fd_pos;            /* upload read position */
+    char code[64];              /* S3 error code */
+    bool hdrs_done;             /* the blank line after a final (>= 200) status */
+};
+
+/* The deadlines of one call, on the s3_now_ms() clock (0: none). The answer of
+ * a read-side call must begin by fb, retries included: a hung tier costs a
+ * miss or a listing cold_first_byte_timeout_ms, not the retries times the
+ * request timeout. A call with a small answer ends by end, retries included. */
+struct s3_deadlines {
+    uint64_t t0, fb, end;
+};
+
+/* Runs c (its deadlines, its retries when idempotent). BACKEND_OK for a 2xx;
+ * BACKEND_TIMEOUT when the answer did not begin (or end) in time; else the
+ * mapped error, c->status and c->code say more. Any thread; the caller frees
+ * c with s3_call_free. */
+enum backend_status s3_do(struct s3_store *s, struct s3_call *c);
+/* Frees what a call's response holds (c itself is the caller's). */
+void s3_call_free(struct s3_call *c);
+/* An easy handle from the store's pool (reset, its connections kept), or a
+ * new one; NULL when out of memory. s3_handle_put gives it back. */
+CURL *s3_handle_get(struct s3_store *s);
+void s3_handle_put(struct s3_store *s, CURL *h);
+/* Every curl option of one attempt of c on h; resets c's response. */
+void s3_easy_setup(struct s3_store *s, CURL *h, struct s3_call *c, const char *url,
+                   struct curl_slist *hl);
+/* The write callback of a call (arg: the s3_call): a sink or c->rbuf. */
+size_t s3_on_body(char *buf, size_t size, size_t n, void *arg);
+/* c's request headers plus those every request carries, into *out (new,
+ * curl_slist_free_all). BACKEND_OK or BACKEND_NOMEM. */
+enum backend_status s3_call_hdr_list(const struct s3_store *s, const struct s3_call *c,
+                                     struct curl_slist **out);
+/* Is rc a failure to reach or hear the tier (worth a retry)? */
+bool s3_conn_error(CURLcode rc);
+/* Did the attempt on h send its request (rather than fail to connect)? */
+bool s3_request_sent(CURL *h);
+/* The monotonic clock of the deadlines, in ms. */
+uint64_t s3_now_ms(void);
+/* c's deadlines from now. */
+struct s3_deadlines s3_call_deadlines(const struct s3_store *s, const struct s3_call *c);
+/* ms until deadline t: 0 when there is none, at least 1 when there is. */
+uint64_t s3_ms_until(uint64_t t);
+/* Is a deadline of d past? fb only counts while not answered. */
+bool s3_deadline_passed(const struct s3_deadlines *d, bool answered);
+/* Sleeps the backoff before retry att+1, at most max_ms (0: no limit). */
+void s3_backoff_sleep(unsigned att, uint64_t max_ms);
+
+/* ---- multipart on cold names (s3_mpu.c), also for a big put (s3_write.c) ---- */
+
+enum backend_status s3_mpu_create_cold(struct s3_store *s, const char *cbucket, const char *key,
+                                       const struct obj_meta *meta,
+                                       char id[BACKEND_UPLOAD_ID_MAX]);
+/* ck (may be NULL): gets the checksum headers of the assembled object. */
+enum backend_status s3_mpu_complete_cold(struct s3_store *s, const char *cbucket,
+                                         const char *key, const char *upload_id,
+                                         const struct backend_part *parts, size_t n,
+                                         struct obj_meta *ck);
+void s3_mpu_abort_cold(struct s3_store *s, const char *cbucket, const char *key,
+                       const char *upload_id);
+
+/* ---- the verbs (s3.c, s3_read.c, s3_write.c, s3_mpu.c) ----
+ * Same contracts as their backend_* counterparts in backend.h; s3.c's ops
+ * table holds them. */
+enum backend_status s3_bucket_head(struct backend *base, const char *bucket);
+enum backend_status s3_object_head(struct backend *base, const char *bucket, const char *key,
+                                   struct obj_meta *meta);
+enum backend_status s3_object_head_timed(struct backend *base, const char *bucket,
+                                         const char *key, unsigned timeout_ms,
+                                         struct obj_meta *meta);
+enum backend_status s3_object_open(struct backend *base, const char *bucket, const char *key,
+                                   struct obj_meta *meta, struct backend_obj **out);
+int s3_obj_fd(const struct backend_obj *o);
+enum backend_status s3_obj_read(struct backend_obj *base, uint64_t off, void *buf, size_t len,
+                                size_t *got);
+void s3_obj_close(struct backend_obj *base);
+enum backend_status s3_put_begin(struct backend *base, const char *bucket, const char *key,
+                                 struct backend_put **out);
+enum backend_status s3_put_write(struct backend_put *base, const void *buf, size_t len);
+enum backend_status s3_put_commit(struct backend_put *base, const struct obj_meta *meta,
+                                  struct obj_meta *out);
+void s3_put_abort(struct backend_put *base);
+enum backend_status s3_object_copy(struct backend *base, const char *src_bucket,
+                                   const char *src_key, const char *dst_bucket,
+                                   const char *dst_key, const struct obj_meta *meta,
+                                   struct obj_meta *out);
+enum backend_status s3_object_delete(struct backend *base, const char *bucket, const char *key);
+enum backend_status s3_mpu_create(struct backend *base, const char *bucket, const char *key,
+                                  const struct obj_meta *meta,
+                                  char upload_id[BACKEND_UPLOAD_ID_MAX]);
+enum backend_status s3_mpu_part_begin(struct backend *base, const char *bucket, const char *key,
+                                      const char *upload_id, unsigned part_no,
+                                      struct backend_put **out);
+enum backend_status s3_mpu_part_copy(struct backend *base, const char *bucket, const char *key,
+                                     const char *upload_id, unsigned part_no,
+                                     const char *src_bucket, const char *src_key,
+                                     bool has_range, uint64_t first, uint64_t last,
+                                     struct obj_meta *out);
+enum backend_status s3_mpu_complete(struct backend *base, const char *bucket, const char *key,
+                                    const char *upload_id, const struct backend_part *parts,
+                                    size_t n_parts, const struct obj_meta *meta,
+                                    struct obj_meta *out);
+enum backend_status s3_mpu_head(struct backend *base, const char *bucket, const char *key,
+                                const char *upload_id, struct obj_meta *meta);
+enum backend_status s3_mpu_abort(struct backend *base, const char *bucket, const char *key,
+                                 const char *upload_id);
+enum backend_status s3_mpu_list_parts(struct backend *base, const char *bucket, const char *key,
+                                      const char *upload_id, unsigned marker,
+                                      unsigned max_parts, struct backend_parts_page *out);
+enum backend_status s3_mpu_list_uploads(struct backend *base, const char *bucket,
+                                        const char *prefix, const char *delimiter,
+                                        const char *key_marker, const char *upload_id_marker,
+                                        unsigned max_uploads, struct backend_uploads_page *out);
 
 #endif

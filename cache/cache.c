@@ -94,6 +94,7 @@ struct cache {
 
     atomic_uint_fast64_t hits, misses, fills_started, fills_done, fills_failed;
     atomic_uint_fast64_t waiters_now, backend_bytes, revalidations, evictions;
+    struct cache_reval reval;    /* revalidate.c: deadline, hold-off, counters */
 };
 
 struct cache_obj {
@@ -432,9 +433,11 @@ static enum cache_status open_hit(struct cache *c, const char *bucket, const cha
 {
     if (needs_revalidation(c, bucket, info->validated_at)) {
         struct obj_meta cold;
-        memset(&cold, 0, sizeof cold);
-        enum backend_status st = backend_object_head(c->cold, bucket, key, &cold);
-        atomic_fetch_add(&c->revalidations, 1);
+        bool asked;
+        enum backend_status st = cache_reval_head(&c->reval, c->cold, bucket, key, &cold,
+                                                  &asked);
+        if (asked)
+            atomic_fetch_add(&c->revalidations, 1);
         bool same = st == BACKEND_OK && strcmp(cold.etag, info->etag) == 0 &&
                     cold.size == info->size;
         obj_meta_clear(&cold);
@@ -449,7 +452,7 @@ static enum cache_status open_hit(struct cache *c, const char *bucket, const cha
                 return CACHE_BACKEND;
             }
             return CACHE_AGAIN;
-        } else {
+        } else if (st != BACKEND_TIMEOUT) {   /* a timeout was logged by revalidate.c */
             /* The cold tier cannot answer: serving the copy we have beats
              * failing the read (availability over freshness, logged). */
             log_msg(LOG_LVL_WARN, "cache", "revalidation of %s/%s failed (%s): serving the "
@@ -592,6 +595,7 @@ static enum cache_status obj_open(struct cache *c, const char *bucket, const cha
                 pthread_mutex_unlock(&c->mu);
                 return CACHE_NOMEM;
             }
+            w->started_fill = true;
         }
         if (may_fill)
             fill_promote_locked(c, f);
@@ -1094,6 +1098,11 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
     char etag[72];
     memcpy(etag, f->meta.etag, sizeof etag);
     pthread_mutex_unlock(&f->mu);
+    /* The next use (and pins) go on the entry while it still fills: once
+     * published without them it would be the first victim of any other
+     * fill's eviction, and could go unread in that moment. */
+    if (c->pf)
+        cache_prefetch_on_ready(c->pf, f->bucket, f->key, f->id);
     enum cidx_status ps = cidx_publish(c->idx, f->id, size, etag, mtime);
     if (ps == CIDX_NOT_FOUND) {
         /* the index was reset under the fill (its directory was recreated):
@@ -1104,8 +1113,6 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
     } else if (ps != CIDX_OK && ps != CIDX_STALE) {
         log_msg(LOG_LVL_WARN, "cache", "%s/%s: publish failed (%d)", f->bucket, f->key, ps);
     }
-    if (ps == CIDX_OK && c->pf)
-        cache_prefetch_on_ready(c->pf, f->bucket, f->key, f->id);
     pthread_mutex_lock(&f->mu);
     f->state = FILL_DONE;
     woken = waiters_wake(f);
@@ -1288,6 +1295,7 @@ int cache_open(const struct cache_conf *cf, struct backend *cold, struct cache *
     if (!c->cf.job_keep_s)
         c->cf.job_keep_s = 3600;
     c->cold = cold;
+    cache_reval_init(&c->reval, cf->revalidate_timeout_ms);
     c->dir = strdup(cf->dir);
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->work, NULL);
@@ -1401,6 +1409,7 @@ void cache_stats_get(struct cache *c, struct cache_stats *out)
     out->evictions = atomic_load(&c->evictions);
     out->backend_bytes = atomic_load(&c->backend_bytes);
     out->revalidations = atomic_load(&c->revalidations);
+    cache_reval_stats(&c->reval, &out->revalidation_timeouts, &out->revalidations_skipped);
     uint64_t reserved;
     cidx_usage(c->idx, &out->bytes_used, &reserved, &out->objects);
     out->capacity = c->cf.capacity;
@@ -1518,6 +1527,11 @@ unsigned cache_high_pct_of(const struct cache *c)
 unsigned cache_job_keep_s_of(const struct cache *c)
 {
     return c->cf.job_keep_s;
+}
+
+const char *cache_dir_of(const struct cache *c)
+{
+    return c->dir;
 }
 
 static void warm_done(struct cache_stage_obs *obs, const struct cache_stage_end *end)

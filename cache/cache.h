@@ -59,6 +59,7 @@ struct cache_conf {
     unsigned high_pct, low_pct;   /* evict from high to low watermark (90, 80) */
     unsigned fill_workers;        /* concurrent fills (8) */
     unsigned wait_timeout_ms;     /* a reader waits at most this long for bytes (30000) */
+    unsigned revalidate_timeout_ms; /* a hit's check against the cold tier (0: 1000) */
     bool read_uring;              /* cache_obj_read reads through io_uring, not pread */
     enum cache_engine engine;     /* AUTO (0) by default */
     unsigned dirwatch_ms;         /* how often the cache directory is checked (0: 1000) */
@@ -94,6 +95,7 @@ struct cache_waiter {
     void (*resume)(void *arg);
     void *arg;
     struct timespec deadline;
+    bool started_fill;            /* out: an open by this waiter started the fill */
     /* private to the cache */
     struct cache_waiter *next;
     uint64_t need;                /* resume once more than this many bytes are in */
@@ -164,6 +166,8 @@ struct cache_stats {
     uint64_t capacity;
     const char *engine;   /* "io_uring" or "threads": the engine running fills (static) */
     uint64_t dir_resets;  /* the cache directory was recreated or taken back (index dropped) */
+    uint64_t revalidation_timeouts;   /* checks that timed out: the copy was served */
+    uint64_t revalidations_skipped;   /* checks skipped just after such a timeout */
 };
 void cache_stats_get(struct cache *c, struct cache_stats *out);
 
@@ -172,7 +176,7 @@ void cache_stats_get(struct cache *c, struct cache_stats *out);
  * /x is read-only: Read-only file system (EROFS)" or "cache directory /x is
  * missing: recreating it". While it is not, reads go to the cold tier.
  * Cheap (no disk access: a watcher thread checks the directory every
- * second); any thread. */
+ * second); any thread. The readiness endpoint asks it. */
 bool cache_ready(struct cache *c, char *why, size_t len);
 
 /* ---- prefetch jobs (cache/prefetch.c) ---- */

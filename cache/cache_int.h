@@ -28,6 +28,25 @@ uint64_t cache_hdr_data_offset(size_t hdr_len);
 /* Is etag (bare) a plain MD5 - 32 hex digits - that a fill can verify? */
 int cache_etag_is_md5(const char *etag);
 
+/* ---- revalidation of a hit (revalidate.c), embedded in struct cache ---- */
+
+struct cache_reval {
+    unsigned timeout_ms;                   /* each check's deadline */
+    _Atomic int_fast64_t holdoff_until;    /* CLOCK_MONOTONIC ms: skip checks until */
+    _Atomic uint_fast64_t timeouts;        /* checks that timed out */
+    _Atomic uint_fast64_t skipped;         /* checks skipped in a hold-off */
+};
+/* timeout_ms 0: 1000. */
+void cache_reval_init(struct cache_reval *rv, unsigned timeout_ms);
+/* HEADs bucket/key on the cold tier within the deadline into *meta (caller
+ * clears). BACKEND_TIMEOUT when it timed out, or when it was skipped because
+ * a check timed out moments ago (*asked false): either way the caller serves
+ * the cached copy. Logs the timeout. Any thread. */
+enum backend_status cache_reval_head(struct cache_reval *rv, struct backend *cold,
+                                     const char *bucket, const char *key,
+                                     struct obj_meta *meta, bool *asked);
+void cache_reval_stats(struct cache_reval *rv, uint64_t *timeouts, uint64_t *skipped);
+
 /* ---- between the fill engine (cache.c) and prefetch jobs (prefetch.c) ---- */
 
 struct cache;
@@ -75,13 +94,15 @@ uint64_t cache_capacity_of(const struct cache *c);
 unsigned cache_low_pct_of(const struct cache *c);
 unsigned cache_high_pct_of(const struct cache *c);
 unsigned cache_job_keep_s_of(const struct cache *c);
+const char *cache_dir_of(const struct cache *c);
 
 /* prefetch.c: created and ended by cache_open / cache_stop / cache_close. */
 struct cache_prefetch *cache_prefetch_new(struct cache *c);
 void cache_prefetch_stop(struct cache_prefetch *pf);
 void cache_prefetch_free(struct cache_prefetch *pf);
-/* A fill of bucket/key was published as index entry id (declares its next
- * use if an ordered job will read it). */
+/* A fill of bucket/key is about to be published as index entry id (still
+ * FILLING): declares its next use if an ordered job will read it, and pins
+ * it for pinned jobs. From the fill's worker, no lock held. */
 void cache_prefetch_on_ready(struct cache_prefetch *pf, const char *bucket, const char *key,
                              uint64_t id);
 

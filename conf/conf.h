@@ -76,7 +76,9 @@ enum conf_cache_engine {
 
 struct conf {
     /* listening */
-    char *listen_addr;          /* "127.0.0.1" */
+    char *listen_addr;          /* "127.0.0.1": an IPv4 or IPv6 address (no brackets) or a
+                                   host name, resolved when the gateway binds; ":PORT"
+                                   gives "0.0.0.0" */
     uint16_t listen_port;       /* 9000 */
     unsigned threads;           /* libmicrohttpd pool size; 0 = one per core */
 
@@ -98,7 +100,12 @@ struct conf {
     char *cold_ca_path;             /* "cold_ca_path": CA bundle file or dir for TLS to the
                                        cold tier; NULL = system */
     unsigned cold_connect_timeout_ms;  /* "cold_connect_timeout_ms": 1000 (1..600000) */
-    unsigned cold_request_timeout_ms;  /* "cold_request_timeout_ms": 30000 (1..3600000) */
+    unsigned cold_request_timeout_ms;  /* "cold_request_timeout_ms": 30000 (1..3600000): the
+                                          whole of a small call, retries included; the
+                                          longest silence inside a streamed transfer */
+    unsigned cold_first_byte_timeout_ms; /* "cold_first_byte_timeout_ms": 5000 (1..600000):
+                                          a read-side call's answer begins within this,
+                                          retries included, or it fails with 503 */
     unsigned cold_retries;          /* "cold_retries": 2 (0..10) */
     char *cold_access_key;          /* "cold_access_key"; NULL: $AWS_ACCESS_KEY_ID */
     char *cold_secret_key;          /* "cold_secret_key" or the variable named by
@@ -119,6 +126,9 @@ struct conf {
     unsigned cache_fill_workers;    /* "fill_workers": 8, 1..256 */
     unsigned cache_wait_ms;         /* "wait_timeout_ms": 30000, 100..600000: how long a
                                        reader waits for bytes of a fill */
+    unsigned cache_revalidate_ms;   /* "revalidate_timeout_ms": 1000, 1..60000: a hit's
+                                       check against the cold tier gives up after this
+                                       and the cached copy is served */
     enum conf_read_path cache_read_path;  /* "read_path": "sendfile" (default) | "io_uring"
                                        | "auto": how cached bytes reach a client, README */
     enum conf_cache_engine cache_engine;  /* "engine" / SHARDGATE_CACHE_ENGINE: "auto"
@@ -156,8 +166,28 @@ struct conf {
     uint64_t max_xml_body;      /* bytes of an XML request body: 2 MiB */
     unsigned max_header_bytes;  /* request line + headers: 16 KiB */
 
+    /* connections (the file's "connections" object; README "Connection limits").
+     * Deadlines end connections that hold a slot without sending a request. */
+    unsigned conn_max;            /* "max": connections at once; 0 = from the open-file
+                                     limit (raised to its hard limit at start) */
+    unsigned conn_per_client;     /* "per_client": from one client address; 0 = a
+                                     quarter of the connection limit */
+    unsigned conn_idle_timeout_s; /* "idle_timeout_s": 30; a connection silent this long
+                                     (between requests, or a stalled upload) is
+                                     closed, and a request line must be in by then */
+    unsigned conn_header_timeout_s; /* "header_timeout_s": 20; the headers must be in
+                                     this long after the request line */
+    unsigned conn_send_timeout_s; /* "send_timeout_s": 120; a response the client stops
+                                     reading is given up after this long */
+    unsigned conn_min_body_rate;  /* "min_body_rate": bytes/s a body must average after
+                                     its first header_timeout_s; 1024; 0 = off */
+
     /* operation */
     enum log_level log_level;   /* info */
+    enum log_format log_format; /* "log_format" / --log-format / SHARDGATE_LOG_FORMAT:
+                                   "text" (default) or "json" */
+    char *log_file;             /* "log_file" / --log-file / SHARDGATE_LOG_FILE: append
+                                   lines here (SIGHUP reopens it); NULL = stderr */
     unsigned shutdown_grace_s;  /* in-flight requests get this long on SIGTERM: 30 */
     bool metrics_public;        /* "metrics_public": false; true = GET /metrics without
                                    the admin permission */
@@ -187,14 +217,15 @@ int conf_load_file(struct conf *c, const char *path, char *err, size_t errlen);
 
 /* Merges SHARDGATE_* environment variables (ACCESS_KEY, SECRET_KEY, LISTEN,
  * DATA_DIR, REGION, LOG_LEVEL, COLD_URL, CACHE_DIR, CACHE_SIZE, CONSISTENCY,
- * STATE_DIR, MPU_MAX_AGE).
+ * STATE_DIR, MPU_MAX_AGE, LOG_FORMAT, LOG_FILE).
  * A variable set to "" is an error, not "unset". Same error contract as
  * conf_load_file. */
 int conf_apply_env(struct conf *c, char *err, size_t errlen);
 
 /* Sets one option from a command-line flag name without dashes ("listen",
  * "data", "region", "vhost-domain", "threads", "log-level", "cold",
- * "cache-dir", "cache-size", "consistency", "state-dir"). Only --vhost-domain takes ""
+ * "cache-dir", "cache-size", "consistency", "state-dir", "log-format", "log-file").
+ * Only --vhost-domain takes ""
  * (to turn it off); the others refuse it. Same error contract. */
 int conf_set_flag(struct conf *c, const char *flag, const char *value, char *err, size_t errlen);
 

@@ -28,4 +28,14 @@ uint16_t gw_port(const struct gw *g);
  * afterwards. */
 void gw_stop(struct gw *g, unsigned grace_s);
 
+/* Signals of `shardgate serve` (gateway/signals.c). gw_signals_block():
+ * blocks SIGINT, SIGTERM and SIGHUP in the calling thread; call before any
+ * thread starts, so that every thread inherits the mask. */
+void gw_signals_block(void);
+/* Waits for SIGINT or SIGTERM, reopening the log file on each SIGHUP
+ * meanwhile (log_reopen; ignored when logging to stderr). Then starts a
+ * thread that keeps handling SIGHUP and answers a second SIGINT/SIGTERM
+ * with an immediate exit, status 128 + the signal. Returns the signal. */
+int gw_signals_wait_stop(void);
+
 #endif

@@ -103,12 +103,21 @@ const char *s3_error_auth_message(enum auth_status st);
  * tier's S3 code (cst CACHE_BACKEND), or a cache-side name when the cache
  * tier failed ("CacheUnavailable" ...), never an object error. */
 const char *s3_error_job_code(enum cache_status cst, enum backend_status bst);
+/* The message of a cold-tier outage (BACKEND_TIMEOUT, BACKEND_UNAVAILABLE)
+ * naming the cold tier and the deadline, written to buf and returned; NULL
+ * for any other status (the code's default message applies). */
+const char *s3_error_cold_message(struct backend *b, enum backend_status st, char *buf,
+                                  size_t len);
+/* The message of a reader that waited wait_ms for a fill's bytes. */
+const char *s3_error_fill_wait_message(struct backend *b, unsigned wait_ms, char *buf,
+                                       size_t len);
 
 /* ---- the request record ---- */
 
 enum gw_op {
     GW_OP_UNKNOWN,
-    GW_OP_HEALTH,
+    GW_OP_HEALTH,            /* GET/HEAD /_shardgate/health: liveness, no auth */
+    GW_OP_READY,             /* GET/HEAD /_shardgate/ready: readiness, no auth */
     GW_OP_LIST_BUCKETS,
     GW_OP_CREATE_BUCKET,
     GW_OP_HEAD_BUCKET,
@@ -131,7 +140,7 @@ enum gw_op {
     GW_OP_ABORT_UPLOAD,
     GW_OP_LIST_PARTS,
     GW_OP_NOT_IMPLEMENTED,   /* a known S3 sub-resource we do not serve */
-    GW_OP_METRICS,           /* GET /metrics (Prometheus) */
+    GW_OP_METRICS,           /* GET/HEAD /metrics (Prometheus) */
     GW_OP_PREFETCH_SUBMIT,   /* POST /bucket?prefetch */
     GW_OP_PREFETCH_GET,      /* GET /bucket?prefetch[&job=ID] */
     GW_OP_PREFETCH_CANCEL,   /* DELETE /bucket?prefetch&job=ID */
@@ -140,6 +149,15 @@ enum gw_op {
 
 /* How a GET/HEAD used the cache, for the latency histograms. */
 enum gw_cache_use { GW_CACHE_NONE, GW_CACHE_HIT, GW_CACHE_MISS };
+
+/* How a GET/HEAD was served, for the access log ("read=..."). */
+enum gw_read {
+    GW_READ_NONE,     /* not a read, or answered before reading: "-" */
+    GW_READ_HIT,      /* a complete cached copy: "hit" */
+    GW_READ_FILL,     /* this request started the fill it read from: "fill" */
+    GW_READ_JOINED,   /* it read from a fill already running: "miss-joined" */
+    GW_READ_PASS,     /* straight from the cold tier: "pass-through" */
+};
 
 const char *gw_op_name(enum gw_op op);
 
@@ -172,6 +190,7 @@ struct gw_req {
     struct cache_waiter waiter;  /* GW_REQ_WAIT: this request waits on a fill */
     enum gw_cache_use cache_use;
     struct MHD_Connection *conn;
+    struct gw_conn *gconn;       /* the connection's deadlines (conn_guard.c); may be NULL */
     struct gw_arena arena;
     char id[17];                 /* x-amz-request-id */
     struct timespec t0;
@@ -211,6 +230,9 @@ struct gw_req {
     /* the response, for the access log */
     unsigned status;
     uint64_t resp_bytes;
+    enum gw_read read;
+    bool close_conn;             /* the framing is ambiguous: answer now, then close */
+    struct timespec t_body;      /* when the headers were in: the body's rate clock */
 };
 
 /* Header / query lookups (names lower case for headers, exact for query). */
@@ -301,6 +323,60 @@ char *gw_pct_decode(struct gw_arena *a, const char *s, size_t n, bool plus_is_sp
  * virtual-hosted style), and the operation. Returns 0 or an S3 error. */
 int gw_req_parse(struct gw_req *r, const char *raw_uri, enum s3_err *err, const char **msg);
 
+/* The S3 sub-resource that made this request GW_OP_NOT_IMPLEMENTED ("acl",
+ * "tagging", ...), for the access log; NULL when there is none. */
+const char *gw_req_unsupported(const struct gw_req *r);
+
+/* ---- the front end's connections (listen.c, conn_guard.c, framing.c) ---- */
+
+/* "host:port", or "[host]:port" for an IPv6 address, into buf. */
+void gw_listen_name(const char *host, uint16_t port, char *buf, size_t len);
+/* Resolves host (an address or a name; IPv4 first when a name has both)
+ * and returns a bound, listening, non-blocking socket in *fd_out. -1 with
+ * the address and the reason (errno text) logged, e.g. a port in use. */
+int gw_listen_open(const char *host, uint16_t port, int *fd_out, bool *ipv6_out);
+/* True for 0.0.0.0 and [::]: the gateway then warns that it is reachable
+ * from the network. */
+struct sockaddr;
+bool gw_addr_is_any(const struct sockaddr *sa);
+/* Raises the open-file soft limit to the hard limit; returns the limit in
+ * force and the one before in *before. Call once, at start. */
+uint64_t gw_fd_limit_raise(uint64_t *before);
+
+/* The deadlines of the request head (see conn_guard.c). IDLE: the request
+ * line must come within idle_timeout_s; HEADER: the headers within
+ * header_timeout_s of the request line. */
+enum gw_deadline { GW_DEADLINE_IDLE, GW_DEADLINE_HEADER, GW_DEADLINE_COUNT };
+struct gw_guard;   /* the thread that enforces them */
+struct gw_conn;    /* one connection's deadline */
+int gw_guard_start(unsigned idle_timeout_s, unsigned header_timeout_s, struct gw_guard **out);
+/* Stops the thread and frees g; every gw_conn must be closed already. */
+void gw_guard_stop(struct gw_guard *g);
+/* A new connection on descriptor fd, armed with the IDLE deadline; NULL when
+ * out of memory (the connection then has no deadline but libmicrohttpd's).
+ * These run in the connection's libmicrohttpd thread; gw_conn_close before
+ * libmicrohttpd closes fd (its NOTIFY_CLOSED callback). NULL c is a no-op. */
+struct gw_conn *gw_conn_open(struct gw_guard *g, int fd);
+void gw_conn_close(struct gw_conn *c);
+void gw_conn_arm(struct gw_conn *c, enum gw_deadline d);
+void gw_conn_disarm(struct gw_conn *c);
+void gw_guard_stats(struct gw_guard *g, uint64_t *open, uint64_t *closed_idle,
+                    uint64_t *closed_header);
+
+/* For /metrics: the connection counters of the running server. */
+struct gw_conn_stats {
+    uint64_t open, limit, per_client;
+    uint64_t closed_idle, closed_header, closed_body_rate;
+};
+void gw_conn_stats_get(const struct gw *g, struct gw_conn_stats *out);
+
+/* RFC 9112 6.1/6.3: NULL when the request's body length is unambiguous;
+ * else the message for a 400 after which the connection is closed (both
+ * Transfer-Encoding and Content-Length, Content-Lengths that differ or are
+ * a list, a Transfer-Encoding other than one "chunked", white space before
+ * a header name's colon). hdrs as collected: lower-case names, every line. */
+const char *gw_framing_error(const struct auth_hdr *hdrs, size_t n);
+
 /* ---- handlers (gateway/h_*.c) ---- */
 
 /* Called once when the request line and headers are in, after auth. May
@@ -335,6 +411,9 @@ int gw_collect_put_headers(struct gw_req *r, struct obj_meta *m, enum s3_err *er
 /* Records an error found before or while the body arrives: the rest of the
  * body is dropped and the error is the response. The first error wins. */
 void gw_req_fail(struct gw_req *r, enum s3_err e, const char *msg);
+/* gw_req_fail with the error of a backend status (and the cold tier's
+ * message for an outage). */
+void gw_req_fail_backend(struct gw_req *r, enum backend_status st);
 
 /* What an operation needs on its bucket (on the service for ListBuckets):
  * false for the health check, which needs nothing. */
@@ -347,6 +426,14 @@ int gw_check_put_length(struct gw_req *r);
 /* Parses x-amz-copy-source ("/bucket/key" or "bucket/key", URL-encoded,
  * optionally "?versionId=null"). 0, or -1 after replying with the error. */
 int gw_parse_copy_source(struct gw_req *r, const char **bucket, const char **key);
+
+/* Liveness and readiness (gateway/h_admin.c), answered without auth. begin:
+ * when the headers are in (refuses other methods and any body before it is
+ * read); the handler: when the request is complete. */
+void gw_h_probe_begin(struct gw_req *r);
+void gw_h_probe(struct gw_req *r);
+/* Is op one of them? */
+bool gw_op_is_probe(enum gw_op op);
 
 /* Metrics (gateway/metrics.c): one call per finished request; the page. */
 void gw_metrics_request(enum gw_op op, unsigned status, uint64_t ns, enum gw_cache_use use);

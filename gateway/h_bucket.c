@@ -332,8 +332,15 @@ void gw_h_delete_objects(struct gw_req *r)
     struct gw_buf b;
     gw_buf_init(&b, XML_CAP);
     int rc = gw_xml_begin(&b, "DeleteResult");
+    enum backend_status down = BACKEND_OK;
     for (size_t i = 0; i < d.n && !rc; i++) {
-        st = backend_object_delete(r->backend, r->bucket, d.keys[i]);
+        /* Once the cold tier timed out or went away, the rest of the keys
+         * get that error without asking it again: one deadline per
+         * request, not one per key. */
+        st = down != BACKEND_OK ? down
+                                : backend_object_delete(r->backend, r->bucket, d.keys[i]);
+        if (st == BACKEND_TIMEOUT || st == BACKEND_UNAVAILABLE)
+            down = st;
         if (r->cache)
             cache_invalidate(r->cache, r->bucket, d.keys[i]);
         if (st == BACKEND_OK || st == BACKEND_NO_KEY) {
@@ -345,10 +352,12 @@ void gw_h_delete_objects(struct gw_req *r)
             continue;
         }
         const struct s3_error *se = s3_error_get(s3_error_from_backend(st));
+        char cold_msg[512];
+        const char *msg = s3_error_cold_message(r->backend, st, cold_msg, sizeof cold_msg);
         rc |= gw_buf_puts(&b, "<Error>");
         rc |= gw_xml_elem(&b, "Key", d.keys[i]);
         rc |= gw_xml_elem(&b, "Code", se->code);
-        rc |= gw_xml_elem(&b, "Message", se->message);
+        rc |= gw_xml_elem(&b, "Message", msg ? msg : se->message);
         rc |= gw_buf_puts(&b, "</Error>");
     }
     rc |= gw_buf_puts(&b, "</DeleteResult>");

@@ -113,7 +113,7 @@ void gw_h_object_put_begin(struct gw_req *r)
     }
     enum backend_status st = backend_put_begin(r->backend, r->bucket, r->key, &r->put);
     if (st != BACKEND_OK)
-        gw_req_fail(r, s3_error_from_backend(st), NULL);
+        gw_req_fail_backend(r, st);
 }
 
 /* Adds the checksum the body verifier computed to what is stored. */
@@ -450,9 +450,15 @@ static bool open_through_cache(struct gw_req *r, struct body_src *src, struct ob
     case CACHE_END:
         *bypass = true;
         return false;
-    case CACHE_TIMEOUT:
-        gw_reply_error(r, S3E_SLOW_DOWN, "Timed out waiting for the cold tier.", NULL);
+    case CACHE_TIMEOUT: {
+        /* The fill did not get the object's first bytes while this reader
+         * waited: an outage behind us, not throttling. */
+        char msg[512];
+        gw_reply_error(r, S3E_SERVICE_UNAVAILABLE,
+                       s3_error_fill_wait_message(r->backend, r->conf->cache_wait_ms, msg,
+                                                  sizeof msg), NULL);
         return false;
+    }
     case CACHE_NOMEM:
         gw_reply_error(r, S3E_SLOW_DOWN, NULL, NULL);
         return false;
@@ -470,6 +476,11 @@ void gw_h_object_get(struct gw_req *r, bool head)
         goto out;
     if (src.co && r->cache_use != GW_CACHE_MISS)
         r->cache_use = cache_obj_complete(src.co) ? GW_CACHE_HIT : GW_CACHE_MISS;
+    if (src.co)   /* for the access log */
+        r->read = r->waiter.started_fill ? GW_READ_FILL
+                  : r->cache_use == GW_CACHE_HIT ? GW_READ_HIT : GW_READ_JOINED;
+    else if (bypass)
+        r->read = GW_READ_PASS;
     if (bypass && head) {
         /* headers only: a cold HEAD, not a GET whose body is dropped */
         enum backend_status st = backend_object_head(r->backend, r->bucket, r->key, &m);

@@ -25,7 +25,8 @@ void gw_handle_begin(struct gw_req *r)
             gw_req_fail(r, S3E_INVALID_REQUEST,
                         "Missing required header for this request: Content-MD5");
         return;
-    case GW_OP_UNKNOWN: case GW_OP_HEALTH: case GW_OP_LIST_BUCKETS: case GW_OP_HEAD_BUCKET:
+    case GW_OP_UNKNOWN: case GW_OP_HEALTH: case GW_OP_READY:
+    case GW_OP_LIST_BUCKETS: case GW_OP_HEAD_BUCKET:
     case GW_OP_DELETE_BUCKET: case GW_OP_GET_BUCKET_LOCATION: case GW_OP_GET_BUCKET_VERSIONING:
     case GW_OP_LIST_OBJECTS: case GW_OP_LIST_OBJECTS_V2: case GW_OP_LIST_UPLOADS:
     case GW_OP_GET_OBJECT: case GW_OP_HEAD_OBJECT: case GW_OP_COPY_OBJECT:
@@ -66,6 +67,7 @@ void gw_handle_end(struct gw_req *r)
     case GW_OP_PREFETCH_GET:
     case GW_OP_PREFETCH_CANCEL: gw_h_prefetch(r); return;
     case GW_OP_HEALTH:
+    case GW_OP_READY:
     case GW_OP_UNKNOWN:
     case GW_OP_NOT_IMPLEMENTED:
     case GW_OP_COUNT:

@@ -1,7 +1,7 @@
 /* gateway/main.c - the shardgate command line: `shardgate serve` merges the
  * configuration (defaults < file < environment < flags), opens the store and
  * the credential store, runs the gateway until SIGINT/SIGTERM, and stops it
- * gracefully. */
+ * gracefully (a second signal: at once; SIGHUP reopens the log file). */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -24,7 +24,8 @@ static const char usage[] =
     "\n"
     "serve options (each overrides the config file and SHARDGATE_* variables):\n"
     "  --config FILE        JSON configuration (see conf/shardgate.example.json)\n"
-    "  --listen ADDR:PORT   address to listen on (default 127.0.0.1:9000)\n"
+    "  --listen HOST:PORT   address to listen on (default 127.0.0.1:9000): an IPv4\n"
+    "                       address, a host name, [IPv6], or :PORT for every interface\n"
     "  --data DIR           local-directory cold store: sub-directories are buckets,\n"
     "                       files are objects (default var/data, created if missing)\n"
     "  --state-dir DIR      the directory store's uploads and lock (default DIR/.shardgate);\n"
@@ -41,15 +42,21 @@ static const char usage[] =
     "  --vhost-domain NAME  also accept virtual-hosted requests for bucket.NAME\n"
     "  --threads N          HTTP worker threads (default: one per core)\n"
     "  --log-level LEVEL    error, warn, info (default) or debug\n"
+    "  --log-format FORMAT  text (default) or json (one object per line)\n"
+    "  --log-file FILE      append log lines to FILE instead of stderr (SIGHUP reopens it)\n"
     "\n"
     "environment: SHARDGATE_ACCESS_KEY and SHARDGATE_SECRET_KEY set the root\n"
     "credentials; SHARDGATE_LISTEN, SHARDGATE_DATA_DIR, SHARDGATE_COLD_URL,\n"
-    "SHARDGATE_CACHE_DIR, SHARDGATE_CACHE_SIZE, SHARDGATE_CONSISTENCY, SHARDGATE_REGION\n"
-    "and SHARDGATE_LOG_LEVEL set the options above. Without credentials the defaults\n"
+    "SHARDGATE_CACHE_DIR, SHARDGATE_CACHE_SIZE, SHARDGATE_CONSISTENCY, SHARDGATE_REGION,\n"
+    "SHARDGATE_LOG_LEVEL, SHARDGATE_LOG_FORMAT and SHARDGATE_LOG_FILE set the options\n"
+    "above. Without credentials the defaults\n"
     "(" CONF_DEFAULT_ACCESS_KEY " / " CONF_DEFAULT_SECRET_KEY ") are used and printed.\n"
     "SHARDGATE_STATE_DIR is --state-dir; SHARDGATE_MPU_MAX_AGE (default 7d) aborts the\n"
     "directory store's incomplete multipart uploads older than that. --data and --cold\n"
-    "(from any source) are exclusive.\n";
+    "(from any source) are exclusive.\n"
+    "\n"
+    "signals: SIGINT/SIGTERM stop after in-flight requests (shutdown_grace_s); a second\n"
+    "one exits at once (status 128 + signal). SIGHUP reopens --log-file, else is ignored.\n";
 
 static enum cache_consistency consistency(enum conf_consistency cc)
 {
@@ -71,6 +78,21 @@ static enum cache_engine cache_engine(enum conf_cache_engine e)
     return CACHE_ENGINE_AUTO;
 }
 
+/* A cold tier that does not answer at start is worth a warning, not a
+ * refusal: it may come up later, and cached objects can be served meanwhile. */
+static void warn_if_cold_unreachable(struct backend *b, const char *where)
+{
+    struct backend_info bi;
+    backend_info_get(b, &bi);
+    /* short: the start waits for it (a hung tier costs the start this) */
+    unsigned ms = bi.first_byte_ms && bi.first_byte_ms < 2000 ? bi.first_byte_ms : 2000;
+    char why[256];
+    if (backend_probe(b, ms, why, sizeof why) != BACKEND_OK)
+        log_msg(LOG_LVL_WARN, "main", "the cold tier %s is not reachable (%s); starting "
+                "anyway: cached objects are served, the rest fails with 503 until it answers",
+                where, why);
+}
+
 static int serve(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -86,6 +108,8 @@ static int serve(int argc, char **argv)
         { "cache-size", required_argument, NULL, 'S' },
         { "consistency", required_argument, NULL, 'K' },
         { "state-dir", required_argument, NULL, 'T' },
+        { "log-format", required_argument, NULL, 'F' },
+        { "log-file", required_argument, NULL, 'G' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -140,6 +164,22 @@ static int serve(int argc, char **argv)
     if (conf_validate(&c, err, sizeof err) != 0)
         goto bad;
     log_set_level(c.log_level);
+    log_set_format(c.log_format);
+    if (c.log_file) {
+        int e = log_open_file(c.log_file);
+        if (e) {
+            fprintf(stderr, "shardgate: cannot open the log file %s: %s\n", c.log_file,
+                    strerror(e));
+            goto out;
+        }
+    }
+
+    /* Signals are taken by sigwait(): block them before any thread starts
+     * (the store's upload expiry, the cache's workers and watcher, the
+     * server's pool) so that every thread inherits the mask; a thread
+     * started earlier would take a SIGTERM with the default action. */
+    gw_signals_block();
+    signal(SIGPIPE, SIG_IGN);
 
     const char *cold = c.cold_url;
     struct backend *b = NULL;
@@ -160,6 +200,7 @@ static int serve(int argc, char **argv)
             .ca_path = c.cold_ca_path,
             .connect_timeout_ms = c.cold_connect_timeout_ms,
             .request_timeout_ms = c.cold_request_timeout_ms,
+            .first_byte_timeout_ms = c.cold_first_byte_timeout_ms,
             .retries = c.cold_retries,
             .map = map,
             .n_map = n_map,
@@ -180,21 +221,13 @@ static int serve(int argc, char **argv)
                     cold ? cold : c.data_dir, backend_status_name(bs));
         goto out;
     }
+    warn_if_cold_unreachable(b, cold ? cold : c.data_dir);
     struct auth *a = NULL;
     if (auth_open(&c, &a) != 0) {
         fprintf(stderr, "shardgate: cannot set up authentication\n");
         backend_close(b);
         goto out;
     }
-
-    /* Signals are taken by sigwait() in this thread only: block them before
-     * the server's threads start so that they inherit the mask. */
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
 
     if (c.cache_dir) {
         cbc = calloc(c.n_buckets ? c.n_buckets : 1, sizeof *cbc);
@@ -211,6 +244,7 @@ static int serve(int argc, char **argv)
             .low_pct = c.cache_low_pct,
             .fill_workers = c.cache_fill_workers,
             .wait_timeout_ms = c.cache_wait_ms,
+            .revalidate_timeout_ms = c.cache_revalidate_ms,
             .read_uring = c.cache_read_path != CONF_READ_SENDFILE,
             .engine = cache_engine(c.cache_engine),
             .job_keep_s = c.prefetch_keep_s,
@@ -237,8 +271,9 @@ static int serve(int argc, char **argv)
         goto out;
     }
     const struct conf_user *root = &c.users[0];
-    printf("shardgate %s listening on http://%s:%u\n", PROJECT_VERSION, c.listen_addr,
-           gw_port(g));
+    bool v6 = strchr(c.listen_addr, ':') != NULL;   /* an IPv6 address goes in brackets */
+    printf("shardgate %s listening on http://%s%s%s:%u\n", PROJECT_VERSION, v6 ? "[" : "",
+           c.listen_addr, v6 ? "]" : "", gw_port(g));
     if (cold)
         printf("  cold tier:  %s\n", cold);
     else
@@ -256,18 +291,18 @@ static int serve(int argc, char **argv)
     else
         printf("  secret key: (from the configuration)\n");
     printf("  try:        AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s aws --endpoint-url "
-           "http://%s:%u s3 ls\n", root->access_key,
-           c.default_credentials ? root->secret_key : "...", c.listen_addr, gw_port(g));
+           "http://%s%s%s:%u s3 ls\n", root->access_key,
+           c.default_credentials ? root->secret_key : "...", v6 ? "[" : "", c.listen_addr,
+           v6 ? "]" : "", gw_port(g));
     fflush(stdout);
     for (size_t i = 0; i < c.n_users; i++)
         if (strstr(c.users[i].secret_key, "REPLACE-ME"))
             log_msg(LOG_LVL_WARN, "main", "user %s still has the example's placeholder key",
                     c.users[i].name);
 
-    int sig = 0;
-    sigwait(&sigs, &sig);
-    log_msg(LOG_LVL_INFO, "main", "signal %d: stopping (in-flight requests get %u s)", sig,
-            c.shutdown_grace_s);
+    int sig = gw_signals_wait_stop();
+    log_msg(LOG_LVL_INFO, "main", "signal %d: stopping (in-flight requests get %u s; a second "
+            "signal exits at once)", sig, c.shutdown_grace_s);
     gw_stop(g, c.shutdown_grace_s);
     if (cache)
         cache_close(cache);

@@ -1,7 +1,8 @@
-/* gateway/metrics.c - GET /metrics in the Prometheus text format: requests
- * by operation and status, request latency of cache hits and misses, and
- * the cache's and the cold tier's counters. Counters are atomics bumped
- * once per request at completion; rendering reads them without locks. */
+/* gateway/metrics.c - GET /metrics in the Prometheus text format: the build,
+ * requests by operation and status, request latency of cache hits and
+ * misses, connections, and the cache's and the cold tier's counters.
+ * Counters are atomics bumped once per request at completion; rendering
+ * reads them without locks. */
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -10,11 +11,14 @@
 
 #include "gw_int.h"
 
-/* The HTTP statuses S3 answers with, each a label value; others count as
- * "other". */
-static const unsigned codes[] = { 200, 204, 206, 304, 400, 403, 404, 405, 409, 411, 412,
-                                  416, 500, 501, 503, 507 };
-#define N_CODES (sizeof codes / sizeof codes[0])
+#ifndef PROJECT_VERSION
+#define PROJECT_VERSION "unknown"
+#endif
+
+/* Every HTTP status (100..599) is its own label value, so a new answer (the
+ * 202 of a prefetch submit) needs no list kept in step; "other" is a
+ * request that ended without one (the client went away first). */
+enum { CODE_MIN = 100, CODE_MAX = 599, N_CODES = CODE_MAX - CODE_MIN + 1 };
 
 static const double bounds_s[] = { 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                    0.25, 0.5, 1, 2.5, 5, 10 };
@@ -41,10 +45,7 @@ static void observe(struct histogram *h, uint64_t ns)
 
 void gw_metrics_request(enum gw_op op, unsigned status, uint64_t ns, enum gw_cache_use use)
 {
-    size_t c = N_CODES;
-    for (size_t i = 0; i < N_CODES; i++)
-        if (codes[i] == status)
-            c = i;
+    size_t c = status >= CODE_MIN && status <= CODE_MAX ? status - CODE_MIN : N_CODES;
     atomic_fetch_add(&requests[op][c], 1);
     if (use == GW_CACHE_HIT)
         observe(&lat_hit, ns);
@@ -87,8 +88,11 @@ void gw_h_metrics(struct gw_req *r)
 {
     struct gw_buf b;
     gw_buf_init(&b, 1024 * 1024);
-    int rc = gw_buf_puts(&b, "# HELP shardgate_requests_total S3 requests by operation and "
-                             "HTTP status.\n# TYPE shardgate_requests_total counter\n");
+    int rc = gw_buf_puts(&b, "# HELP shardgate_build_info The running shardgate's version.\n"
+                             "# TYPE shardgate_build_info gauge\n"
+                             "shardgate_build_info{version=\"" PROJECT_VERSION "\"} 1\n");
+    rc |= gw_buf_puts(&b, "# HELP shardgate_requests_total S3 requests by operation and "
+                          "HTTP status.\n# TYPE shardgate_requests_total counter\n");
     for (int op = 0; op < GW_OP_COUNT; op++) {
         for (size_t c = 0; c <= N_CODES; c++) {
             uint64_t v = atomic_load(&requests[op][c]);
@@ -96,7 +100,7 @@ void gw_h_metrics(struct gw_req *r)
                 continue;
             char code[8];
             if (c < N_CODES)
-                snprintf(code, sizeof code, "%u", codes[c]);
+                snprintf(code, sizeof code, "%u", (unsigned)(c + CODE_MIN));
             else
                 snprintf(code, sizeof code, "other");
             rc |= gw_buf_printf(&b, "shardgate_requests_total{op=\"%s\",code=\"%s\"} %llu\n",
@@ -107,6 +111,28 @@ void gw_h_metrics(struct gw_req *r)
                               "GET/HEAD requests served from a complete cache file.", &lat_hit);
     rc |= render_gw_histogram(&b, "shardgate_miss_duration_seconds",
                               "GET/HEAD requests that read from a fill.", &lat_miss);
+
+    struct gw_conn_stats ks;
+    gw_conn_stats_get(r->gw, &ks);
+    rc |= gw_buf_printf(&b, "# HELP shardgate_connections Open client connections.\n"
+                            "# TYPE shardgate_connections gauge\nshardgate_connections %llu\n"
+                            "# HELP shardgate_connections_limit Connections held at once "
+                            "(connections.max).\n# TYPE shardgate_connections_limit gauge\n"
+                            "shardgate_connections_limit %llu\n"
+                            "# HELP shardgate_connections_per_client_limit Connections from "
+                            "one client address (connections.per_client).\n"
+                            "# TYPE shardgate_connections_per_client_limit gauge\n"
+                            "shardgate_connections_per_client_limit %llu\n"
+                            "# HELP shardgate_connections_closed_total Connections closed for "
+                            "holding a slot without sending a request.\n"
+                            "# TYPE shardgate_connections_closed_total counter\n"
+                            "shardgate_connections_closed_total{reason=\"idle_timeout\"} %llu\n"
+                            "shardgate_connections_closed_total{reason=\"header_timeout\"} %llu\n"
+                            "shardgate_connections_closed_total{reason=\"slow_body\"} %llu\n",
+                        (unsigned long long)ks.open, (unsigned long long)ks.limit,
+                        (unsigned long long)ks.per_client, (unsigned long long)ks.closed_idle,
+                        (unsigned long long)ks.closed_header,
+                        (unsigned long long)ks.closed_body_rate);
 
     struct cache_stats cs;
     memset(&cs, 0, sizeof cs);
@@ -129,6 +155,8 @@ void gw_h_metrics(struct gw_req *r)
           offsetof(struct cache_stats, fills_started) },
         { "shardgate_cache_fills_failed_total", "counter", "Fills that failed.",
           offsetof(struct cache_stats, fills_failed) },
+        { "shardgate_cache_fills_done_total", "counter", "Fills that were published.",
+          offsetof(struct cache_stats, fills_done) },
         { "shardgate_cache_revalidations_total", "counter",
           "Cached entries checked against the cold tier.",
           offsetof(struct cache_stats, revalidations) },
@@ -137,6 +165,12 @@ void gw_h_metrics(struct gw_req *r)
         { "shardgate_cache_dir_resets_total", "counter", "Times the cache directory was "
           "recreated or taken back after it was unusable (the index starts empty).",
           offsetof(struct cache_stats, dir_resets) },
+        { "shardgate_revalidation_timeouts_total", "counter",
+          "Revalidations the cold tier did not answer within cache.revalidate_timeout_ms; "
+          "the cached copy was served.", offsetof(struct cache_stats, revalidation_timeouts) },
+        { "shardgate_revalidations_skipped_total", "counter",
+          "Revalidations skipped for 5 s after one timed out; the cached copy was served.",
+          offsetof(struct cache_stats, revalidations_skipped) },
     };
     for (size_t i = 0; i < sizeof cache_metrics / sizeof cache_metrics[0]; i++) {
         uint64_t v;
@@ -164,6 +198,11 @@ void gw_h_metrics(struct gw_req *r)
                             "failed.\n# TYPE shardgate_backend_errors_total counter\n"
                             "shardgate_backend_errors_total %llu\n",
                         (unsigned long long)bs.errors);
+    rc |= gw_buf_printf(&b, "# HELP shardgate_backend_timeouts_total Cold-tier calls whose "
+                            "answer did not begin (or end) within their deadline.\n"
+                            "# TYPE shardgate_backend_timeouts_total counter\n"
+                            "shardgate_backend_timeouts_total %llu\n",
+                        (unsigned long long)bs.timeouts);
     rc |= gw_buf_printf(&b, "# HELP shardgate_backend_bytes_total Object bytes read from the "
                             "cold tier.\n# TYPE shardgate_backend_bytes_total counter\n"
                             "shardgate_backend_bytes_total %llu\n",

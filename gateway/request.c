@@ -30,6 +30,7 @@ bool gw_req_has_query(const struct gw_req *r, const char *name)
 static const char *const op_names[] = {
     [GW_OP_UNKNOWN] = "Unknown",
     [GW_OP_HEALTH] = "Health",
+    [GW_OP_READY] = "Ready",
     [GW_OP_LIST_BUCKETS] = "ListBuckets",
     [GW_OP_CREATE_BUCKET] = "CreateBucket",
     [GW_OP_HEAD_BUCKET] = "HeadBucket",
@@ -81,6 +82,17 @@ static bool has_unsupported(const struct gw_req *r)
         if (gw_req_has_query(r, unsupported_subresources[i]))
             return true;
     return false;
+}
+
+const char *gw_req_unsupported(const struct gw_req *r)
+{
+    if (r->op != GW_OP_NOT_IMPLEMENTED)
+        return NULL;
+    for (size_t i = 0; i < sizeof unsupported_subresources / sizeof unsupported_subresources[0];
+         i++)
+        if (gw_req_has_query(r, unsupported_subresources[i]))
+            return unsupported_subresources[i];
+    return gw_req_has_query(r, "versioning") ? "versioning" : NULL;   /* PUT ?versioning */
 }
 
 static enum gw_op route(const struct gw_req *r)
@@ -160,7 +172,8 @@ static enum gw_body body_kind(enum gw_op op)
     case GW_OP_PUT_OBJECT:
     case GW_OP_UPLOAD_PART:
         return GW_BODY_STREAM;
-    case GW_OP_UNKNOWN: case GW_OP_HEALTH: case GW_OP_LIST_BUCKETS: case GW_OP_HEAD_BUCKET:
+    case GW_OP_UNKNOWN: case GW_OP_HEALTH: case GW_OP_READY:
+    case GW_OP_LIST_BUCKETS: case GW_OP_HEAD_BUCKET:
     case GW_OP_DELETE_BUCKET: case GW_OP_GET_BUCKET_LOCATION: case GW_OP_GET_BUCKET_VERSIONING:
     case GW_OP_LIST_OBJECTS: case GW_OP_LIST_OBJECTS_V2: case GW_OP_LIST_UPLOADS:
     case GW_OP_GET_OBJECT: case GW_OP_HEAD_OBJECT: case GW_OP_COPY_OBJECT:
@@ -177,6 +190,7 @@ bool gw_op_permission(enum gw_op op, enum auth_perm *need)
 {
     switch (op) {
     case GW_OP_HEALTH:
+    case GW_OP_READY:
         return false;
     case GW_OP_CREATE_BUCKET:
     case GW_OP_DELETE_BUCKET:
@@ -273,14 +287,18 @@ int gw_req_parse(struct gw_req *r, const char *raw_uri, enum s3_err *err, const 
         return -1;
     }
 
-    if (strcmp(path, "/_shardgate/health") == 0) {
-        r->op = GW_OP_HEALTH;
+    /* Liveness and readiness: any method routes here (and all but GET and
+     * HEAD are refused there); "_shardgate" is no valid bucket name. */
+    if (strcmp(path, "/_shardgate/health") == 0 || strcmp(path, "/_shardgate/ready") == 0) {
+        r->op = strcmp(path, "/_shardgate/health") == 0 ? GW_OP_HEALTH : GW_OP_READY;
         r->resource = path;
         return 0;
     }
-    /* "/metrics" is the Prometheus endpoint; a bucket named "metrics" is
-     * still reachable with any query (e.g. ?list-type=2) or virtual-hosted. */
-    if (strcmp(r->method, "GET") == 0 &&
+    /* "/metrics" is the Prometheus endpoint (GET, and HEAD answered alike
+     * without the body); a bucket named "metrics" is still reachable with
+     * any query (e.g. ?list-type=2) or virtual-hosted. */
+    bool get_or_head = strcmp(r->method, "GET") == 0 || strcmp(r->method, "HEAD") == 0;
+    if (get_or_head &&
         (strcmp(path, "/_shardgate/metrics") == 0 ||
          (strcmp(path, "/metrics") == 0 && !*r->raw_query && !vhost_bucket(r)))) {
         r->op = GW_OP_METRICS;

@@ -1,6 +1,8 @@
 /* gateway/s3_error.c - the one place that knows S3 error codes: the table of
  * code / HTTP status / message, and the mappings from every module's status
  * enum. The switches have no default, so -Wswitch flags a new status. */
+#include <stdio.h>
+
 #include "gw_int.h"
 
 static const struct s3_error table[] = {
@@ -71,8 +73,11 @@ static const struct s3_error table[] = {
         "Your request header section exceeds the maximum allowed size." },
     [S3E_REQUEST_TIME_SKEWED] = { "RequestTimeTooSkewed", 403,
         "The difference between the request time and the current time is too large." },
+    /* AWS words ServiceUnavailable like SlowDown ("Reduce your request
+     * rate"); ours is an outage behind the gateway, not throttling, and
+     * s3_error_cold_message names the cold tier where there is one. */
     [S3E_SERVICE_UNAVAILABLE] = { "ServiceUnavailable", 503,
-        "Please reduce your request rate." },
+        "The service is unavailable. Please try again later." },
     [S3E_SHA256_MISMATCH] = { "XAmzContentSHA256Mismatch", 400,
         "The provided 'x-amz-content-sha256' header does not match what was computed." },
     [S3E_SIGNATURE_MISMATCH] = { "SignatureDoesNotMatch", 403,
@@ -114,8 +119,73 @@ enum s3_err s3_error_from_backend(enum backend_status st)
     case BACKEND_UNAVAILABLE: return S3E_SERVICE_UNAVAILABLE;
     case BACKEND_INVALID_REQUEST: return S3E_INVALID_REQUEST;
     case BACKEND_READ_ONLY: return S3E_READ_ONLY;
+    case BACKEND_TIMEOUT: return S3E_SERVICE_UNAVAILABLE;
     }
     return S3E_INTERNAL;
+}
+
+/* "5 s", "1.5 s", "250 ms". */
+static void span(unsigned ms, char *buf, size_t len)
+{
+    if (ms < 1000)
+        snprintf(buf, len, "%u ms", ms);
+    else
+        snprintf(buf, len, "%g s", (double)ms / 1000.0);
+}
+
+const char *s3_error_cold_message(struct backend *b, enum backend_status st, char *buf,
+                                  size_t len)
+{
+    struct backend_info bi;
+    backend_info_get(b, &bi);
+    char where[300], t[32];
+    if (bi.location)
+        snprintf(where, sizeof where, "The cold tier %s", bi.location);
+    else
+        snprintf(where, sizeof where, "The cold tier");
+    switch (st) {
+    case BACKEND_TIMEOUT:
+        span(bi.first_byte_ms, t, sizeof t);
+        if (bi.first_byte_ms)
+            snprintf(buf, len, "%s did not answer within %s.", where, t);
+        else
+            snprintf(buf, len, "%s did not answer in time.", where);
+        return buf;
+    case BACKEND_UNAVAILABLE:
+        snprintf(buf, len, "%s is unavailable: cannot connect, the transfer broke off, or it "
+                 "failed with server errors.", where);
+        return buf;
+    case BACKEND_OK: case BACKEND_NO_BUCKET: case BACKEND_NO_KEY: case BACKEND_NO_UPLOAD:
+    case BACKEND_BUCKET_EXISTS: case BACKEND_BUCKET_NOT_EMPTY: case BACKEND_BAD_BUCKET_NAME:
+    case BACKEND_BAD_KEY: case BACKEND_KEY_TOO_LONG: case BACKEND_KEY_CONFLICT:
+    case BACKEND_BAD_RANGE: case BACKEND_INVALID_PART: case BACKEND_INVALID_PART_ORDER:
+    case BACKEND_ENTITY_TOO_SMALL: case BACKEND_TOO_LARGE: case BACKEND_NO_SPACE:
+    case BACKEND_DENIED: case BACKEND_IO: case BACKEND_NOMEM: case BACKEND_INVALID_REQUEST:
+    case BACKEND_READ_ONLY:
+        return NULL;
+    }
+    return NULL;
+}
+
+void gw_req_fail_backend(struct gw_req *r, enum backend_status st)
+{
+    char buf[512];
+    const char *msg = s3_error_cold_message(r->backend, st, buf, sizeof buf);
+    /* the message must live as long as the request: the arena's copy */
+    gw_req_fail(r, s3_error_from_backend(st), msg ? gw_arena_strdup(&r->arena, msg) : NULL);
+}
+
+const char *s3_error_fill_wait_message(struct backend *b, unsigned wait_ms, char *buf,
+                                       size_t len)
+{
+    struct backend_info bi;
+    backend_info_get(b, &bi);
+    char t[32];
+    span(wait_ms, t, sizeof t);
+    snprintf(buf, len, "The cold tier%s%s did not deliver the object within %s "
+             "(cache.wait_timeout_ms).", bi.location ? " " : "", bi.location ? bi.location : "",
+             t);
+    return buf;
 }
 
 enum s3_err s3_error_from_auth(enum auth_status st)

@@ -1,13 +1,16 @@
 /* gateway/server.c - the libmicrohttpd side of the gateway: daemon set-up and
- * shutdown, the request record's life (raw URI capture, headers, auth, body
- * streaming), responses and the access log. What each S3 operation does is
- * in the h_*.c files. */
+ * shutdown, connection limits and deadlines, the request record's life (raw
+ * URI capture, headers, framing, auth, body streaming), responses and the
+ * access log. What each S3 operation does is in the h_*.c files. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -22,7 +25,10 @@ struct gw {
     struct auth *auth;
     struct cache *cache;
     struct MHD_Daemon *daemon;
+    struct gw_guard *guard;      /* request-head deadlines */
     uint16_t port;
+    unsigned conn_limit, per_client;
+    atomic_uint_fast64_t closed_body_rate;   /* bodies slower than min_body_rate */
     atomic_uint active;          /* requests between URI and completion */
     atomic_uint_fast64_t next_id;
     uint32_t id_salt;            /* makes ids unique across restarts */
@@ -37,7 +43,12 @@ enum {
      * (bench/results/ab-conn-memory.md). 32 KiB still holds the 16 KiB
      * header limit. */
     CONN_MEMORY = 32 * 1024,
-    CONN_TIMEOUT_S = 300,        /* idle keep-alive and stalled uploads */
+    /* Without a configured connections.max: 32 KiB of pool each, 64 Ki
+     * connections are 2 GiB at worst, more than any real client fleet. */
+    CONN_DEFAULT_MAX = 65536,
+    /* Descriptors kept from the connections' share: cache files, the index,
+     * cold-tier sockets, logs (plus four per fill worker). */
+    FD_RESERVE = 256,
 };
 
 /* ---- responses ---- */
@@ -53,8 +64,13 @@ void gw_reply(struct gw_req *r, unsigned status, struct MHD_Response *resp)
     MHD_add_response_header(resp, "x-amz-request-id", r->id);
     MHD_add_response_header(resp, "x-amz-id-2", r->id);
     MHD_add_response_header(resp, "Server", "shardgate");
+    if (r->close_conn)
+        MHD_add_response_header(resp, "Connection", "close");
     if (MHD_queue_response(r->conn, status, resp) != MHD_YES)
         log_msg(LOG_LVL_WARN, "gw", "req=%s cannot queue the response", r->id);
+    else   /* a client may pause reading longer than it may stay silent */
+        MHD_set_connection_option(r->conn, MHD_CONNECTION_OPTION_TIMEOUT,
+                                  r->conf->conn_send_timeout_s);
     MHD_destroy_response(resp);
     r->state = GW_REQ_DONE;
     r->status = status;
@@ -131,7 +147,12 @@ void gw_reply_error(struct gw_req *r, enum s3_err e, const char *msg, const char
 void gw_reply_backend_error(struct gw_req *r, enum backend_status st)
 {
     const char *msg = NULL;
+    char buf[512];
     switch (st) {
+    case BACKEND_UNAVAILABLE:
+    case BACKEND_TIMEOUT:
+        msg = s3_error_cold_message(r->backend, st, buf, sizeof buf);
+        break;
     case BACKEND_BAD_KEY:
         msg = "The object key cannot be stored: it is empty, contains a NUL byte, a '.' or "
               "'..' path segment, or a segment starting with the reserved '.sg~'.";
@@ -153,12 +174,17 @@ void gw_reply_backend_error(struct gw_req *r, enum backend_status st)
 
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
-    (void)conn;
     struct gw *g = cls;
+    /* The request line is in: the headers have header_timeout_s from now. */
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct gw_conn *gc = ci ? ci->socket_context : NULL;
+    gw_conn_arm(gc, GW_DEADLINE_HEADER);
     struct gw_req *r = calloc(1, sizeof *r);
     if (!r)
         return NULL;
     r->gw = g;
+    r->gconn = gc;
     r->conf = g->conf;
     r->backend = g->backend;
     r->authz = g->auth;
@@ -263,15 +289,27 @@ static void start(struct gw_req *r, struct MHD_Connection *conn, const char *met
     struct hdr_collect hc = { r, MAX_HEADERS, false };
     MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_header, &hc);
     if (hc.overflow || r->hdr_bytes > g->conf->max_header_bytes) {
+        r->close_conn = true;   /* the framing headers may be among those not read */
         gw_req_fail(r, S3E_REQUEST_HEADER_TOO_LARGE, NULL);
+        return;
+    }
+    /* Before anything else, and before a body byte is read: a body whose
+     * length two parsers read differently is a smuggled request. */
+    const char *ferr = gw_framing_error(r->hdrs, r->n_hdrs);
+    if (ferr) {
+        log_msg(LOG_LVL_INFO, "gw", "req=%s ambiguous framing: %s", r->id, ferr);
+        r->close_conn = true;
+        gw_req_fail(r, S3E_INVALID_REQUEST, ferr);
         return;
     }
     if (gw_req_parse(r, raw_uri, &err, &msg) != 0) {
         gw_req_fail(r, err, msg);
         return;
     }
-    if (r->op == GW_OP_HEALTH)
+    if (gw_op_is_probe(r->op)) {
+        gw_h_probe_begin(r);   /* no auth: nothing to verify, no body */
         return;
+    }
 
     struct auth_req ar = { r->method, r->raw_path, r->raw_query, r->hdrs, r->n_hdrs };
     enum auth_status as = auth_verify(g->auth, &ar, &r->auth);
@@ -313,8 +351,8 @@ static void start(struct gw_req *r, struct MHD_Connection *conn, const char *met
 /* Last call: the whole body was received. */
 static void finish(struct gw_req *r)
 {
-    if (!r->body_failed && r->op == GW_OP_HEALTH) {
-        gw_reply_body(r, 200, "text/plain", strdup("ok\n"), 3);
+    if (!r->body_failed && gw_op_is_probe(r->op)) {
+        gw_h_probe(r);
         return;
     }
     if (!r->body_failed) {
@@ -336,6 +374,33 @@ static void finish(struct gw_req *r)
     gw_handle_end(r);
 }
 
+/* A body trickled in to hold a slot: after header_timeout_s of grace, the
+ * body must have averaged conn_min_body_rate bytes/s. Checked as bytes
+ * arrive; a body that stops altogether meets libmicrohttpd's idle timeout. */
+static bool body_too_slow(struct gw_req *r)
+{
+    unsigned rate = r->conf->conn_min_body_rate;
+    if (!rate)
+        return false;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double el = (double)(now.tv_sec - r->t_body.tv_sec) +
+                (double)(now.tv_nsec - r->t_body.tv_nsec) / 1e9;
+    double grace = (double)r->conf->conn_header_timeout_s;
+    if (el <= grace || (double)r->body_bytes >= (el - grace) * rate)
+        return false;
+    log_msg(LOG_LVL_INFO, "gw", "req=%s body too slow: %llu bytes in %.0f s (at least %u "
+            "bytes/s after %u s, connections.min_body_rate): closing the connection", r->id,
+            (unsigned long long)r->body_bytes, el, rate, r->conf->conn_header_timeout_s);
+    atomic_fetch_add(&r->gw->closed_body_rate, 1);
+    if (r->put) {
+        backend_put_abort(r->put);
+        r->put = NULL;
+    }
+    r->state = GW_REQ_DONE;   /* no response: the access line says aborted */
+    return true;
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
                                  const char *method, const char *version,
                                  const char *upload_data, size_t *upload_data_size,
@@ -350,6 +415,9 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 
     switch (r->state) {
     case GW_REQ_NEW:
+        /* The head is complete: no head deadline until the next request. */
+        gw_conn_disarm(r->gconn);
+        clock_gettime(CLOCK_MONOTONIC, &r->t_body);
         start(r, conn, method);
         if (r->state == GW_REQ_DONE)
             return MHD_YES;
@@ -357,8 +425,10 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         /* An error known before a body arrives is answered now, so the client
          * does not send gigabytes for nothing (MHD then closes the
          * connection). Without a body we answer on the next call: a response
-         * queued on the first call loses keep-alive. */
-        if (r->body_failed && has_body(r))
+         * queued on the first call loses keep-alive. Ambiguous framing is
+         * answered now whatever the body: its bytes must never be read as
+         * a next request. */
+        if (r->body_failed && (has_body(r) || r->close_conn))
             gw_reply_error(r, r->body_err, r->body_err_msg, NULL);
         return MHD_YES;
     case GW_REQ_BODY:
@@ -366,6 +436,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
             size_t n = *upload_data_size;
             *upload_data_size = 0;
             r->body_bytes += n;
+            if (body_too_slow(r))
+                return MHD_NO;   /* closes the connection */
             if (r->body_failed)
                 return MHD_YES;   /* drop the rest; the error goes out at the end */
             enum auth_status as = auth_body_feed(r->body, (const uint8_t *)upload_data, n,
@@ -417,15 +489,68 @@ struct timespec gw_wait_deadline(const struct gw_req *r)
     return t;
 }
 
+static const char *read_name(enum gw_read rd)
+{
+    switch (rd) {
+    case GW_READ_NONE: return NULL;
+    case GW_READ_HIT: return "hit";
+    case GW_READ_FILL: return "fill";
+    case GW_READ_JOINED: return "miss-joined";
+    case GW_READ_PASS: return "pass-through";
+    }
+    return NULL;
+}
+
+/* One access line per request. Everything a client sent (method, bucket,
+ * key) goes through log_kv, which escapes it: a key cannot forge a line. */
+static void access_log(const struct gw_req *r, struct MHD_Connection *conn, double ms,
+                       bool aborted)
+{
+    char client[INET6_ADDRSTRLEN] = "";
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    if (sa && sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, client,
+                  sizeof client);
+    else if (sa && sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
+                  client, sizeof client);
+    const struct conf_user *u = r->auth ? auth_ctx_user(r->auth) : NULL;
+    struct log_kv kv[16];
+    size_t n = 0;
+    kv[n++] = LOG_KV_S("req", r->id);
+    kv[n++] = LOG_KV_S("client", client[0] ? client : NULL);
+    kv[n++] = LOG_KV_S("key_id", u ? u->access_key : NULL);
+    kv[n++] = LOG_KV_S("method", r->method);
+    kv[n++] = LOG_KV_S("op", gw_op_name(r->op));
+    kv[n++] = LOG_KV_S("bucket", r->bucket);
+    kv[n++] = LOG_KV_S("key", r->key);
+    kv[n++] = LOG_KV_U("status", r->status);
+    kv[n++] = LOG_KV_U("bytes", r->resp_bytes);
+    kv[n++] = LOG_KV_U("in", r->body_bytes);
+    kv[n++] = LOG_KV_MS("ms", ms);
+    kv[n++] = LOG_KV_S("read", read_name(r->read));
+    if (r->op == GW_OP_NOT_IMPLEMENTED)
+        kv[n++] = LOG_KV_S("subresource", gw_req_unsupported(r));
+    if (aborted)
+        kv[n++] = LOG_KV_U("aborted", 1);
+    log_kv(LOG_LVL_INFO, "access", kv, n);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)conn;
     struct gw *g = cls;
     struct gw_req *r = *con_cls;
     if (!r)
         return;
     *con_cls = NULL;
+    /* Between requests the connection has idle_timeout_s to send the next
+     * request line (MHD calls this before it closes a connection, so gconn
+     * is still there). */
+    gw_conn_arm(r->gconn, GW_DEADLINE_IDLE);
+    MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, g->conf->conn_idle_timeout_s);
     struct timespec t1;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double ms = (double)(t1.tv_sec - r->t0.tv_sec) * 1e3 +
@@ -436,11 +561,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                                (uint64_t)(t1.tv_nsec - r->t0.tv_nsec),
                            r->cache_use);
     if (r->method)
-        log_msg(LOG_LVL_INFO, "access", "req=%s %s %s bucket=%s key=%s status=%u bytes=%llu "
-                "in=%llu ms=%.3f%s", r->id, r->method, gw_op_name(r->op),
-                r->bucket ? r->bucket : "-", r->key ? r->key : "-", r->status,
-                (unsigned long long)r->resp_bytes, (unsigned long long)r->body_bytes, ms,
-                toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted");
+        access_log(r, conn, ms, toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
     if (r->put)
         backend_put_abort(r->put);
     auth_body_free(r->body);
@@ -450,6 +571,65 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     gw_arena_free(&r->arena);
     free(r);
     atomic_fetch_sub(&g->active, 1);
+}
+
+/* Each connection gets its deadline record when it is accepted and drops it
+ * before libmicrohttpd closes its descriptor. */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct gw *g = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_context = ci ? gw_conn_open(g->guard, ci->connect_fd) : NULL;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        gw_conn_close(*socket_context);
+        *socket_context = NULL;
+    }
+}
+
+/* libmicrohttpd's own messages, through our log (escaped, JSON when asked).
+ * Under a flood it says the same thing per connection: a message repeated
+ * within 10 s is counted, not logged. */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static const char *last_fmt;
+    static time_t last_t;
+    static unsigned long long repeated;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    pthread_mutex_lock(&mu);
+    if (fmt == last_fmt && now.tv_sec - last_t < 10) {
+        repeated++;
+        pthread_mutex_unlock(&mu);
+        return;
+    }
+    unsigned long long rep = repeated;
+    repeated = 0;
+    last_fmt = fmt;
+    last_t = now.tv_sec;
+    pthread_mutex_unlock(&mu);
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+        msg[--n] = '\0';
+    if (rep)
+        log_msg(LOG_LVL_WARN, "http", "(the previous message %llu more times)", rep);
+    log_msg(LOG_LVL_WARN, "http", "%s", msg);
+}
+
+void gw_conn_stats_get(const struct gw *g, struct gw_conn_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->limit = g->conn_limit;
+    out->per_client = g->per_client;
+    out->closed_body_rate = atomic_load(&g->closed_body_rate);
+    if (g->guard)
+        gw_guard_stats(g->guard, &out->open, &out->closed_idle, &out->closed_header);
 }
 
 /* ---- start and stop ---- */
@@ -467,13 +647,31 @@ int gw_start(const struct conf *c, struct backend *b, struct auth *a, struct cac
     if (getrandom(&g->id_salt, sizeof g->id_salt, 0) != sizeof g->id_salt)
         g->id_salt = (uint32_t)getpid();
 
-    struct sockaddr_in sin;
-    memset(&sin, 0, sizeof sin);
-    sin.sin_family = AF_INET;
-    sin.sin_port = htons(c->listen_port);
-    if (inet_pton(AF_INET, c->listen_addr, &sin.sin_addr) != 1) {
-        log_msg(LOG_LVL_ERROR, "gw", "listen address %s is not an IPv4 address",
-                c->listen_addr);
+    /* Descriptors first: libmicrohttpd's default connection limit (1020,
+     * from FD_SETSIZE) is what locked everyone out at 1,020 idle sockets. */
+    uint64_t nofile_before, nofile = gw_fd_limit_raise(&nofile_before);
+    uint64_t reserve = FD_RESERVE + 4u * (uint64_t)c->cache_fill_workers;
+    /* A connection can hold two descriptors: its socket and the object or
+     * cache file it is sending. */
+    uint64_t room = nofile > reserve + 32 ? (nofile - reserve) / 2 : 16;
+    uint64_t limit = c->conn_max ? c->conn_max : room < CONN_DEFAULT_MAX ? room
+                                                                          : CONN_DEFAULT_MAX;
+    if (c->conn_max && c->conn_max > room)
+        log_msg(LOG_LVL_WARN, "gw", "connections.max %u needs about %llu descriptors; the "
+                "open-file limit is %llu: a flood may run out of descriptors", c->conn_max,
+                (unsigned long long)(2u * (uint64_t)c->conn_max + reserve),
+                (unsigned long long)nofile);
+    g->conn_limit = (unsigned)limit;
+    g->per_client = c->conn_per_client ? c->conn_per_client
+                                       : (g->conn_limit / 4 ? g->conn_limit / 4 : 1);
+    int lfd;
+    bool ipv6;
+    if (gw_listen_open(c->listen_addr, c->listen_port, &lfd, &ipv6) != 0) {
+        free(g);
+        return -1;
+    }
+    if (gw_guard_start(c->conn_idle_timeout_s, c->conn_header_timeout_s, &g->guard) != 0) {
+        close(lfd);
         free(g);
         return -1;
     }
@@ -482,24 +680,52 @@ int gw_start(const struct conf *c, struct backend *b, struct auth *a, struct cac
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (unsigned)n : 1;
     }
+    struct stat lst;
+    if (fstat(lfd, &lst) != 0)
+        memset(&lst, 0, sizeof lst);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
-                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+                     (ipv6 ? MHD_USE_IPv6 : 0);
     g->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, on_access, g,
-        MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)&sin,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, g,   /* first, so it sees every message */
+        MHD_OPTION_LISTEN_SOCKET, (MHD_socket)lfd,
         MHD_OPTION_THREAD_POOL_SIZE, threads,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, g,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, g,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, g,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT_S,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1,
+        MHD_OPTION_CONNECTION_TIMEOUT, c->conn_idle_timeout_s,
+        MHD_OPTION_CONNECTION_LIMIT, g->conn_limit,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, g->per_client,
         MHD_OPTION_END);
     if (!g->daemon) {
-        log_msg(LOG_LVL_ERROR, "gw", "cannot listen on %s:%u (address in use?)",
-                c->listen_addr, c->listen_port);
+        char name[300];
+        gw_listen_name(c->listen_addr, c->listen_port, name, sizeof name);
+        log_msg(LOG_LVL_ERROR, "gw", "cannot start the HTTP server on %s", name);
+        /* libmicrohttpd closes the socket on some of its failure paths and
+         * not on others; close it only if the number still names it (the
+         * cache's threads may have reused the number already). */
+        struct stat now_st;
+        if (fstat(lfd, &now_st) == 0 && now_st.st_ino == lst.st_ino &&
+            now_st.st_dev == lst.st_dev)
+            close(lfd);
+        gw_guard_stop(g->guard);
         free(g);
         return -1;
     }
+    char nofile_txt[80];
+    if (nofile_before < nofile)
+        snprintf(nofile_txt, sizeof nofile_txt, "%llu, raised from %llu",
+                 (unsigned long long)nofile, (unsigned long long)nofile_before);
+    else
+        snprintf(nofile_txt, sizeof nofile_txt, "%llu", (unsigned long long)nofile);
+    log_msg(LOG_LVL_INFO, "gw", "connections: at most %u at once, %u per client address "
+            "(open-file limit %s); request line within %u s of connecting or of the last "
+            "response, headers within %u s of it, bodies at least %u bytes/s, responses may "
+            "stall %u s", g->conn_limit, g->per_client, nofile_txt, c->conn_idle_timeout_s,
+            c->conn_header_timeout_s, c->conn_min_body_rate, c->conn_send_timeout_s);
+
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(g->daemon, MHD_DAEMON_INFO_BIND_PORT);
     g->port = di ? di->port : c->listen_port;
     *out = g;
@@ -528,5 +754,6 @@ void gw_stop(struct gw *g, unsigned grace_s)
     if (g->cache)
         cache_stop(g->cache);
     MHD_stop_daemon(g->daemon);
+    gw_guard_stop(g->guard);   /* after every connection's gw_conn_close */
     free(g);
 }

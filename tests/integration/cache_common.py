@@ -366,6 +366,7 @@ def bstats():
              "evictions": "shardgate_cache_evictions_total",
              "fills": "shardgate_cache_fills_total",
              "fills_failed": "shardgate_cache_fills_failed_total",
+             "fills_done": "shardgate_cache_fills_done_total",
              "waiters": "shardgate_fill_waiters",
              "revalidations": "shardgate_cache_revalidations_total",
              "backend_bytes": "shardgate_backend_bytes_total"}

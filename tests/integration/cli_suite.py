@@ -130,8 +130,9 @@ def main(name, aws_path, v2):
           rc != 0 and ("404" in err or "Not Found" in err), err)
 
     # presign + curl
-    # awscli v1 presigns with SigV2 unless told otherwise; shardgate speaks SigV4
-    # only, so give v1 the one-line config users need (v2 defaults to SigV4).
+    # awscli v1 presigns with SigV2 unless told otherwise (shardgate takes that
+    # too: test_sigv2); this checks SigV4 presigning, so v1 gets the one-line
+    # config that selects it (v2 defaults to SigV4).
     penv = cli.env
     if not v2:
         cfg = os.path.join(work, "config-s3v4")

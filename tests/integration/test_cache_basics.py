@@ -44,7 +44,12 @@ def cold_head(cold, bucket, key):
 
 
 def published(n, timeout=10):
-    return C.wait_until(lambda: C.bstats()["objects"] >= n, timeout)
+    """n objects are cached and no fill is still running (on a loaded machine
+    an earlier fill can publish late and make up the count)."""
+    def done():
+        s = C.bstats()
+        return s["objects"] >= n and s["fills"] == s["fills_done"] + s["fills_failed"]
+    return C.wait_until(done, timeout)
 
 
 def count_cold(cold, tp):

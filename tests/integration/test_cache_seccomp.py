@@ -165,7 +165,7 @@ def main():
         H.S.proc = None
         check("... and the process exits non-zero", rc not in (0, None), rc)
     check("... the log says io_uring is forced and does not work",
-          H.log_grep('cache.engine is "io_uring" but io_uring does not work here: '
+          H.log_grep('cache.engine is \\"io_uring\\" but io_uring does not work here: '
                      'Operation not permitted (EPERM)'), H.log_tail(10))
     cold.stop()
 

@@ -149,10 +149,14 @@ def main():
         fresh = s3.create_multipart_upload(Bucket="bkt", Key="fresh.bin")["UploadId"]
         gone = C.wait_until(lambda: fresh not in uploads(), timeout=30)
         check("while running, the background sweep aborts one that grew too old", gone)
-        total = sum(int(m.group(1)) for m in
-                    (re.search(r"aborted (\d+) incomplete multipart uploads", l)
-                     for l in g3.grep("incomplete multipart uploads")) if m)
-        eq("both aborts are logged", total, 2)
+        def logged():
+            return sum(int(m.group(1)) for m in
+                       (re.search(r"aborted (\d+) incomplete multipart uploads", l)
+                        for l in g3.grep("incomplete multipart uploads")) if m)
+        # the sweep logs after it removed the uploads: a listing can see the
+        # upload gone a moment before the line is written
+        C.wait_until(lambda: logged() >= 2, timeout=30)
+        eq("both aborts are logged", logged(), 2)
         keys = [o["Key"] for o in s3.list_objects_v2(Bucket="bkt").get("Contents", [])]
         eq("objects are untouched by the sweep", keys, ["big.bin", "keep/me.txt"])
     eq("g3 stops with 0", g3.stop(), 0)

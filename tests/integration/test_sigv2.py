@@ -64,12 +64,16 @@ def start_main(name):
 
 
 class Gateway:
-    """A second shardgate (same data dir) with its own config: for the
-    "sigv2": false switch. Stopped with SIGTERM in stop(), also on failure."""
+    """A second shardgate with its own config: for the "sigv2": false switch.
+    A data directory has one owner (its lock), so this one serves a copy of
+    bucket `bucket` in a data directory of its own. Stopped with SIGTERM in
+    stop(), also on failure."""
 
-    def __init__(self, config):
+    def __init__(self, config, bucket):
         self.port = H._free_port()
         d = H.tmpdir("gw2")
+        data = os.path.join(d, "data")
+        shutil.copytree(os.path.join(H.S.data_dir, bucket), os.path.join(data, bucket))
         cfg = os.path.join(d, "shardgate.json")
         fd = os.open(cfg, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
@@ -80,7 +84,7 @@ class Gateway:
         self.log = open(os.path.join(d, "gateway.log"), "wb")
         self.proc = subprocess.Popen(
             [os.environ["SHARDGATE_BIN"], "serve", "--listen", "127.0.0.1:%d" % self.port,
-             "--data", H.S.data_dir, "--config", cfg],
+             "--data", data, "--config", cfg],
             stdout=self.log, stderr=subprocess.STDOUT, env=env, stdin=subprocess.DEVNULL,
             cwd=d)
         deadline = time.time() + 15
@@ -464,7 +468,7 @@ def date_forms(b, key, objects):
 
 
 def switched_off(b, key, objects, urls):
-    g = Gateway({"sigv2": False})
+    g = Gateway({"sigv2": False}, b)
     try:
         if not check("gateway with \"sigv2\": false starts", g.up):
             return

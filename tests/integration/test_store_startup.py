@@ -39,8 +39,8 @@ def case_few_bad_names():
         eq("[few] one warning line", len(lines), 1)
         line = lines[0] if lines else ""
         check("[few] it counts and names each skipped directory",
-              "4 directories" in line and all('"%s"' % n in line for n in
-                                              ("Upper_Case", "ab", "bad?name", "lost+found")),
+              "4 directories" in line and all("'%s'" % n in line for n in
+                                              ("Upper_Case", "ab", "bad\\nname", "lost+found")),
               line)
         check("[few] it names no valid bucket, file or state directory",
               "good-bucket" not in line and "README" not in line and ".shardgate" not in line,
@@ -62,7 +62,7 @@ def case_many_bad_names():
         eq("[many] one warning line", len(lines), 1)
         line = lines[0] if lines else ""
         check("[many] bounded: 10 names and a count of the rest",
-              "25 directories" in line and "and 15 more" in line and line.count('"Dir_') == 10,
+              "25 directories" in line and "and 15 more" in line and line.count("'Dir_") == 10,
               line)
     eq("[many] exits 0", gw.stop(), 0)
 

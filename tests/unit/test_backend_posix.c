@@ -11,6 +11,7 @@
 #include <ftw.h>
 #include <pthread.h>
 #include <openssl/evp.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1365,6 +1366,47 @@ static void concurrent_puts_deletes_and_lists_on_one_handle(void)
     CU_ASSERT_EQUAL(n, 4 * 2 + 1);   /* last writes: i=96 (d1), 98 (d3) kept */
 }
 
+/* ListBuckets reads ROOT, and ROOT's descriptor is shared by every thread:
+ * each listing needs a directory stream of its own, else one listing's
+ * rewind or reads move another's position and it misses buckets. */
+enum { LIST_BUCKETS = 24, LIST_ROUNDS = 400 };
+static atomic_int g_short_lists;
+
+static int count_bucket(void *arg, const char *name, time_t created)
+{
+    (void)name;
+    (void)created;
+    (*(int *)arg)++;
+    return 0;
+}
+
+static void *list_buckets_loop(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < LIST_ROUNDS; i++) {
+        int n = 0;
+        if (backend_bucket_list(g_b, count_bucket, &n) != BACKEND_OK || n != LIST_BUCKETS + 1)
+            atomic_fetch_add(&g_short_lists, 1);
+    }
+    return NULL;
+}
+
+static void concurrent_bucket_lists_each_see_every_bucket(void)
+{
+    char name[16];
+    for (int i = 0; i < LIST_BUCKETS; i++) {
+        snprintf(name, sizeof name, "list%02d", i);
+        CU_ASSERT_EQUAL_FATAL(backend_bucket_create(g_b, name), BACKEND_OK);
+    }
+    atomic_store(&g_short_lists, 0);
+    pthread_t th[4];
+    for (long i = 0; i < 4; i++)
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&th[i], NULL, list_buckets_loop, NULL), 0);
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    CU_ASSERT_EQUAL(atomic_load(&g_short_lists), 0);
+}
+
 int register_tests(void)
 {
     CU_pSuite pure = CU_add_suite("backend_posix_pure", NULL, NULL);
@@ -1401,6 +1443,7 @@ int register_tests(void)
     T(list_parts_pages_ascending);
     T(list_uploads_pages_by_key_then_time);
     T(concurrent_puts_deletes_and_lists_on_one_handle);
+    T(concurrent_bucket_lists_each_see_every_bucket);
 #undef T
     return CU_get_error() == CUE_SUCCESS ? 0 : -1;
 }

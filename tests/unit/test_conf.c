@@ -138,6 +138,8 @@ static void defaults_match_documented_values(void)
     CU_ASSERT_PTR_NULL(c.cold_ca_path);
     CU_ASSERT_EQUAL(c.cold_connect_timeout_ms, 1000);
     CU_ASSERT_EQUAL(c.cold_request_timeout_ms, 30000);
+    CU_ASSERT_EQUAL(c.cold_first_byte_timeout_ms, 5000);
+    CU_ASSERT_EQUAL(c.cache_revalidate_ms, 1000);
     CU_ASSERT_EQUAL(c.cold_retries, 2);
     CU_ASSERT_STRING_EQUAL(c.spool_dir, "/tmp");
     CU_ASSERT_PTR_NULL(c.cache_dir);
@@ -192,17 +194,19 @@ struct bad_case {
 static const struct bad_case bad_files[] = {
     { "unknown_top_key_lists_allowed", "{\"lsten\":\"1.2.3.4:9000\"}",
       "unknown key \"lsten\" (allowed: listen, data_dir, cold_url, cold_ca_path, "
-      "cold_connect_timeout_ms, cold_request_timeout_ms, cold_retries, cold_access_key, "
+      "cold_connect_timeout_ms, cold_request_timeout_ms, cold_first_byte_timeout_ms, "
+      "cold_retries, cold_access_key, "
       "cold_secret_key, cold_secret_key_env, cold_region, cold_virtual_hosted, spool_dir, "
       "state_dir, mpu_max_age, cache, region, vhost_domain, threads, log_level, shutdown_grace_s, prefetch_keep_s, max_xml_body, "
-      "max_header_bytes, metrics_public, sigv2, users, buckets)" },
+      "max_header_bytes, metrics_public, sigv2, users, buckets" },
     { "prefetch_keep_zero", "{\"prefetch_keep_s\": 0}", "prefetch_keep_s: must be an integer" },
     { "top_level_array", "[1,2]", "top level: must be a JSON object" },
     { "duplicate_top_key", "{\"threads\":1,\"threads\":2}", "duplicate" },
     { "listen_not_string", "{\"listen\":9000}", "listen: must be a string" },
     { "listen_no_port", "{\"listen\":\"127.0.0.1\"}", "listen: \"127.0.0.1\" must be ADDR:PORT" },
     { "listen_empty", "{\"listen\":\"\"}", "listen: must be ADDR:PORT" },
-    { "listen_hostname", "{\"listen\":\"localhost:9000\"}", "listen: \"localhost:9000\"" },
+    { "listen_bad_hostname", "{\"listen\":\"-bad-.example:9000\"}",
+      "listen: \"-bad-.example:9000\"" },
     { "listen_port_zero", "{\"listen\":\"127.0.0.1:0\"}", "port 1 to 65535" },
     { "listen_port_too_big", "{\"listen\":\"127.0.0.1:65536\"}", "listen: \"127.0.0.1:65536\"" },
     { "listen_port_signed", "{\"listen\":\"127.0.0.1:+80\"}", "listen:" },
@@ -336,6 +340,10 @@ static const struct bad_case bad_files[] = {
       "cold_request_timeout_ms: must be an integer from 1 to 3600000" },
     { "cold_request_timeout_too_long", "{\"cold_request_timeout_ms\":3600001}",
       "cold_request_timeout_ms: must be an integer from 1 to 3600000" },
+    { "cold_first_byte_timeout_zero", "{\"cold_first_byte_timeout_ms\":0}",
+      "cold_first_byte_timeout_ms: must be an integer from 1 to 600000" },
+    { "cold_first_byte_timeout_too_long", "{\"cold_first_byte_timeout_ms\":600001}",
+      "cold_first_byte_timeout_ms: must be an integer from 1 to 600000" },
     { "cold_retries_negative", "{\"cold_retries\":-1}", "cold_retries: must be an integer from 0 to 10" },
     { "cold_retries_too_many", "{\"cold_retries\":11}", "cold_retries: must be an integer from 0 to 10" },
     { "spool_dir_empty", "{\"spool_dir\":\"\"}", "spool_dir: must be a non-empty path" },
@@ -344,9 +352,14 @@ static const struct bad_case bad_files[] = {
     { "cache_not_object", "{\"cache\":\"/nvme\"}", "cache: must be an object like" },
     { "cache_unknown_key", "{\"cache\":{\"directory\":\"/nvme\"}}",
       "cache: unknown key \"directory\" (allowed: dir, size, high_watermark, low_watermark, "
-      "fill_workers, wait_timeout_ms, on_write, consistency, read_path, engine)" },
+      "fill_workers, wait_timeout_ms, on_write, consistency, read_path, engine, "
+      "revalidate_timeout_ms)" },
     { "cache_engine_bad", "{\"cache\": {\"engine\": \"epoll\"}}",
       "cache.engine: must be \"auto\", \"io_uring\" or \"threads\"" },
+    { "cache_revalidate_timeout_zero", "{\"cache\":{\"revalidate_timeout_ms\":0}}",
+      "cache.revalidate_timeout_ms: must be an integer from 1 to 60000" },
+    { "cache_revalidate_timeout_too_long", "{\"cache\":{\"revalidate_timeout_ms\":60001}}",
+      "cache.revalidate_timeout_ms: must be an integer from 1 to 60000" },
     { "cache_read_path_bad", "{\"cache\": {\"read_path\": \"mmap\"}}",
       "cache.read_path: must be \"auto\", \"sendfile\" or \"io_uring\"" },
     { "cache_dir_empty", "{\"cache\":{\"dir\":\"\"}}", "cache.dir: must be a non-empty path" },
@@ -544,6 +557,8 @@ static const struct good_case good_files[] = {
     { "ipv6_loopback_brackets_dropped", "{\"listen\":\"[::1]:9001\"}", "::1", 9001 },
     { "ipv6_any_top_port", "{\"listen\":\"[::]:65535\"}", "::", 65535 },
     { "port_one", "{\"listen\":\"10.0.0.1:1\"}", "10.0.0.1", 1 },
+    { "hostname_kept_for_bind", "{\"listen\":\"localhost:9000\"}", "localhost", 9000 },
+    { "no_address_is_every_ipv4_interface", "{\"listen\":\":9002\"}", "0.0.0.0", 9002 },
     { "limits_at_lower_bounds",
       "{\"threads\":0,\"shutdown_grace_s\":0,\"max_xml_body\":1024,\"max_header_bytes\":1024}",
       NULL, 0 },
@@ -633,11 +648,14 @@ static void cold_and_cache_values_reach_every_field(void)
     const char *json =
         "{\"cold_url\":\"https://s3.eu-west-1.amazonaws.com/\",\"cold_ca_path\":\"/etc/ca.pem\","
         "\"cold_connect_timeout_ms\":250,\"cold_request_timeout_ms\":120000,\"cold_retries\":5,"
+        "\"cold_first_byte_timeout_ms\":750,"
         "\"spool_dir\":\"/var/spool/sg\",\"metrics_public\":true,\"sigv2\":false,"
         "\"cache\":{\"dir\":\"/nvme/sg\",\"size\":\"1.5GiB\",\"high_watermark\":95,"
         "\"low_watermark\":70,\"fill_workers\":32,\"wait_timeout_ms\":5000,\"on_write\":true,"
-        "\"consistency\":\"always\"}}";
+        "\"consistency\":\"always\",\"revalidate_timeout_ms\":250}}";
     CU_ASSERT_EQUAL_FATAL(load_text(&c, json, 0600, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(c.cold_first_byte_timeout_ms, 750);
+    CU_ASSERT_EQUAL(c.cache_revalidate_ms, 250);
     CU_ASSERT_STRING_EQUAL(c.cold_url, "https://s3.eu-west-1.amazonaws.com/");
     CU_ASSERT_STRING_EQUAL(c.cold_ca_path, "/etc/ca.pem");
     CU_ASSERT_EQUAL(c.cold_connect_timeout_ms, 250);
@@ -855,6 +873,8 @@ static void example_config_loads_and_names_every_key(void)
                                         "\"buckets\"", "\"public_read\"", "\"cold_url\"",
                                         "\"cold_ca_path\"", "\"cold_connect_timeout_ms\"",
                                         "\"cold_request_timeout_ms\"", "\"cold_retries\"",
+                                        "\"cold_first_byte_timeout_ms\"",
+                                        "\"revalidate_timeout_ms\"",
                                         "\"spool_dir\"", "\"metrics_public\"", "\"sigv2\"", "\"cache\"",
                                         "\"dir\"", "\"size\"", "\"high_watermark\"",
                                         "\"low_watermark\"", "\"fill_workers\"",
@@ -1157,7 +1177,7 @@ static const struct flag_case flag_cases[] = {
     { "unknown_flag", "port", "80",
       "unknown flag \"--port\" (allowed: --listen, --data, --region, --vhost-domain, "
       "--threads, --log-level, --cold, --cache-dir, --cache-size, --consistency, "
-      "--state-dir)" },
+      "--state-dir" },
     { "underscore_spelling_is_unknown", "log_level", "info", "unknown flag \"--log_level\"" },
     { "cold_http", "cold", "http://127.0.0.1:9100", NULL },
     { "cold_https_slash", "cold", "https://storage.example.net/", NULL },

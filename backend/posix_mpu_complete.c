@@ -1,0 +1,190 @@
+/* backend/posix_mpu_complete.c - CompleteMultipartUpload on the posix store:
+ * every listed part is checked (order, ETag, checksum, minimum size) before
+ * a byte is copied, then the parts are assembled into a put of the object
+ * (copy_file_range where the file system can) and the upload is removed. */
+#include "posix_int.h"
+
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The client's ETag, without the quotes some clients keep. */
+static bool part_etag_matches(const char *stored, const char *given)
+{
+    size_t gl = strlen(given);
+    if (gl >= 2 && given[0] == '"' && given[gl - 1] == '"') {
+        char tmp[72];
+        if (gl - 2 >= sizeof tmp)
+            return false;
+        memcpy(tmp, given + 1, gl - 2);
+        tmp[gl - 2] = '\0';
+        return posix_etag_equal(stored, tmp);
+    }
+    return posix_etag_equal(stored, given);
+}
+
+/* A checksum given in Complete must be the one stored with the part; an
+ * absent one (empty name) is not checked, as in S3. */
+static bool part_checksum_matches(const struct obj_meta *m, const struct backend_part *given)
+{
+    if (!given->checksum_name[0])
+        return true;
+    char name[32], value[96];
+    posix_mpu_part_checksum(m, name, value);
+    return strcmp(name, given->checksum_name) == 0 && strcmp(value, given->checksum) == 0;
+}
+
+/* Appends len bytes of fd to the put: copy_file_range, else read/write. */
+static enum backend_status append_file(struct posix_put *p, int fd, uint64_t len)
+{
+    loff_t in = 0;
+    bool use_cfr = true;
+    while (len > 0 && use_cfr) {
+        size_t chunk = len > (1u << 30) ? (1u << 30) : (size_t)len;
+        ssize_t n = copy_file_range(fd, &in, p->fd, NULL, chunk, 0);
+        if (n < 0) {
+            int e = errno;
+            if (e == EINTR)
+                continue;
+            if (e == EXDEV || e == EINVAL || e == ENOSYS || e == EOPNOTSUPP) {
+                use_cfr = false;
+                break;
+            }
+            return posix_write_errno_status(e);
+        }
+        if (n == 0)
+            return BACKEND_IO;   /* part shrank */
+        len -= (uint64_t)n;
+        p->size += (uint64_t)n;
+    }
+    if (len == 0)
+        return BACKEND_OK;
+    unsigned char *buf = malloc(POSIX_COPY_BUF);
+    if (!buf)
+        return BACKEND_NOMEM;
+    enum backend_status s = BACKEND_OK;
+    while (len > 0 && s == BACKEND_OK) {
+        size_t want = len < POSIX_COPY_BUF ? (size_t)len : POSIX_COPY_BUF;
+        ssize_t n = pread(fd, buf, want, (off_t)in);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            s = BACKEND_IO;
+            break;
+        }
+        s = posix_put_write(p, buf, (size_t)n);
+        in += n;
+        len -= (uint64_t)n;
+    }
+    free(buf);
+    return s;
+}
+
+enum backend_status posix_mpu_complete(struct posix_store *b, const char *bucket, const char *key,
+                                         const char *upload_id,
+                                         const struct backend_part *parts, size_t n_parts,
+                                         const struct obj_meta *meta, struct obj_meta *out)
+{
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (b->read_only)
+        return BACKEND_READ_ONLY;
+    struct posix_upload_info ui;
+    int ufd;
+    enum backend_status s = posix_mpu_upload_open(b, bucket, key, upload_id, &ufd, &ui);
+    if (s != BACKEND_OK)
+        return s;
+    struct posix_put *p = NULL;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    if (!ctx || EVP_DigestInit_ex(ctx, EVP_md5(), NULL) != 1) {
+        s = BACKEND_NOMEM;
+        goto out;
+    }
+    if (n_parts == 0 || n_parts > BACKEND_MAX_PARTS) {
+        s = BACKEND_INVALID_PART;
+        goto out;
+    }
+    for (size_t i = 1; i < n_parts; i++) {
+        if (parts[i].part_no <= parts[i - 1].part_no) {
+            s = BACKEND_INVALID_PART_ORDER;
+            goto out;
+        }
+    }
+    /* Pass 1 validates everything before a byte is copied, as S3 does. */
+    uint64_t total = 0;
+    for (size_t i = 0; i < n_parts; i++) {
+        if (parts[i].part_no < 1 || parts[i].part_no > BACKEND_MAX_PARTS) {
+            s = BACKEND_INVALID_PART;
+            goto out;
+        }
+        int fd;
+        struct obj_meta m;
+        s = posix_mpu_part_open(ufd, parts[i].part_no, &fd, &m);
+        if (s != BACKEND_OK)
+            goto out;
+        close(fd);
+        unsigned char md5[16];
+        bool ok = part_etag_matches(m.etag, parts[i].etag) &&
+                  part_checksum_matches(&m, &parts[i]) && posix_hex_to_md5(m.etag, md5) == 0;
+        uint64_t size = m.size;
+        obj_meta_clear(&m);
+        if (!ok) {
+            s = BACKEND_INVALID_PART;
+            goto out;
+        }
+        if (i + 1 < n_parts && size < BACKEND_MIN_PART_SIZE) {
+            s = BACKEND_ENTITY_TOO_SMALL;
+            goto out;
+        }
+        total += size;
+        EVP_DigestUpdate(ctx, md5, sizeof md5);
+    }
+    if (total > POSIX_MAX_OBJECT) {
+        s = BACKEND_TOO_LARGE;
+        goto out;
+    }
+    s = posix_put_begin(b, bucket, key, &p);
+    if (s != BACKEND_OK)
+        goto out;
+    p->max_size = POSIX_MAX_OBJECT;
+    /* Pass 2 copies, re-checking each part on the fd it copies from, so a
+     * part replaced meanwhile cannot slip in unnoticed. */
+    for (size_t i = 0; i < n_parts; i++) {
+        int fd;
+        struct obj_meta m;
+        s = posix_mpu_part_open(ufd, parts[i].part_no, &fd, &m);
+        if (s != BACKEND_OK)
+            goto out;
+        bool ok = part_etag_matches(m.etag, parts[i].etag) &&
+                  part_checksum_matches(&m, &parts[i]);
+        uint64_t size = m.size;
+        obj_meta_clear(&m);
+        s = ok ? append_file(p, fd, size) : BACKEND_INVALID_PART;
+        close(fd);
+        if (s != BACKEND_OK)
+            goto out;
+    }
+    unsigned char fin[16];
+    unsigned int fl = 0;
+    EVP_DigestFinal_ex(ctx, fin, &fl);
+    struct obj_meta nm = { 0 };
+    char hex[33];
+    posix_md5_to_hex(fin, hex);
+    snprintf(nm.etag, sizeof nm.etag, "%s-%zu", hex, n_parts);
+    nm.hdrs = meta ? meta->hdrs : ui.meta.hdrs;   /* borrowed */
+    nm.n_hdrs = meta ? meta->n_hdrs : ui.meta.n_hdrs;
+    s = posix_put_commit(p, &nm, out);
+    p = NULL;
+    if (s == BACKEND_OK)
+        posix_mpu_upload_remove_path(b, bucket, upload_id);
+out:
+    if (p)
+        posix_put_abort(p);
+    EVP_MD_CTX_free(ctx);
+    obj_meta_clear(&ui.meta);
+    close(ufd);
+    return s;
+}

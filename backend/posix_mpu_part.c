@@ -1,0 +1,188 @@
+/* backend/posix_mpu_part.c - the parts of a multipart upload: file
+ * "p00001".."p10000" of the upload directory, written like an object (temp
+ * file, fsync, rename) by UploadPart and UploadPartCopy, read back with its
+ * metadata, and listed in part-number order (ListParts). */
+#include "posix_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void part_name(unsigned part_no, char out[16])
+{
+    snprintf(out, 16, "p%05u", part_no);
+}
+
+enum backend_status posix_mpu_part_begin(struct posix_store *b, const char *bucket,
+                                           const char *key, const char *upload_id,
+                                           unsigned part_no, struct posix_put **out)
+{
+    *out = NULL;
+    if (b->read_only)
+        return BACKEND_READ_ONLY;
+    if (part_no < 1 || part_no > BACKEND_MAX_PARTS)
+        return BACKEND_INVALID_PART;
+    int ufd;
+    enum backend_status s = posix_mpu_upload_open(b, bucket, key, upload_id, &ufd, NULL);
+    if (s != BACKEND_OK)
+        return s;
+    char pn[16];
+    part_name(part_no, pn);
+    return posix_put_new(b, ufd, -1, pn, true, POSIX_MAX_PUT, out);
+}
+
+enum backend_status posix_mpu_part_copy(struct posix_store *b, const char *bucket,
+                                          const char *key, const char *upload_id,
+                                          unsigned part_no, const char *src_bucket,
+                                          const char *src_key, bool has_range,
+                                          uint64_t first, uint64_t last,
+                                          struct obj_meta *out)
+{
+    if (out)
+        memset(out, 0, sizeof *out);
+    int sfd;
+    struct stat st;
+    enum backend_status s = posix_object_fd(b, src_bucket, src_key, &sfd, &st);
+    if (s != BACKEND_OK)
+        return s;
+    uint64_t size = (uint64_t)st.st_size, off = 0, len = size;
+    if (has_range) {
+        if (first > last || last >= size) {
+            close(sfd);
+            return BACKEND_BAD_RANGE;
+        }
+        off = first;
+        len = last - first + 1;
+    }
+    if (len > POSIX_MAX_PUT) {
+        close(sfd);
+        return BACKEND_TOO_LARGE;
+    }
+    struct posix_put *p;
+    s = posix_mpu_part_begin(b, bucket, key, upload_id, part_no, &p);
+    if (s != BACKEND_OK) {
+        close(sfd);
+        return s;
+    }
+    unsigned char md5[16];
+    s = posix_copy_into(p, sfd, off, len, md5);
+    close(sfd);
+    if (s != BACKEND_OK) {
+        posix_put_abort(p);
+        return s;
+    }
+    struct obj_meta m = { 0 };
+    posix_md5_to_hex(md5, m.etag);
+    return posix_put_commit(p, &m, out);
+}
+
+/* Opens part `no` and reads its meta. */
+enum backend_status posix_mpu_part_open(int ufd, unsigned no, int *fd, struct obj_meta *m)
+{
+    char pn[16];
+    part_name(no, pn);
+    *fd = openat(ufd, pn, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (*fd < 0)
+        return errno == ENOENT ? BACKEND_INVALID_PART : BACKEND_IO;
+    struct stat st;
+    enum backend_status s = fstat(*fd, &st) == 0 && S_ISREG(st.st_mode)
+                                ? posix_meta_from_fd(*fd, &st, m)
+                                : BACKEND_INVALID_PART;
+    if (s != BACKEND_OK) {
+        close(*fd);
+        *fd = -1;
+    }
+    return s;
+}
+
+/* The additional checksum a part was stored with (its x-amz-checksum-*
+ * header, which UploadPart puts in the part's metadata), or "" for both. */
+void posix_mpu_part_checksum(const struct obj_meta *m, char name[32], char value[96])
+{
+    name[0] = value[0] = '\0';
+    for (size_t i = 0; i < m->n_hdrs; i++) {
+        const char *n = m->hdrs[i].name;
+        if (strncmp(n, "x-amz-checksum-", 15) == 0 && strlen(n) < 32 &&
+            strlen(m->hdrs[i].value) < 96) {
+            strcpy(name, n);
+            strcpy(value, m->hdrs[i].value);
+            return;
+        }
+    }
+}
+
+/* ---- list parts ---- */
+
+void backend_parts_page_free(struct backend_parts_page *p)
+{
+    if (!p)
+        return;
+    free(p->parts);
+    memset(p, 0, sizeof *p);
+}
+
+enum backend_status posix_mpu_list_parts(struct posix_store *b, const char *bucket,
+                                           const char *key, const char *upload_id,
+                                           unsigned marker, unsigned max_parts,
+                                           struct backend_parts_page *out)
+{
+    memset(out, 0, sizeof *out);
+    int ufd;
+    enum backend_status s = posix_mpu_upload_open(b, bucket, key, upload_id, &ufd, NULL);
+    if (s != BACKEND_OK)
+        return s;
+    if (max_parts > 1000)
+        max_parts = 1000;
+    /* Part numbers are 1..10000: a bitmap of what exists costs 1.25 KiB. */
+    unsigned char seen[BACKEND_MAX_PARTS / 8 + 1] = { 0 };
+    DIR *d = posix_dir_stream(ufd);
+    out->parts = calloc(max_parts ? max_parts : 1, sizeof *out->parts);
+    if (!d || !out->parts) {
+        s = d ? BACKEND_NOMEM : BACKEND_IO;
+        goto out;
+    }
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        unsigned no;
+        char extra;
+        if (de->d_name[0] != 'p' || strlen(de->d_name) != 6 ||
+            sscanf(de->d_name, "p%5u%c", &no, &extra) != 1)
+            continue;
+        if (no >= 1 && no <= BACKEND_MAX_PARTS && no > marker)
+            seen[no / 8] |= (unsigned char)(1u << (no % 8));
+    }
+    for (unsigned no = marker + 1; no <= BACKEND_MAX_PARTS; no++) {
+        if (!(seen[no / 8] & (1u << (no % 8))))
+            continue;
+        int fd;
+        struct obj_meta m;
+        if (posix_mpu_part_open(ufd, no, &fd, &m) != BACKEND_OK)
+            continue;   /* replaced or gone meanwhile */
+        close(fd);
+        if (out->n_parts == max_parts) {
+            obj_meta_clear(&m);
+            out->truncated = max_parts > 0;
+            break;
+        }
+        struct backend_part *bp = &out->parts[out->n_parts++];
+        bp->part_no = no;
+        memcpy(bp->etag, m.etag, sizeof bp->etag);
+        bp->size = m.size;
+        bp->mtime = m.mtime;
+        posix_mpu_part_checksum(&m, bp->checksum_name, bp->checksum);
+        out->next_marker = no;
+        obj_meta_clear(&m);
+    }
+out:
+    if (d)
+        closedir(d);
+    close(ufd);
+    if (s != BACKEND_OK)
+        backend_parts_page_free(out);
+    return s;
+}

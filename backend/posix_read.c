@@ -1,0 +1,144 @@
+/* backend/posix_read.c - reading the objects of the posix store: opening a
+ * key's file beneath its bucket (a regular file only: never a fifo, device or
+ * symlink), its metadata from the xattr (a pseudo-ETag for files we did not
+ * write), and positional reads. */
+#include "posix_int.h"
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+enum backend_status posix_meta_from_fd(int fd, const struct stat *st, struct obj_meta *meta)
+{
+    memset(meta, 0, sizeof *meta);
+    meta->size = (uint64_t)st->st_size;
+    meta->mtime = st->st_mtim;
+    unsigned char buf[POSIX_META_MAX];
+    ssize_t n = fgetxattr(fd, POSIX_META_XATTR, buf, sizeof buf);
+    if (n < 0) {
+        int e = errno;
+        if (e != ENODATA && e != ENOTSUP && e != ERANGE) {
+            log_msg(LOG_LVL_ERROR, "backend", "read metadata: %s", strerror(e));
+            return BACKEND_IO;
+        }
+    } else if (posix_meta_decode(buf, (size_t)n, meta) != 0) {
+        log_msg(LOG_LVL_WARN, "backend", "malformed metadata xattr (inode %llu): ignored",
+                (unsigned long long)st->st_ino);
+        obj_meta_clear(meta);
+        meta->size = (uint64_t)st->st_size;
+        meta->mtime = st->st_mtim;
+    }
+    if (meta->etag[0] == '\0')
+        posix_pseudo_etag(st, meta->etag);
+    return BACKEND_OK;
+}
+
+enum backend_status posix_object_fd(struct posix_store *b, const char *bucket, const char *key,
+                                    int *fd, struct stat *st)
+{
+    *fd = -1;
+    char path[POSIX_PATH_MAX];
+    int bfd;
+    enum backend_status s = posix_key_bucket_open(b, bucket, key, path, &bfd);
+    if (s != BACKEND_OK)
+        return s;
+    /* O_NONBLOCK: a planted fifo must not hang us; it is refused below. */
+    int r = posix_open_beneath(bfd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+    int e = errno;
+    close(bfd);
+    if (r < 0) {
+        if (e == ENXIO || e == ENOENT || e == ENOTDIR)
+            return BACKEND_NO_KEY;
+        if (e != ELOOP && e != EXDEV)
+            log_msg(LOG_LVL_ERROR, "backend", "open %s/%s: %s", bucket, key, strerror(e));
+        return posix_errno_status(e);
+    }
+    if (fstat(r, st) != 0) {
+        e = errno;
+        close(r);
+        log_msg(LOG_LVL_ERROR, "backend", "fstat %s/%s: %s", bucket, key, strerror(e));
+        return BACKEND_IO;
+    }
+    if (!S_ISREG(st->st_mode)) {
+        close(r);
+        return BACKEND_NO_KEY;
+    }
+    *fd = r;
+    return BACKEND_OK;
+}
+
+enum backend_status posix_object_head(struct posix_store *b, const char *bucket,
+                                        const char *key, struct obj_meta *meta)
+{
+    int fd;
+    struct stat st;
+    memset(meta, 0, sizeof *meta);
+    enum backend_status s = posix_object_fd(b, bucket, key, &fd, &st);
+    if (s != BACKEND_OK)
+        return s;
+    s = posix_meta_from_fd(fd, &st, meta);
+    close(fd);
+    return s;
+}
+
+enum backend_status posix_object_open(struct posix_store *b, const char *bucket,
+                                        const char *key, struct obj_meta *meta,
+                                        struct posix_obj **out)
+{
+    *out = NULL;
+    memset(meta, 0, sizeof *meta);
+    struct posix_obj *o = malloc(sizeof *o);
+    if (!o)
+        return BACKEND_NOMEM;
+    o->base.ops = &posix_ops;
+    struct stat st;
+    enum backend_status s = posix_object_fd(b, bucket, key, &o->fd, &st);
+    if (s == BACKEND_OK)
+        s = posix_meta_from_fd(o->fd, &st, meta);
+    if (s != BACKEND_OK) {
+        if (o->fd >= 0)
+            close(o->fd);
+        free(o);
+        return s;
+    }
+    *out = o;
+    return BACKEND_OK;
+}
+
+int posix_obj_fd(const struct posix_obj *o)
+{
+    return o->fd;
+}
+
+enum backend_status posix_obj_read(struct posix_obj *o, uint64_t off, void *buf,
+                                     size_t len, size_t *got)
+{
+    *got = 0;
+    if (off > (uint64_t)INT64_MAX)
+        return BACKEND_OK;
+    for (;;) {
+        ssize_t n = pread(o->fd, buf, len, (off_t)off);
+        if (n >= 0) {
+            *got = (size_t)n;
+            return BACKEND_OK;
+        }
+        if (errno == EINTR)
+            continue;
+        int e = errno;
+        log_msg(LOG_LVL_ERROR, "backend", "read: %s", strerror(e));
+        return BACKEND_IO;
+    }
+}
+
+void posix_obj_close(struct posix_obj *o)
+{
+    if (!o)
+        return;
+    close(o->fd);
+    free(o);
+}

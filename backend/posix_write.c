@@ -1,0 +1,522 @@
+/* backend/posix_write.c - writing the objects of the posix store, always
+ * atomically: a put makes the key's parent directories, writes a temp file
+ * (in the bucket's .sg~tmp/), sets the metadata xattr, fsyncs, checks that
+ * the key has not become a directory of objects meanwhile and renames the
+ * file into place. Copy is a put fed from another object; delete unlinks the
+ * file and prunes the parents it leaves empty. */
+#include "posix_int.h"
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+int posix_random_chars(char *out, size_t n)
+{
+    static const char abc[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    unsigned char rnd[64];
+    while (n > 0) {
+        size_t k = n < sizeof rnd ? n : sizeof rnd;
+        ssize_t got = getrandom(rnd, k, 0);
+        if (got < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        for (ssize_t i = 0; i < got; i++)
+            *out++ = abc[rnd[i] & 63];   /* 256 % 64 == 0: uniform */
+        n -= (size_t)got;
+    }
+    return 0;
+}
+
+/* ---- writing ---- */
+
+/* fstatat-based diagnosis of a component that could not be opened as a
+ * directory: a symlink is DENIED, a file is a key conflict. */
+static enum backend_status not_a_dir_status(int dirfd, const char *name, int err)
+{
+    struct stat st;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (S_ISLNK(st.st_mode))
+            return BACKEND_DENIED;
+        if (!S_ISDIR(st.st_mode))
+            return BACKEND_KEY_CONFLICT;
+    }
+    return posix_errno_status(err);
+}
+
+enum backend_status posix_mkparents(int bucketfd, const char *path, int *dirfd,
+                                    const char **leaf)
+{
+    *dirfd = -1;
+    int cur = dup(bucketfd);
+    if (cur < 0)
+        return BACKEND_IO;
+    const char *p = path;
+    const char *slash;
+    while ((slash = strchr(p, '/')) != NULL) {
+        char comp[POSIX_SEG_MAX + 1];
+        size_t len = (size_t)(slash - p);
+        memcpy(comp, p, len);
+        comp[len] = '\0';
+        int nfd = -1;
+        /* A concurrent delete may rmdir the directory between our mkdir and
+         * open; a few retries settle it. */
+        for (int tries = 0; tries < 4 && nfd < 0; tries++) {
+            if (mkdirat(cur, comp, 0755) != 0 && errno != EEXIST) {
+                int e = errno;
+                close(cur);
+                if (e == ENOTDIR)
+                    return BACKEND_KEY_CONFLICT;
+                return posix_write_errno_status(e);
+            }
+            nfd = openat(cur, comp, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
+            if (nfd < 0 && errno != ENOENT) {
+                int e = errno;
+                enum backend_status s = not_a_dir_status(cur, comp, e);
+                close(cur);
+                return s == BACKEND_NO_KEY ? BACKEND_KEY_CONFLICT : s;
+            }
+        }
+        close(cur);
+        if (nfd < 0)
+            return BACKEND_IO;
+        cur = nfd;
+        p = slash + 1;
+    }
+    *dirfd = cur;
+    *leaf = p;
+    return BACKEND_OK;
+}
+
+enum backend_status posix_put_new(struct posix_store *b, int dirfd, int tmpdirfd,
+                                  const char *leaf, bool is_part, uint64_t max_size,
+                                  struct posix_put **out)
+{
+    *out = NULL;
+    struct posix_put *p = calloc(1, sizeof *p);
+    char *lf = strdup(leaf);
+    if (!p || !lf) {
+        free(p);
+        free(lf);
+        close(dirfd);
+        if (tmpdirfd >= 0)
+            close(tmpdirfd);
+        return BACKEND_NOMEM;
+    }
+    p->base.ops = &posix_ops;
+    p->fd = -1;
+    p->b = b;
+    p->bucketfd = -1;
+    p->dirfd = dirfd;
+    p->tmpdirfd = tmpdirfd >= 0 ? tmpdirfd : dirfd;
+    p->leaf = lf;
+    p->is_part = is_part;
+    p->max_size = max_size;
+    memcpy(p->tmp, POSIX_TMP_PREFIX, strlen(POSIX_TMP_PREFIX));
+    size_t pl = strlen(POSIX_TMP_PREFIX);
+    if (posix_random_chars(p->tmp + pl, 16) != 0) {
+        p->tmp[0] = '\0';
+        posix_put_abort(p);
+        return BACKEND_IO;
+    }
+    p->tmp[pl + 16] = '\0';
+    p->fd = openat(p->tmpdirfd, p->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                   0644);
+    if (p->fd < 0) {
+        int e = errno;
+        /* ENOENT: the directory was pruned meanwhile (put_begin retries) */
+        enum backend_status s = e == ENOENT ? BACKEND_NO_KEY : posix_write_errno_status(e);
+        if (s == BACKEND_IO)
+            log_msg(LOG_LVL_ERROR, "backend", "create temp file: %s", strerror(e));
+        p->tmp[0] = '\0';
+        posix_put_abort(p);
+        return s;
+    }
+    *out = p;
+    return BACKEND_OK;
+}
+
+/* Is `leaf` in dirfd a directory holding objects (a key conflict)? */
+static enum backend_status leaf_check(int dirfd, const char *leaf)
+{
+    struct stat st;
+    if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return BACKEND_OK;
+    if (S_ISLNK(st.st_mode))
+        return BACKEND_DENIED;
+    if (!S_ISDIR(st.st_mode))
+        return BACKEND_OK;
+    int sub = openat(dirfd, leaf, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
+    if (sub < 0)
+        return BACKEND_KEY_CONFLICT;
+    int has = posix_dir_has_object(sub);
+    close(sub);
+    return has == 0 ? BACKEND_OK : BACKEND_KEY_CONFLICT;
+}
+
+int posix_tmpdir_open(int bucketfd, int dirfd)
+{
+    if (mkdirat(bucketfd, POSIX_TMP_DIR, 0755) != 0 && errno != EEXIST)
+        return -1;
+    int fd = openat(bucketfd, POSIX_TMP_DIR, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
+    struct stat a, d;
+    if (fd >= 0 && (fstat(fd, &a) != 0 || fstat(dirfd, &d) != 0 || a.st_dev != d.st_dev)) {
+        close(fd);   /* another file system below the bucket: rename cannot cross it */
+        return -1;
+    }
+    return fd;
+}
+
+enum backend_status posix_put_begin(struct posix_store *b, const char *bucket, const char *key,
+                                      struct posix_put **out)
+{
+    *out = NULL;
+    if (b->read_only)
+        return BACKEND_READ_ONLY;
+    char path[POSIX_PATH_MAX];
+    int bfd;
+    enum backend_status s = posix_key_bucket_open(b, bucket, key, path, &bfd);
+    if (s != BACKEND_OK)
+        return s;
+    for (int tries = 0; tries < 4; tries++) {
+        int dirfd;
+        const char *leaf;
+        s = posix_mkparents(bfd, path, &dirfd, &leaf);
+        if (s != BACKEND_OK)
+            break;
+        s = leaf_check(dirfd, leaf);
+        if (s != BACKEND_OK) {
+            close(dirfd);
+            break;
+        }
+        /* The temp file goes to the bucket's .sg~tmp/ (found by the reclaim
+         * at open), beside the object only when that cannot be renamed. */
+        s = posix_put_new(b, dirfd, posix_tmpdir_open(bfd, dirfd), leaf, false, POSIX_MAX_PUT,
+                          out);
+        if (s != BACKEND_NO_KEY)   /* ENOENT: the directory was just pruned */
+            break;
+    }
+    if (s == BACKEND_NO_KEY)
+        s = BACKEND_IO;
+    if (s != BACKEND_OK) {
+        close(bfd);
+        return s;
+    }
+    (*out)->bucketfd = bfd;
+    (*out)->path = strdup(path);
+    if (!(*out)->path) {
+        posix_put_abort(*out);
+        *out = NULL;
+        return BACKEND_NOMEM;
+    }
+    return BACKEND_OK;
+}
+
+enum backend_status posix_put_write(struct posix_put *p, const void *buf, size_t len)
+{
+    if (p->failed)
+        return p->fail_st;
+    if (len > p->max_size - p->size) {
+        p->failed = true;
+        p->fail_st = BACKEND_TOO_LARGE;
+        return p->fail_st;
+    }
+    const char *c = buf;
+    while (len > 0) {
+        ssize_t n = write(p->fd, c, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            p->failed = true;
+            p->fail_st = posix_write_errno_status(e);
+            if (p->fail_st == BACKEND_IO)
+                log_msg(LOG_LVL_ERROR, "backend", "write: %s", strerror(e));
+            return p->fail_st;
+        }
+        c += n;
+        len -= (size_t)n;
+        p->size += (uint64_t)n;
+    }
+    return BACKEND_OK;
+}
+
+static enum backend_status io_status(const char *what, int e)
+{
+    enum backend_status s = posix_write_errno_status(e);
+    if (s != BACKEND_IO)
+        return s;
+    log_msg(LOG_LVL_ERROR, "backend", "%s: %s", what, strerror(e));
+    return BACKEND_IO;
+}
+
+enum backend_status posix_put_commit(struct posix_put *p, const struct obj_meta *meta,
+                                       struct obj_meta *out)
+{
+    enum backend_status s = BACKEND_OK;
+    bool renamed = false, have_xattr = false;
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (p->failed) {
+        s = p->fail_st;
+        goto done;
+    }
+    unsigned char buf[POSIX_META_MAX];
+    size_t len = 0;
+    const char *etag = meta ? meta->etag : "";
+    s = posix_meta_encode(etag, meta ? meta->hdrs : NULL, meta ? meta->n_hdrs : 0, buf,
+                          sizeof buf, &len);
+    if (s != BACKEND_OK)
+        goto done;
+    if (fsetxattr(p->fd, POSIX_META_XATTR, buf, len, 0) == 0) {
+        have_xattr = etag[0] != '\0';
+    } else if (errno == ENOTSUP) {
+        log_msg(LOG_LVL_WARN, "backend", "no user xattrs on this filesystem: "
+                "object stored without metadata");
+    } else {
+        s = io_status("set metadata", errno);
+        goto done;
+    }
+    if (fsync(p->fd) != 0) {
+        s = io_status("fsync", errno);
+        goto done;
+    }
+    if (!p->is_part) {
+        s = leaf_check(p->dirfd, p->leaf);
+        if (s != BACKEND_OK)
+            goto done;
+    }
+    for (int tries = 0; tries < 2 && !renamed; tries++) {
+        if (renameat(p->tmpdirfd, p->tmp, p->dirfd, p->leaf) == 0) {
+            renamed = true;
+            break;
+        }
+        int e = errno;
+        if (e == EISDIR || e == ENOTEMPTY || e == EEXIST) {
+            /* an empty directory holds the name: drop it, else conflict */
+            if (tries == 0 && unlinkat(p->dirfd, p->leaf, AT_REMOVEDIR) == 0)
+                continue;
+            s = BACKEND_KEY_CONFLICT;
+        } else if (e == ENOENT) {
+            s = p->is_part ? BACKEND_NO_UPLOAD : BACKEND_NO_BUCKET;
+        } else {
+            s = io_status("rename", e);
+        }
+        goto done;
+    }
+    if (fsync(p->dirfd) != 0)
+        log_msg(LOG_LVL_WARN, "backend", "fsync directory: %s", strerror(errno));
+    if (out) {
+        struct stat st;
+        if (fstat(p->fd, &st) != 0) {
+            s = io_status("fstat", errno);
+            goto done;
+        }
+        out->size = (uint64_t)st.st_size;
+        out->mtime = st.st_mtim;
+        if (have_xattr)
+            snprintf(out->etag, sizeof out->etag, "%s", etag);
+        else
+            posix_pseudo_etag(&st, out->etag);
+        if (meta && obj_meta_copy_hdrs(out, meta) != 0)
+            s = BACKEND_NOMEM;   /* the object is stored; only *out is short */
+    }
+done:
+    if (renamed)
+        p->tmp[0] = '\0';
+    if (s != BACKEND_OK && out)
+        obj_meta_clear(out);
+    posix_put_abort(p);
+    return s;
+}
+
+void posix_put_abort(struct posix_put *p)
+{
+    if (!p)
+        return;
+    if (p->fd >= 0)
+        close(p->fd);
+    if (p->tmp[0] && unlinkat(p->tmpdirfd, p->tmp, 0) != 0 && errno != ENOENT)
+        log_msg(LOG_LVL_WARN, "backend", "cannot remove temp file %s: %s", p->tmp,
+                strerror(errno));
+    if (p->tmpdirfd != p->dirfd)
+        close(p->tmpdirfd);
+    close(p->dirfd);
+    if (p->bucketfd >= 0) {
+        if (p->tmp[0] && p->path)   /* not committed: prune what put_begin made */
+            posix_rmdir_parents(p->bucketfd, p->path);
+        close(p->bucketfd);
+    }
+    free(p->path);
+    free(p->leaf);
+    free(p);
+}
+
+/* ---- copy ---- */
+
+enum backend_status posix_copy_into(struct posix_put *p, int srcfd, uint64_t off,
+                                    uint64_t len, unsigned char md5[16])
+{
+    /* A bounded buffer keeps memory flat whatever the object size; the MD5
+     * needs the bytes in user space anyway, so copy_file_range buys little. */
+    unsigned char *buf = malloc(POSIX_COPY_BUF);
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    enum backend_status s = BACKEND_OK;
+    if (!buf || !ctx || EVP_DigestInit_ex(ctx, EVP_md5(), NULL) != 1) {
+        s = BACKEND_NOMEM;
+        goto out;
+    }
+    while (len > 0) {
+        size_t want = len < POSIX_COPY_BUF ? (size_t)len : POSIX_COPY_BUF;
+        ssize_t n = pread(srcfd, buf, want, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            s = io_status("copy read", errno);
+            goto out;
+        }
+        if (n == 0) {
+            log_msg(LOG_LVL_ERROR, "backend", "copy: source shrank while copying");
+            s = BACKEND_IO;
+            goto out;
+        }
+        EVP_DigestUpdate(ctx, buf, (size_t)n);
+        s = posix_put_write(p, buf, (size_t)n);
+        if (s != BACKEND_OK)
+            goto out;
+        off += (uint64_t)n;
+        len -= (uint64_t)n;
+    }
+    unsigned int ml = 0;
+    EVP_DigestFinal_ex(ctx, md5, &ml);
+out:
+    EVP_MD_CTX_free(ctx);
+    free(buf);
+    return s;
+}
+
+enum backend_status posix_object_copy(struct posix_store *b, const char *src_bucket,
+                                        const char *src_key, const char *dst_bucket,
+                                        const char *dst_key, const struct obj_meta *meta,
+                                        struct obj_meta *out)
+{
+    struct obj_meta smeta = { 0 };
+    struct posix_put *p = NULL;
+    int sfd;
+    struct stat st;
+    if (out)
+        memset(out, 0, sizeof *out);
+    enum backend_status s = posix_object_fd(b, src_bucket, src_key, &sfd, &st);
+    if (s != BACKEND_OK)
+        return s;
+    s = posix_meta_from_fd(sfd, &st, &smeta);
+    if (s != BACKEND_OK)
+        goto out;
+    if ((uint64_t)st.st_size > POSIX_MAX_PUT) {
+        s = BACKEND_TOO_LARGE;
+        goto out;
+    }
+    s = posix_put_begin(b, dst_bucket, dst_key, &p);
+    if (s != BACKEND_OK)
+        goto out;
+    unsigned char md5[16];
+    s = posix_copy_into(p, sfd, 0, (uint64_t)st.st_size, md5);
+    if (s != BACKEND_OK) {
+        posix_put_abort(p);
+        goto out;
+    }
+    struct obj_meta nm = { 0 };
+    posix_md5_to_hex(md5, nm.etag);
+    const struct obj_meta *hsrc = meta ? meta : &smeta;
+    nm.hdrs = hsrc->hdrs;
+    nm.n_hdrs = hsrc->n_hdrs;
+    s = posix_put_commit(p, &nm, out);   /* nm borrows the headers */
+out:
+    obj_meta_clear(&smeta);
+    close(sfd);
+    return s;
+}
+
+/* ---- delete ---- */
+
+/* Opens the directory holding the last component of mapped path `path`
+ * beneath bucketfd (bucketfd itself, dup'd, when path has no '/'); *leaf
+ * points at that component in path. An fd, or -1 with errno. */
+static int parent_open(int bucketfd, char *path, const char **leaf)
+{
+    char *slash = strrchr(path, '/');
+    int fd;
+    if (slash) {
+        *slash = '\0';
+        fd = posix_open_beneath(bucketfd, path, O_DIRECTORY | O_RDONLY, 0);
+        *slash = '/';
+        *leaf = slash + 1;
+    } else {
+        fd = dup(bucketfd);
+        *leaf = path;
+    }
+    return fd;
+}
+
+void posix_rmdir_parents(int bucketfd, const char *path)
+{
+    char buf[POSIX_PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", path);
+    char *slash;
+    while ((slash = strrchr(buf, '/')) != NULL) {
+        *slash = '\0';                      /* buf: the directory to remove */
+        const char *name;
+        int pfd = parent_open(bucketfd, buf, &name);
+        if (pfd < 0)
+            return;
+        int r = unlinkat(pfd, name, AT_REMOVEDIR);
+        close(pfd);
+        if (r != 0)
+            return;   /* not empty (or gone): stop here */
+    }
+}
+
+enum backend_status posix_object_delete(struct posix_store *b, const char *bucket,
+                                          const char *key)
+{
+    if (b->read_only)
+        return BACKEND_READ_ONLY;
+    char path[POSIX_PATH_MAX];
+    int bfd;
+    enum backend_status s = posix_key_bucket_open(b, bucket, key, path, &bfd);
+    if (s != BACKEND_OK)
+        return s;
+    const char *leaf;
+    int dfd = parent_open(bfd, path, &leaf);
+    if (dfd < 0) {
+        s = posix_errno_status(errno);
+        goto out;
+    }
+    struct stat st;
+    if (fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        s = errno == ENOENT ? BACKEND_NO_KEY : io_status("stat", errno);
+    } else if (S_ISLNK(st.st_mode)) {
+        s = BACKEND_DENIED;
+    } else if (!S_ISREG(st.st_mode)) {
+        s = BACKEND_NO_KEY;
+    } else if (unlinkat(dfd, leaf, 0) != 0) {
+        s = errno == ENOENT ? BACKEND_NO_KEY : io_status("unlink", errno);
+    } else {
+        fsync(dfd);
+        posix_rmdir_parents(bfd, path);
+    }
+    close(dfd);
+out:
+    close(bfd);
+    return s;
+}

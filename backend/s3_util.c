@@ -1,0 +1,342 @@
+/* backend/s3_util.c - the pure helpers of the S3 cold tier (s3_int.h, tested
+ * by tests/unit/test_backend_s3.c): URIs and queries, S3 code -> status,
+ * backoff, headers <-> obj_meta, ISO-8601 times, the byte ring and the read
+ * path of an open object. No I/O and no store here. */
+#include "s3_int.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- pure helpers (declared in s3_int.h) ---- */
+
+static bool unreserved(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           c == '-' || c == '.' || c == '_' || c == '~';
+}
+
+char *s3_uri_encode(const char *s, bool keep_slash)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = strlen(s);
+    char *o = malloc(3 * n + 1), *p = o;
+    if (!o)
+        return NULL;
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (unreserved(*c) || (keep_slash && *c == '/')) {
+            *p++ = (char)*c;
+        } else {
+            *p++ = '%';
+            *p++ = hex[*c >> 4];
+            *p++ = hex[*c & 15];
+        }
+    }
+    *p = '\0';
+    return o;
+}
+
+char *s3_url_build(const char *endpoint, bool vhost, const char *bucket, const char *key,
+                   const char *query)
+{
+    const char *hs = strstr(endpoint, "://");
+    if (!hs)
+        return NULL;
+    hs += 3;
+    size_t scheme_len = (size_t)(hs - endpoint);
+    const char *he = strchr(hs, '/');
+    if (!he)
+        he = hs + strlen(hs);
+    const char *base = he;                     /* "" or "/base..." */
+    size_t base_len = strlen(base);
+    while (base_len && base[base_len - 1] == '/')
+        base_len--;
+    char *ek = key ? s3_uri_encode(key, true) : NULL;
+    if (key && !ek)
+        return NULL;
+    size_t bl = bucket ? strlen(bucket) : 0;
+    size_t cap = strlen(endpoint) + bl + (ek ? strlen(ek) : 0) + (query ? strlen(query) : 0) +
+                 8;
+    char *u = malloc(cap);
+    if (!u) {
+        free(ek);
+        return NULL;
+    }
+    int n;
+    if (bucket && vhost)
+        n = snprintf(u, cap, "%.*s%s.%.*s%.*s/%s%s%s", (int)scheme_len, endpoint, bucket,
+                     (int)(he - hs), hs, (int)base_len, base, ek ? ek : "",
+                     query && *query ? "?" : "", query ? query : "");
+    else
+        n = snprintf(u, cap, "%.*s%.*s%.*s/%s%s%s%s%s", (int)scheme_len, endpoint,
+                     (int)(he - hs), hs, (int)base_len, base, bucket ? bucket : "",
+                     bucket && key ? "/" : "", ek ? ek : "", query && *query ? "?" : "",
+                     query ? query : "");
+    free(ek);
+    if (n < 0 || (size_t)n >= cap) {
+        free(u);
+        return NULL;
+    }
+    return u;
+}
+
+enum backend_status s3_status_from_code(const char *code, long http_status)
+{
+    static const struct {
+        const char *code;
+        enum backend_status st;
+    } map[] = {
+        { "NoSuchKey", BACKEND_NO_KEY },
+        { "NoSuchBucket", BACKEND_NO_BUCKET },
+        { "NoSuchUpload", BACKEND_NO_UPLOAD },
+        { "BucketAlreadyOwnedByYou", BACKEND_BUCKET_EXISTS },
+        { "BucketAlreadyExists", BACKEND_BUCKET_EXISTS },
+        { "BucketNotEmpty", BACKEND_BUCKET_NOT_EMPTY },
+        { "InvalidBucketName", BACKEND_BAD_BUCKET_NAME },
+        { "KeyTooLongError", BACKEND_KEY_TOO_LONG },
+        { "InvalidPart", BACKEND_INVALID_PART },
+        { "InvalidPartOrder", BACKEND_INVALID_PART_ORDER },
+        { "EntityTooSmall", BACKEND_ENTITY_TOO_SMALL },
+        { "EntityTooLarge", BACKEND_TOO_LARGE },
+        { "InvalidRange", BACKEND_BAD_RANGE },
+        { "InvalidArgument", BACKEND_BAD_KEY },  /* the one 400 a key put gets */
+        { "InvalidRequest", BACKEND_INVALID_REQUEST },
+        { "AccessDenied", BACKEND_DENIED },
+        { "SignatureDoesNotMatch", BACKEND_DENIED },
+        { "InvalidAccessKeyId", BACKEND_DENIED },
+        { "SlowDown", BACKEND_UNAVAILABLE },
+        { "ServiceUnavailable", BACKEND_UNAVAILABLE },
+        { "InternalError", BACKEND_UNAVAILABLE },
+        { "RequestTimeout", BACKEND_UNAVAILABLE },
+    };
+    if (code && *code)
+        for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+            if (strcmp(code, map[i].code) == 0)
+                return map[i].st;
+    if (http_status >= 200 && http_status < 300)
+        return BACKEND_OK;
+    if (http_status == 404)
+        return BACKEND_NO_KEY;
+    if (http_status == 403)
+        return BACKEND_DENIED;
+    if (http_status == 416)
+        return BACKEND_BAD_RANGE;
+    if (http_status >= 500)
+        return BACKEND_UNAVAILABLE;
+    return BACKEND_IO;
+}
+
+bool s3_retryable(const char *code, long http_status)
+{
+    if (code && (strcmp(code, "SlowDown") == 0 || strcmp(code, "InternalError") == 0 ||
+                 strcmp(code, "RequestTimeout") == 0 || strcmp(code, "ServiceUnavailable") == 0))
+        return true;
+    return http_status == 500 || http_status == 502 || http_status == 503 ||
+           http_status == 504;
+}
+
+uint64_t s3_backoff_ms(unsigned attempt, uint64_t base_ms, uint64_t cap_ms, uint64_t rnd)
+{
+    uint64_t ceil = base_ms;
+    for (unsigned i = 0; i < attempt && ceil < cap_ms; i++)
+        ceil *= 2;
+    if (ceil > cap_ms)
+        ceil = cap_ms;
+    return rnd % (ceil + 1);
+}
+
+bool s3_stored_header(const char *name)
+{
+    static const char *const fixed[] = {
+        "content-type", "content-encoding", "content-disposition", "cache-control",
+        "expires", "content-language",
+    };
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        if (strcmp(name, fixed[i]) == 0)
+            return true;
+    return strncmp(name, "x-amz-meta-", 11) == 0 || strncmp(name, "x-amz-checksum-", 15) == 0;
+}
+
+void s3_etag_bare(const char *in, char out[72])
+{
+    size_t l = strlen(in);
+    if (l >= 2 && in[0] == '"' && in[l - 1] == '"') {
+        in++;
+        l -= 2;
+    }
+    if (l > 71)
+        l = 71;
+    memcpy(out, in, l);
+    out[l] = '\0';
+}
+
+int s3_parse_iso8601(const char *s, struct timespec *ts)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    int ms = 0, used = 0;
+    if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+               &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &used) != 6)
+        return -1;
+    const char *p = s + used;
+    if (*p == '.') {
+        int digits = 0;
+        for (p++; *p >= '0' && *p <= '9'; p++, digits++)
+            if (digits < 3)
+                ms = ms * 10 + (*p - '0');
+        for (; digits < 3; digits++)
+            ms *= 10;
+    }
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    time_t t = timegm(&tm);
+    if (t == (time_t)-1)
+        return -1;
+    ts->tv_sec = t;
+    ts->tv_nsec = (long)ms * 1000000L;
+    return 0;
+}
+
+int s3_meta_from_headers(const struct obj_meta *resp, struct obj_meta *m)
+{
+    for (size_t i = 0; i < resp->n_hdrs; i++) {
+        const char *n = resp->hdrs[i].name, *v = resp->hdrs[i].value;
+        if (strcmp(n, "content-length") == 0) {
+            m->size = strtoull(v, NULL, 10);
+        } else if (strcmp(n, "etag") == 0) {
+            s3_etag_bare(v, m->etag);
+        } else if (strcmp(n, "last-modified") == 0) {
+            time_t t = curl_getdate(v, NULL);
+            if (t != (time_t)-1) {
+                m->mtime.tv_sec = t;
+                m->mtime.tv_nsec = 0;
+            }
+        } else if (s3_stored_header(n) && !obj_meta_get_hdr(m, n)) {
+            if (obj_meta_add_hdr(m, n, v) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+int s3_ring_init(struct s3_ring *r, size_t cap)
+{
+    memset(r, 0, sizeof *r);
+    r->buf = malloc(cap ? cap : 1);
+    if (!r->buf)
+        return -1;
+    r->cap = cap;
+    return 0;
+}
+
+void s3_ring_free(struct s3_ring *r)
+{
+    free(r->buf);
+    memset(r, 0, sizeof *r);
+}
+
+bool s3_ring_put(struct s3_ring *r, const void *buf, size_t len)
+{
+    if (len > r->cap - r->len)
+        return false;
+    size_t tail = (r->head + r->len) % (r->cap ? r->cap : 1);
+    size_t first = r->cap - tail < len ? r->cap - tail : len;
+    memcpy(r->buf + tail, buf, first);
+    memcpy(r->buf, (const unsigned char *)buf + first, len - first);
+    r->len += len;
+    return true;
+}
+
+size_t s3_ring_get(struct s3_ring *r, void *out, size_t len)
+{
+    size_t n = len < r->len ? len : r->len;
+    size_t first = r->cap - r->head < n ? r->cap - r->head : n;
+    if (out) {
+        memcpy(out, r->buf + r->head, first);
+        memcpy((unsigned char *)out + first, r->buf, n - first);
+    }
+    r->len -= n;
+    r->head = r->len ? (r->head + n) % r->cap : 0;
+    return n;
+}
+
+enum s3_read_path s3_read_path_pick(bool stream_usable, uint64_t stream_pos, uint64_t off)
+{
+    if (!stream_usable || off < stream_pos)
+        return S3_READ_RANGED;
+    if (off == stream_pos)
+        return S3_READ_STREAM;
+    return off - stream_pos <= S3_STREAM_SKIP_MAX ? S3_READ_SKIP : S3_READ_RANGED;
+}
+
+/* Appends "&name=value" (value encoded) to a query being built. */
+int s3_query_add(char **q, const char *name, const char *value)
+{
+    char *ev = s3_uri_encode(value, false);
+    char *n = NULL;
+    if (!ev || asprintf(&n, "%s%s%s=%s", *q ? *q : "", *q ? "&" : "", name, ev) < 0) {
+        free(ev);
+        return -1;
+    }
+    free(ev);
+    free(*q);
+    *q = n;
+    return 0;
+}
+
+enum backend_status s3_key_check(const char *key)
+{
+    size_t l = strlen(key);
+    if (l == 0)
+        return BACKEND_BAD_KEY;
+    return l > 1024 ? BACKEND_KEY_TOO_LONG : BACKEND_OK;
+}
+
+/* Appends "name: value" of the stored headers of meta; skip_checksums drops
+ * x-amz-checksum-<algo> values (they describe the whole object, not what a
+ * multipart create carries) but keeps a create's x-amz-checksum-algorithm and
+ * x-amz-checksum-type, which the cold S3 then enforces. 0 or -1. */
+int s3_add_meta_headers(struct curl_slist **hl, const struct obj_meta *m,
+                        bool skip_checksums)
+{
+    bool has_ct = false;
+    for (size_t i = 0; m && i < m->n_hdrs; i++) {
+        const char *n = m->hdrs[i].name;
+        bool upload_setting = strcmp(n, "x-amz-checksum-algorithm") == 0 ||
+                              strcmp(n, "x-amz-checksum-type") == 0;
+        if (!s3_stored_header(n) || (upload_setting && !skip_checksums))
+            continue;
+        if (skip_checksums && !upload_setting && strncmp(n, "x-amz-checksum-", 15) == 0)
+            continue;
+        has_ct |= strcmp(n, "content-type") == 0;
+        char *line = NULL;
+        if (asprintf(&line, "%s: %s", n, m->hdrs[i].value) < 0)
+            return -1;
+        struct curl_slist *t = curl_slist_append(*hl, line);
+        free(line);
+        if (!t)
+            return -1;
+        *hl = t;
+    }
+    if (!has_ct) {
+        /* Keep curl from adding a Content-Type of its own. */
+        struct curl_slist *t = curl_slist_append(*hl, "Content-Type:");
+        if (!t)
+            return -1;
+        *hl = t;
+    }
+    return 0;
+}
+
+/* x-amz-copy-source: /bucket/key, the key URI-encoded. */
+char *s3_copy_source_header(const char *cbucket, const char *key)
+{
+    char *ek = s3_uri_encode(key, true);
+    char *h = NULL;
+    if (ek && asprintf(&h, "x-amz-copy-source: /%s/%s", cbucket, ek) < 0)
+        h = NULL;
+    free(ek);
+    return h;
+}

@@ -1,0 +1,418 @@
+/* conf/conf_file.c - the JSON config file: opening it with care (a regular
+ * file, private when it holds secrets), its top-level and "cache" keys and
+ * what each key's value goes through. "users" and "buckets" are read in
+ * conf_users.c, "connections" in connections.c. */
+#include "conf.h"
+#include "conf_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int json_uint(const json_t *v, const char *field, unsigned long long min,
+                     unsigned long long max, unsigned long long *out, char *err, size_t errlen)
+{
+    if (!json_is_integer(v) || json_integer_value(v) < 0
+        || (unsigned long long)json_integer_value(v) < min
+        || (unsigned long long)json_integer_value(v) > max)
+        return conf_fail(err, errlen, "%s: must be an integer from %llu to %llu", field, min, max);
+    *out = (unsigned long long)json_integer_value(v);
+    return 0;
+}
+
+static const char *const cache_keys[] = { "dir", "size", "high_watermark", "low_watermark",
+                                          "fill_workers", "wait_timeout_ms", "on_write",
+                                          "consistency", "read_path", "engine",
+                                          "revalidate_timeout_ms" };
+enum { N_CACHE_KEYS = sizeof cache_keys / sizeof cache_keys[0] };
+_Static_assert(N_CACHE_KEYS == 11, "update cache_keys, CACHE_KEYS_HELP, cache_from_json and "
+               "the example config");
+#define CACHE_KEYS_HELP "dir, size, high_watermark, low_watermark, fill_workers, " \
+                        "wait_timeout_ms, on_write, consistency, read_path, engine, " \
+                        "revalidate_timeout_ms"
+
+/* cache: {"dir": "/nvme/sg", "size": "100GiB", ...}. Each key given replaces
+ * that one setting; the rest keep their values. Whether low_watermark is below
+ * high_watermark is checked in conf_validate, once every source has spoken. */
+static int cache_from_json(struct conf *c, const json_t *v, char *err, size_t errlen)
+{
+    const char *key;
+    json_t *val;
+    unsigned long long n = 0;
+
+    if (!json_is_object(v))
+        return conf_fail(err, errlen, "cache: must be an object like {\"dir\": "
+                         "\"/nvme/shardgate\", \"size\": \"100GiB\"}");
+    json_object_foreach((json_t *)v, key, val) {
+        size_t k = 0;
+        while (k < N_CACHE_KEYS && strcmp(key, cache_keys[k]) != 0)
+            k++;
+        if (k == N_CACHE_KEYS)
+            return conf_fail(err, errlen, "cache: unknown key \"%.64s\" (allowed: " CACHE_KEYS_HELP
+                             ")", key);
+        if (strcmp(key, "dir") == 0) {
+            const char *s = conf_json_cstr(val);
+            if (s == NULL && !json_is_null(val))
+                return conf_fail(err, errlen, "cache.dir: must be a non-empty path, or null for "
+                                 "no cache");
+            if (conf_set_cache_dir(c, "cache.dir", s, err, errlen) != 0)
+                return -1;
+        } else if (strcmp(key, "size") == 0) {
+            if (json_is_integer(val)) {
+                if (json_integer_value(val) < 0
+                    || (uint64_t)json_integer_value(val) < CACHE_SIZE_MIN)
+                    return conf_fail(err, errlen, "cache.size: " SIZE_HELP);
+                c->cache_size = (uint64_t)json_integer_value(val);
+            } else {
+                const char *s = conf_json_cstr(val);
+                if (s == NULL)
+                    return conf_fail(err, errlen, "cache.size: " SIZE_HELP);
+                if (conf_set_cache_size(c, "cache.size", s, err, errlen) != 0)
+                    return -1;
+            }
+        } else if (strcmp(key, "high_watermark") == 0) {
+            if (json_uint(val, "cache.high_watermark", 2, 100, &n, err, errlen) != 0)
+                return -1;
+            c->cache_high_pct = (unsigned)n;
+        } else if (strcmp(key, "low_watermark") == 0) {
+            if (json_uint(val, "cache.low_watermark", 1, 99, &n, err, errlen) != 0)
+                return -1;
+            c->cache_low_pct = (unsigned)n;
+        } else if (strcmp(key, "fill_workers") == 0) {
+            if (json_uint(val, "cache.fill_workers", 1, FILL_WORKERS_MAX, &n, err, errlen) != 0)
+                return -1;
+            c->cache_fill_workers = (unsigned)n;
+        } else if (strcmp(key, "wait_timeout_ms") == 0) {
+            if (json_uint(val, "cache.wait_timeout_ms", WAIT_MIN_MS, WAIT_MAX_MS, &n, err,
+                          errlen) != 0)
+                return -1;
+            c->cache_wait_ms = (unsigned)n;
+        } else if (strcmp(key, "revalidate_timeout_ms") == 0) {
+            if (json_uint(val, "cache.revalidate_timeout_ms", 1, REVALIDATE_MAX_MS, &n, err,
+                          errlen) != 0)
+                return -1;
+            c->cache_revalidate_ms = (unsigned)n;
+        } else if (strcmp(key, "on_write") == 0) {
+            if (!json_is_boolean(val))
+                return conf_fail(err, errlen, "cache.on_write: must be true or false");
+            c->cache_on_write = json_is_true(val);
+        } else if (strcmp(key, "read_path") == 0) {
+            const char *s = conf_json_cstr(val);
+            if (s && strcmp(s, "auto") == 0)
+                c->cache_read_path = CONF_READ_SENDFILE;
+            else if (s && strcmp(s, "sendfile") == 0)
+                c->cache_read_path = CONF_READ_SENDFILE;
+            else if (s && strcmp(s, "io_uring") == 0)
+                c->cache_read_path = CONF_READ_URING;
+            else
+                return conf_fail(err, errlen, "cache.read_path: must be \"auto\", \"sendfile\" or "
+                                 "\"io_uring\"");
+        } else if (strcmp(key, "engine") == 0) {
+            const char *s = conf_json_cstr(val);
+            if (s == NULL)
+                return conf_fail(err, errlen, "cache.engine: must be \"auto\", \"io_uring\" or "
+                                 "\"threads\"");
+            if (conf_set_cache_engine(c, "cache.engine", s, err, errlen) != 0)
+                return -1;
+        } else { /* "consistency" */
+            const char *s = conf_json_cstr(val);
+            if (s == NULL)
+                return conf_fail(err, errlen, "cache.consistency: " CONSISTENCY_HELP, TTL_MAX_S);
+            if (conf_set_consistency(c, "cache.consistency", s, err, errlen) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* One top-level key of the file. String options go through the same setter as
+ * their environment variable and flag; the others are handled in key_apply. */
+struct file_key {
+    const char *name;
+    conf_str_setter set;   /* NULL: not a plain string option */
+    bool null_ok;     /* with set: null is passed on as NULL (turns the option off) */
+};
+
+static const struct file_key file_keys[] = {
+    { "listen", conf_set_listen, false },
+    { "data_dir", conf_set_data_dir, false },
+    { "cold_url", conf_set_cold_url, true },
+    { "cold_ca_path", conf_set_cold_ca_path, true },
+    { "cold_connect_timeout_ms", NULL, false },
+    { "cold_request_timeout_ms", NULL, false },
+    { "cold_first_byte_timeout_ms", NULL, false },
+    { "cold_retries", NULL, false },
+    { "cold_access_key", NULL, false },
+    { "cold_secret_key", NULL, false },
+    { "cold_secret_key_env", NULL, false },
+    { "cold_region", NULL, false },
+    { "cold_virtual_hosted", NULL, false },
+    { "spool_dir", conf_set_spool_dir, false },
+    { "state_dir", conf_set_state_dir, true },
+    { "mpu_max_age", NULL, false },
+    { "cache", NULL, false },
+    { "region", conf_set_region, false },
+    { "vhost_domain", NULL, false },
+    { "threads", NULL, false },
+    { "log_level", conf_set_log_level, false },
+    { "shutdown_grace_s", NULL, false },
+    { "prefetch_keep_s", NULL, false },
+    { "max_xml_body", NULL, false },
+    { "max_header_bytes", NULL, false },
+    { "metrics_public", NULL, false },
+    { "sigv2", NULL, false },
+    { "users", NULL, false },
+    { "buckets", NULL, false },
+    { "connections", NULL, false },
+    { "log_format", conf_set_log_format, false },
+    { "log_file", conf_set_log_file, true },
+};
+enum { N_FILE_KEYS = sizeof file_keys / sizeof file_keys[0] };
+_Static_assert(N_FILE_KEYS == 32, "update file_keys, FILE_KEYS_HELP, key_apply and the "
+               "example config");
+
+#define FILE_KEYS_HELP "listen, data_dir, cold_url, cold_ca_path, cold_connect_timeout_ms, " \
+                       "cold_request_timeout_ms, cold_first_byte_timeout_ms, "                 \
+                       "cold_retries, cold_access_key, "                                       \
+                       "cold_secret_key, cold_secret_key_env, cold_region, "                   \
+                       "cold_virtual_hosted, spool_dir, state_dir, mpu_max_age, cache, "       \
+                       "region, "                                                              \
+                       "vhost_domain, threads, log_level, shutdown_grace_s, prefetch_keep_s, " \
+                       "max_xml_body, max_header_bytes, metrics_public, sigv2, users, buckets, " \
+                       "connections, log_format, log_file"
+
+static int key_apply(struct conf *c, const struct file_key *k, const json_t *v, char *err,
+                     size_t errlen)
+{
+    unsigned long long n = 0;
+
+    if (k->set != NULL) {
+        if (k->null_ok && json_is_null(v))
+            return k->set(c, k->name, NULL, err, errlen);
+        const char *s = conf_json_cstr(v);
+        if (s == NULL)
+            return conf_fail(err, errlen, "%s: must be a string%s", k->name,
+                             k->null_ok ? " or null" : "");
+        return k->set(c, k->name, s, err, errlen);
+    }
+    if (strcmp(k->name, "vhost_domain") == 0) {
+        if (json_is_null(v))
+            return conf_set_vhost_domain(c, k->name, NULL, err, errlen);
+        const char *s = conf_json_cstr(v);
+        if (s == NULL || s[0] == '\0')
+            return conf_fail(err, errlen, "vhost_domain: must be a non-empty string or null");
+        return conf_set_vhost_domain(c, k->name, s, err, errlen);
+    }
+    if (strcmp(k->name, "threads") == 0) {
+        if (json_uint(v, k->name, 0, THREADS_MAX, &n, err, errlen) != 0)
+            return -1;
+        c->threads = (unsigned)n;
+        return 0;
+    }
+    if (strcmp(k->name, "shutdown_grace_s") == 0) {
+        if (json_uint(v, k->name, 0, GRACE_MAX_S, &n, err, errlen) != 0)
+            return -1;
+        c->shutdown_grace_s = (unsigned)n;
+        return 0;
+    }
+    if (strcmp(k->name, "prefetch_keep_s") == 0) {
+        if (json_uint(v, k->name, 1, 30u * 86400, &n, err, errlen) != 0)
+            return -1;
+        c->prefetch_keep_s = (unsigned)n;
+        return 0;
+    }
+    if (strcmp(k->name, "max_xml_body") == 0) {
+        if (json_uint(v, k->name, XML_BODY_MIN, XML_BODY_MAX, &n, err, errlen) != 0)
+            return -1;
+        c->max_xml_body = n;
+        return 0;
+    }
+    if (strcmp(k->name, "max_header_bytes") == 0) {
+        if (json_uint(v, k->name, HEADER_MIN, HEADER_MAX, &n, err, errlen) != 0)
+            return -1;
+        c->max_header_bytes = (unsigned)n;
+        return 0;
+    }
+    if (strcmp(k->name, "cold_connect_timeout_ms") == 0) {
+        if (json_uint(v, k->name, 1, CONNECT_TIMEOUT_MAX_MS, &n, err, errlen) != 0)
+            return -1;
+        c->cold_connect_timeout_ms = (unsigned)n;
+        return 0;
+    }
+    if (strcmp(k->name, "cold_request_timeout_ms") == 0) {
+        if (json_uint(v, k->name, 1, REQUEST_TIMEOUT_MAX_MS, &n, err, errlen) != 0)
+            return -1;
+        c->cold_request_timeout_ms = (unsigned)n;
+        return 0;
+    }
+    if (strcmp(k->name, "cold_first_byte_timeout_ms") == 0) {
+        if (json_uint(v, k->name, 1, FIRST_BYTE_MAX_MS, &n, err, errlen) != 0)
+            return -1;
+        c->cold_first_byte_timeout_ms = (unsigned)n;
+        return 0;
+    }
+    if (strcmp(k->name, "cold_retries") == 0) {
+        if (json_uint(v, k->name, 0, RETRIES_MAX, &n, err, errlen) != 0)
+            return -1;
+        c->cold_retries = (unsigned)n;
+        return 0;
+    }
+    if (strcmp(k->name, "cold_virtual_hosted") == 0) {
+        if (!json_is_boolean(v))
+            return conf_fail(err, errlen, "cold_virtual_hosted: must be true or false");
+        c->cold_virtual_hosted = json_is_true(v);
+        return 0;
+    }
+    if (strcmp(k->name, "cold_access_key") == 0 || strcmp(k->name, "cold_secret_key") == 0 ||
+        strcmp(k->name, "cold_region") == 0) {
+        const char *s = conf_json_cstr(v);
+        if (s == NULL || s[0] == '\0')
+            return conf_fail(err, errlen, "%s: must be a non-empty string", k->name);
+        char **dst = k->name[5] == 'a' ? &c->cold_access_key
+                     : k->name[5] == 's' ? &c->cold_secret_key : &c->cold_region;
+        if (conf_replace_str(dst, s) != 0)
+            return conf_fail(err, errlen, "%s: out of memory", k->name);
+        return 0;
+    }
+    if (strcmp(k->name, "cold_secret_key_env") == 0) {
+        const char *name = conf_json_cstr(v);
+        const char *val = name && name[0] ? getenv(name) : NULL;
+        if (name == NULL || name[0] == '\0')
+            return conf_fail(err, errlen, "cold_secret_key_env: must name an environment variable");
+        if (val == NULL || val[0] == '\0')
+            return conf_fail(err, errlen, "cold_secret_key_env: the variable %s is not set", name);
+        if (conf_replace_str(&c->cold_secret_key, val) != 0)
+            return conf_fail(err, errlen, "cold_secret_key_env: out of memory");
+        return 0;
+    }
+    if (strcmp(k->name, "mpu_max_age") == 0) {
+        if (json_is_string(v))
+            return conf_set_mpu_max_age(c, k->name, json_string_value(v), err, errlen);
+        if (json_uint(v, k->name, 0, MPU_MAX_AGE_MAX_S, &n, err, errlen) != 0)
+            return conf_fail(err, errlen, "mpu_max_age: " MPU_MAX_AGE_HELP);
+        c->mpu_max_age_s = (unsigned)n;
+        return 0;
+    }
+    if (strcmp(k->name, "metrics_public") == 0) {
+        if (!json_is_boolean(v))
+            return conf_fail(err, errlen, "metrics_public: must be true or false");
+        c->metrics_public = json_is_true(v);
+        return 0;
+    }
+    if (strcmp(k->name, "sigv2") == 0) {
+        if (!json_is_boolean(v))
+            return conf_fail(err, errlen, "sigv2: must be true or false");
+        c->sigv2 = json_is_true(v);
+        return 0;
+    }
+    if (strcmp(k->name, "cache") == 0)
+        return cache_from_json(c, v, err, errlen);
+    if (strcmp(k->name, "connections") == 0)
+        return conf_connections_from_json(c, v, err, errlen);
+    if (strcmp(k->name, "buckets") == 0)
+        return conf_buckets_from_json(c, v, err, errlen);
+    /* "users" */
+    return conf_users_from_json(c, v, err, errlen);
+}
+
+static int conf_apply_json(struct conf *c, json_t *root, char *err, size_t errlen)
+{
+    const char *key;
+    json_t *val;
+
+    if (!json_is_object(root))
+        return conf_fail(err, errlen, "top level: must be a JSON object");
+    json_object_foreach(root, key, val) {
+        const struct file_key *k = NULL;
+        for (size_t i = 0; i < N_FILE_KEYS && k == NULL; i++) {
+            if (strcmp(key, file_keys[i].name) == 0)
+                k = &file_keys[i];
+        }
+        if (k == NULL)
+            return conf_fail(err, errlen, "unknown key \"%.64s\" (allowed: " FILE_KEYS_HELP ")",
+                             key);
+        if (key_apply(c, k, val, err, errlen) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* True when some user carries "secret_key" in the file itself (or when
+ * "users" is not even a well-formed list, to stay on the safe side). A file
+ * whose users all take secret_key_env holds no secret and may be readable. */
+static bool file_holds_secrets(const json_t *users)
+{
+    if (users == NULL)
+        return false;
+    if (!json_is_array(users))
+        return true;
+    for (size_t i = 0; i < json_array_size(users); i++) {
+        const json_t *u = json_array_get(users, i);
+        if (!json_is_object(u) || json_object_get(u, "secret_key") != NULL)
+            return true;
+    }
+    return false;
+}
+
+int conf_load_file(struct conf *c, const char *path, char *err, size_t errlen)
+{
+    char msg[512];
+    json_error_t jerr;
+    struct stat st;
+    struct conf tmp;
+    json_t *root = NULL;
+    int rc = -1;
+
+    conf_err_clear(err, errlen);
+    /* O_NONBLOCK so a FIFO given by mistake is refused below instead of
+     * blocking start-up; it changes nothing for regular files. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) {
+        int e = errno;
+        return conf_fail(err, errlen, "%s: cannot open: %s", path, strerror(e));
+    }
+    /* fstat the descriptor we read, not the path, so the mode we check is the
+     * mode of the file we load. */
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        conf_fail(err, errlen, "%s: cannot stat: %s", path, strerror(e));
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        conf_fail(err, errlen, "%s: not a regular file", path);
+        goto out;
+    }
+    root = json_loadfd(fd, JSON_REJECT_DUPLICATES, &jerr);
+    if (root == NULL) {
+        conf_fail(err, errlen, "%s: invalid JSON at line %d, column %d: %s", path, jerr.line,
+                  jerr.column, jerr.text);
+        goto out;
+    }
+    if (json_is_object(root) &&
+        (file_holds_secrets(json_object_get(root, "users")) ||
+         json_object_get(root, "cold_secret_key") != NULL) &&
+        (st.st_mode & 077) != 0) {
+        conf_fail(err, errlen, "%s: holds secret keys but its mode %04o lets group or others "
+                  "access it; run chmod 600 %s", path, (unsigned)(st.st_mode & 07777), path);
+        goto out;
+    }
+    if (conf_copy(&tmp, c) != 0) {
+        conf_fail(err, errlen, "%s: out of memory", path);
+        goto out;
+    }
+    if (conf_apply_json(&tmp, root, msg, sizeof msg) != 0) {
+        conf_free(&tmp);
+        conf_fail(err, errlen, "%s: %s", path, msg);
+        goto out;
+    }
+    conf_commit(c, &tmp);
+    rc = 0;
+out:
+    json_decref(root);
+    close(fd);
+    return rc;
+}
