@@ -1,5 +1,6 @@
 /* common/buf.c - the capped growable buffer of buf.h. */
 #include "buf.h"
+#include "encoding.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -52,24 +53,13 @@ bool sg_buf_addc(struct sg_buf *b, char c)
     return sg_buf_add(b, &c, 1);
 }
 
-static bool unreserved(unsigned char c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '.' || c == '_' || c == '~';
-}
-
 bool sg_buf_add_uri(struct sg_buf *b, const char *s, size_t n, bool keep_slash)
 {
-    static const char digits[] = "0123456789ABCDEF";
-    size_t start = 0;       /* a run of bytes that stay is added at once */
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (unreserved(c) || (keep_slash && c == '/'))
-            continue;
-        sg_buf_add(b, s + start, i - start);
-        char esc[3] = { '%', digits[c >> 4], digits[c & 15] };
-        sg_buf_add(b, esc, 3);
-        start = i + 1;
+    /* encoded a slice at a time on the stack: no allocation per call */
+    char enc[3 * 256 + 1];
+    for (size_t i = 0; i < n; i += 256) {
+        size_t k = n - i < 256 ? n - i : 256;
+        sg_buf_add(b, enc, sg_uri_encode(s + i, k, keep_slash, enc));
     }
-    return sg_buf_add(b, s + start, n - start);
+    return sg_buf_add(b, "", 0);
 }

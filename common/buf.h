@@ -9,6 +9,9 @@
 
 enum { SG_BUF_OVER = 1, SG_BUF_NOMEM = 2 };
 
+/* The buffer owns p (sg_buf_free frees it). Readers use p and len directly
+ * but keep no pointer into p across an append: growing moves it. One owner
+ * at a time; no locking. */
 struct sg_buf {
     char *p;          /* NULL until something is added, then NUL-terminated */
     size_t len, cap, max;
@@ -25,8 +28,9 @@ void sg_buf_free(struct sg_buf *b);
 bool sg_buf_add(struct sg_buf *b, const void *d, size_t n);
 bool sg_buf_adds(struct sg_buf *b, const char *s);
 bool sg_buf_addc(struct sg_buf *b, char c);
-/* Appends s[0..n) URI-encoded as AWS signs it: A-Z a-z 0-9 - . _ ~ stay,
- * '/' stays when keep_slash, every other byte becomes %XX (upper case). */
+/* Appends s[0..n) URI-encoded as AWS signs it (sg_uri_encode of
+ * encoding.h): A-Z a-z 0-9 - . _ ~ stay, '/' stays when keep_slash, every
+ * other byte becomes %XX (upper case). */
 bool sg_buf_add_uri(struct sg_buf *b, const char *s, size_t n, bool keep_slash);
 
 #endif

@@ -1,4 +1,4 @@
-/* common/encoding.c - hex, base64 and percent-decoding of encoding.h. */
+/* common/encoding.c - hex, base64 and percent-encoding of encoding.h. */
 #include "encoding.h"
 
 #include <string.h>
@@ -104,18 +104,58 @@ long sg_b64_decode(const char *in, size_t n, void *dst, size_t cap)
     return (long)o;
 }
 
-size_t sg_pct_decode(const char *s, size_t n, char *out, bool plus_is_space)
+static bool unreserved(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           c == '-' || c == '.' || c == '_' || c == '~';
+}
+
+size_t sg_uri_encode(const char *s, size_t n, bool keep_slash, char *out)
+{
+    static const char digits[] = "0123456789ABCDEF";
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (unreserved(c) || (keep_slash && c == '/')) {
+            out[o++] = (char)c;
+        } else {
+            out[o++] = '%';
+            out[o++] = digits[c >> 4];
+            out[o++] = digits[c & 15];
+        }
+    }
+    out[o] = '\0';
+    return o;
+}
+
+/* Both decoders: strict stops at a bad escape with -1, lenient keeps it. */
+static long pct_decode(const char *s, size_t n, char *out, bool plus_is_space, bool strict)
 {
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
-        int h, l;
-        if (s[i] == '%' && i + 2 < n && (h = sg_hexval((unsigned char)s[i + 1])) >= 0 &&
-            (l = sg_hexval((unsigned char)s[i + 2])) >= 0) {
+        int h = -1, l = -1;
+        if (s[i] == '%' && i + 2 < n) {
+            h = sg_hexval((unsigned char)s[i + 1]);
+            l = sg_hexval((unsigned char)s[i + 2]);
+        }
+        if (h >= 0 && l >= 0) {
             out[o++] = (char)(h << 4 | l);
             i += 2;
+        } else if (s[i] == '%' && strict) {
+            return -1;
         } else {
             out[o++] = plus_is_space && s[i] == '+' ? ' ' : s[i];
         }
     }
-    return o;
+    return (long)o;
+}
+
+size_t sg_pct_decode(const char *s, size_t n, char *out, bool plus_is_space)
+{
+    return (size_t)pct_decode(s, n, out, plus_is_space, false);
+}
+
+long sg_pct_decode_strict(const char *s, size_t n, char *out, bool plus_is_space)
+{
+    return pct_decode(s, n, out, plus_is_space, true);
 }

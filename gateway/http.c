@@ -190,24 +190,9 @@ char *gw_pct_decode(struct gw_arena *a, const char *s, size_t n, bool plus_is_sp
     char *out = gw_arena_alloc(a, n + 1);
     if (!out)
         return NULL;
-    size_t j = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (c == '%') {
-            if (i + 2 >= n)
-                return NULL;
-            int h = sg_hexval((unsigned char)s[i + 1]), l = sg_hexval((unsigned char)s[i + 2]);
-            if (h < 0 || l < 0)
-                return NULL;
-            c = (char)(h * 16 + l);
-            i += 2;
-        } else if (c == '+' && plus_is_space) {
-            c = ' ';
-        }
-        if (c == '\0')
-            return NULL;
-        out[j++] = c;
-    }
-    out[j] = '\0';
+    long len = sg_pct_decode_strict(s, n, out, plus_is_space);
+    if (len < 0 || memchr(out, '\0', (size_t)len))
+        return NULL;
+    out[len] = '\0';
     return out;
 }

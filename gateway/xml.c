@@ -9,7 +9,7 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 
-#include "buf.h"
+#include "encoding.h"
 #include "gw_int.h"
 
 #define S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
@@ -57,13 +57,16 @@ int gw_xml_begin(struct gw_buf *b, const char *root)
 
 int gw_url_encode(struct gw_buf *b, const char *s, bool keep_slash)
 {
-    /* one AWS URI encoder for the tree (common/buf.h), at the cost of a copy */
-    size_t n = strlen(s);
-    struct sg_buf e;
-    sg_buf_init(&e, 3 * n);
-    bool ok = sg_buf_add_uri(&e, s, n, keep_slash) && gw_buf_append(b, e.p, e.len) == 0;
-    sg_buf_free(&e);
-    return ok ? 0 : -1;
+    /* common/encoding.h's encoder, a slice at a time on the stack */
+    char enc[3 * 256 + 1];
+    for (size_t n = strlen(s); n > 0;) {
+        size_t k = n < 256 ? n : 256;
+        if (gw_buf_append(b, enc, sg_uri_encode(s, k, keep_slash, enc)) != 0)
+            return -1;
+        s += k;
+        n -= k;
+    }
+    return 0;
 }
 
 /* ---- parsing ---- */

@@ -1,6 +1,7 @@
-/* tests/unit/test_common_encoding.c - hex, base64 and percent-decoding of
+/* tests/unit/test_common_encoding.c - hex, base64 and percent-encoding of
  * common/encoding.h: round trips, both hex cases, strict base64 (RFC 4648
- * vectors; padding required), and what percent-decoding keeps literally. */
+ * vectors; padding required), URI encoding of every byte and back, and what
+ * percent-decoding keeps literally (lenient) or refuses (strict). */
 #include <CUnit/CUnit.h>
 #include <stdint.h>
 #include <string.h>
@@ -98,6 +99,74 @@ static void pct_decode_keeps_bad_escapes_and_reads_plus_as_asked(void)
     CU_ASSERT_EQUAL(nul[0], '\0');
 }
 
+static bool unreserved(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           c == '-' || c == '.' || c == '_' || c == '~';
+}
+
+/* Every byte value, at every position of a slice: encoding keeps exactly
+ * the unreserved bytes (and '/' when asked), writes %XX upper case for the
+ * rest, and decoding (lenient and strict) gives the bytes back. */
+static void uri_encode_round_trips_every_byte(void)
+{
+    char in[512], enc[3 * 512 + 1], dec[3 * 512];
+    for (size_t i = 0; i < sizeof in; i++)
+        in[i] = (char)(i * 7 + 3);                  /* each byte value twice */
+    for (int keep = 0; keep < 2; keep++) {
+        size_t n = sg_uri_encode(in, sizeof in, keep, enc);
+        CU_ASSERT_EQUAL(strlen(enc), n);
+        size_t want = 0;
+        for (size_t i = 0; i < sizeof in; i++) {
+            unsigned char c = (unsigned char)in[i];
+            want += unreserved(c) || (keep && c == '/') ? 1 : 3;
+        }
+        CU_ASSERT_EQUAL(n, want);
+        for (size_t i = 0; i < n; i++) {
+            unsigned char c = (unsigned char)enc[i];
+            if (c == '%') {
+                CU_ASSERT_TRUE(i + 2 < n && strchr("0123456789ABCDEF", enc[i + 1]) &&
+                               strchr("0123456789ABCDEF", enc[i + 2]));
+                i += 2;
+            } else {
+                CU_ASSERT_TRUE(unreserved(c) || (keep && c == '/'));
+            }
+        }
+        CU_ASSERT_EQUAL(sg_pct_decode(enc, n, dec, false), sizeof in);
+        CU_ASSERT_EQUAL(memcmp(dec, in, sizeof in), 0);
+        CU_ASSERT_EQUAL(sg_pct_decode_strict(enc, n, dec, true), (long)sizeof in);
+        CU_ASSERT_EQUAL(memcmp(dec, in, sizeof in), 0);
+    }
+    CU_ASSERT_EQUAL(sg_uri_encode("", 0, false, enc), 0);
+    CU_ASSERT_STRING_EQUAL(enc, "");
+    CU_ASSERT_EQUAL(sg_uri_encode("a b/c+d~\xE2\x82\xAC", 11, true, enc), 21);
+    CU_ASSERT_STRING_EQUAL(enc, "a%20b/c%2Bd~%E2%82%AC");
+}
+
+static void pct_decode_strict_refuses_cut_or_foreign_escapes(void)
+{
+    static const struct { const char *in; bool plus; const char *out; } cases[] = {
+        { "a%20b", false, "a b" }, { "%2f%2F", false, "//" }, { "a+b", false, "a+b" },
+        { "a+b", true, "a b" }, { "%2B+", true, "+ " }, { "", false, "" },
+        { "%", false, NULL }, { "%4", false, NULL }, { "x%4", false, NULL },
+        { "%zz", false, NULL }, { "%%41", false, NULL }, { "a%g0", true, NULL },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[16];
+        long n = sg_pct_decode_strict(cases[i].in, strlen(cases[i].in), out, cases[i].plus);
+        if (!cases[i].out) {
+            CU_ASSERT_EQUAL(n, -1);
+            continue;
+        }
+        CU_ASSERT_FATAL(n >= 0);
+        out[n] = '\0';
+        CU_ASSERT_STRING_EQUAL(out, cases[i].out);
+    }
+    char nul[4];
+    CU_ASSERT_EQUAL(sg_pct_decode_strict("%00", 3, nul, false), 1);   /* the caller decides */
+    CU_ASSERT_EQUAL(nul[0], '\0');
+}
+
 int register_tests(void)
 {
     static const struct cu_test tests[] = {
@@ -108,6 +177,9 @@ int register_tests(void)
         { "base64_is_strict", base64_is_strict },
         { "pct_decode_keeps_bad_escapes_and_reads_plus_as_asked",
           pct_decode_keeps_bad_escapes_and_reads_plus_as_asked },
+        { "uri_encode_round_trips_every_byte", uri_encode_round_trips_every_byte },
+        { "pct_decode_strict_refuses_cut_or_foreign_escapes",
+          pct_decode_strict_refuses_cut_or_foreign_escapes },
     };
     return cu_add_suite("common_encoding", NULL, NULL, tests, CU_N(tests));
 }
