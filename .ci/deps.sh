@@ -6,7 +6,8 @@
 set -euo pipefail
 want=(build-essential cmake pkg-config libmicrohttpd-dev liburing-dev libjansson-dev
       libxml2-dev libssl-dev libcurl4-openssl-dev
-      libisal-dev)   # ISA-L: CRC32 / CRC32C of common/crc.c
+      libisal-dev    # ISA-L: CRC-32 / CRC-32C of common/crc.c
+      zlib1g-dev)    # zlib: bench/crc_speed's reference row (configured with the tree)
 if [ "${1:-build}" = test ]; then
   want+=(libcunit1-dev python3 python3-boto3 awscli curl clang libclang-rt-14-dev
          nginx wrk s3cmd)

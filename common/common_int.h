@@ -1,7 +1,8 @@
 /* common/common_int.h - what the common library's files share and its unit
  * tests look at: how sg_crc32c cuts a buffer for ISA-L, and the two
  * CRC-64/NVME implementations behind sg_crc64nvme.
- * Only common/ and tests/unit/test_common_*.c include this. */
+ * Only common/, tests/unit/test_common_*.c and bench/crc_speed.c include
+ * this. */
 #ifndef SHARDGATE_COMMON_INT_H
 #define SHARDGATE_COMMON_INT_H
 
