@@ -1,5 +1,6 @@
 /* tests/unit/test_common_crc.c - the CRCs of common/crc.h: the published check
- * values, equality with a bit-at-a-time reference for any split and alignment,
+ * values, equality with a bit-at-a-time reference for any split and alignment
+ * (every split of every length up to 300 at 16 offsets, random ones beyond),
  * the PCLMULQDQ folding of CRC-64/NVME equal to its tables on random lengths,
  * alignments, starting registers and splits, and CRC-32C handed to ISA-L in
  * pieces (it takes an int length). */
@@ -82,6 +83,35 @@ static void crcs_match_bitwise_reference_for_any_split_and_alignment(void)
     }
 }
 
+/* Every length 0..300 at every offset 0..15 (unaligned starts), cut at
+ * every point (both halves of odd and even sizes, the empty ones too): the
+ * CRC continued over the two pieces equals the one-shot CRC, and the
+ * one-shot CRC equals the bit-at-a-time reference. */
+static void every_split_of_lengths_0_to_300_at_any_offset_equals_one_shot(void)
+{
+    static uint8_t buf[300 + 16];
+    srand(3);
+    for (size_t i = 0; i < sizeof buf; i++)
+        buf[i] = (uint8_t)rand();
+    unsigned bad = 0;
+    for (size_t off = 0; off < 16; off++) {
+        for (size_t n = 0; n <= 300; n++) {
+            const uint8_t *p = buf + off;
+            uint32_t w32 = sg_crc32(0, p, n), w32c = sg_crc32c(0, p, n);
+            uint64_t w64 = sg_crc64nvme(0, p, n);
+            bad += w32 != ref_crc32(0xEDB88320u, p, n);
+            bad += w32c != ref_crc32(0x82F63B78u, p, n);
+            bad += w64 != ref_crc64(p, n);
+            for (size_t cut = 0; cut <= n; cut++) {
+                bad += sg_crc32(sg_crc32(0, p, cut), p + cut, n - cut) != w32;
+                bad += sg_crc32c(sg_crc32c(0, p, cut), p + cut, n - cut) != w32c;
+                bad += sg_crc64nvme(sg_crc64nvme(0, p, cut), p + cut, n - cut) != w64;
+            }
+        }
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
 static uint64_t rand64(void)
 {
     return (uint64_t)rand() << 62 ^ (uint64_t)rand() << 31 ^ (uint64_t)rand();
@@ -152,6 +182,8 @@ int register_tests(void)
           crc64nvme_check_string_repeated_through_the_folding },
         { "crcs_match_bitwise_reference_for_any_split_and_alignment",
           crcs_match_bitwise_reference_for_any_split_and_alignment },
+        { "every_split_of_lengths_0_to_300_at_any_offset_equals_one_shot",
+          every_split_of_lengths_0_to_300_at_any_offset_equals_one_shot },
         { "crc64nvme_clmul_equals_table_on_random_lengths_alignments_splits",
           crc64nvme_clmul_equals_table_on_random_lengths_alignments_splits },
         { "crc32c_in_pieces_of_any_size_equals_one_call",
