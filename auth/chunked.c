@@ -109,10 +109,7 @@ static enum auth_status size_line(struct auth_chunk_dec *d)
         n--;
     auth_trim_ows(&s, &n);
     for (; i < n; i++) {
-        int c = (unsigned char)s[i];
-        int v = c >= '0' && c <= '9' ? c - '0'
-              : c >= 'a' && c <= 'f' ? c - 'a' + 10
-              : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        int v = sg_hexval((unsigned char)s[i]);
         if (v < 0)
             break;
         size = size * 16 + (uint64_t)v;
