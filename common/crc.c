@@ -9,7 +9,10 @@
 
 uint32_t sg_crc32(uint32_t crc, const void *buf, size_t n)
 {
-    /* crc32_gzip_refl is zlib's crc32: the inversions are inside */
+    /* crc32_gzip_refl is zlib's crc32: the inversions are inside. Nothing
+     * to do for n == 0, whatever buf is (NULL included). */
+    if (n == 0)
+        return crc;
     return crc32_gzip_refl(crc, buf, n);
 }
 

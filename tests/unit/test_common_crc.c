@@ -26,6 +26,8 @@ static void check_values_of_123456789(void)
     CU_ASSERT_EQUAL(sg_crc32c(0, "", 0), 0);
     CU_ASSERT_EQUAL(sg_crc64nvme(0, "", 0), 0);
     CU_ASSERT_EQUAL(sg_crc32c(0, NULL, 0), 0);
+    CU_ASSERT_EQUAL(sg_crc32(0x1234u, NULL, 0), 0x1234u);
+    CU_ASSERT_EQUAL(sg_crc64nvme(0x1234u, NULL, 0), 0x1234u);
 }
 
 /* "123456789" 16 times over (144 bytes: one 128-byte stride of the folding
