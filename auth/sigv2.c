@@ -181,12 +181,8 @@ static bool query_value(const struct qseg *segs, size_t n, const char *name,
     return false;
 }
 
-/* The bucket a virtual-hosted Host header names, exactly as the gateway
- * reads it (gateway/request.c vhost_bucket): "<bucket>.<vhost_domain>" with
- * an optional port. Returns its length, 0 when the request is path-style. */
-static size_t vhost_bucket(const struct auth_req *r, const char *domain, const char **b)
+size_t auth_vhost_bucket(const char *host, const char *domain)
 {
-    const char *host = auth_req_header(r, "host", NULL);
     if (!domain || !*domain || !host)
         return 0;
     size_t hlen = strlen(host);
@@ -197,8 +193,15 @@ static size_t vhost_bucket(const struct auth_req *r, const char *domain, const c
     if (hlen <= dlen + 1 || host[hlen - dlen - 1] != '.' ||
         strncasecmp(host + hlen - dlen, domain, dlen) != 0)
         return 0;
-    *b = host;
     return hlen - dlen - 1;
+}
+
+/* The request's virtual-hosted bucket (*b, its length returned), 0 when
+ * path-style. */
+static size_t vhost_bucket(const struct auth_req *r, const char *domain, const char **b)
+{
+    *b = auth_req_header(r, "host", NULL);
+    return auth_vhost_bucket(*b, domain);
 }
 
 /* One standard header line: the header's value, else (presigned) the

@@ -941,10 +941,32 @@ static int suite_clean(void)
     return 0;
 }
 
+/* The Host reading the gateway routes by and SigV2 signs by. */
+static void vhost_bucket_is_the_host_below_the_domain(void)
+{
+    static const struct { const char *host, *domain; size_t want; } cases[] = {
+        { "b.s3.amazonaws.com", DOMAIN, 1 },
+        { "my.bucket.S3.Amazonaws.COM:9000", DOMAIN, 9 },
+        { "s3.amazonaws.com", DOMAIN, 0 },
+        { ".s3.amazonaws.com", DOMAIN, 0 },
+        { "xs3.amazonaws.com", DOMAIN, 0 },
+        { "b.s3.amazonaws.com.evil", DOMAIN, 0 },
+        { "127.0.0.1:9000", DOMAIN, 0 },
+        { "[::1]:9000", "1]", 0 },
+        { "b.s3.amazonaws.com", "", 0 },
+        { "b.s3.amazonaws.com", NULL, 0 },
+        { NULL, DOMAIN, 0 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CU_ASSERT_EQUAL(auth_vhost_bucket(cases[i].host, cases[i].domain), cases[i].want);
+}
+
 int register_tests(void)
 {
     static const struct cu_test tests[] = {
         { "aws_doc_examples_verify", aws_doc_examples_verify },
+        { "vhost_bucket_is_the_host_below_the_domain",
+          vhost_bucket_is_the_host_below_the_domain },
         { "aws_doc_upload_string_to_sign", aws_doc_upload_string_to_sign },
         { "boto3_vectors_verify_ok", boto3_vectors_verify_ok },
         { "every_signed_element_changed_gives_signature_mismatch",
