@@ -2,23 +2,13 @@
  * (errors, bucket and object listings, multipart results) with libxml2.
  * Pure functions on a memory buffer: tested by tests/unit/test_backend_s3.c. */
 #include "s3_int.h"
+#include "encoding.h"
 
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 static xmlDocPtr xml_parse(const char *xml, size_t len)
 {
@@ -74,19 +64,7 @@ static bool child_text(const xmlNode *n, const char *name, char *out, size_t cap
  * %2B, so '+' is a space for all of them. */
 static void url_decode(char *s)
 {
-    char *o = s;
-    for (char *p = s; *p; p++) {
-        int hi, lo;
-        if (p[0] == '%' && (hi = hexval(p[1])) >= 0 && (lo = hexval(p[2])) >= 0) {
-            *o++ = (char)(hi * 16 + lo);
-            p += 2;
-        } else if (*p == '+') {
-            *o++ = ' ';
-        } else {
-            *o++ = *p;
-        }
-    }
-    *o = '\0';
+    s[sg_pct_decode(s, strlen(s), s, true)] = '\0';
 }
 
 static uint64_t child_u64(const xmlNode *n, const char *name)

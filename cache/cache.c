@@ -75,7 +75,7 @@ struct cache {
     struct backend *cold;
     struct cache_conf cf;        /* strings and bucket table borrowed */
     char *dir;
-    struct conf_dirlock *lock;   /* one gateway per cache directory (NULL: no flock) */
+    struct sg_dirlock *lock;     /* one gateway per cache directory (NULL: no flock) */
 
     pthread_mutex_t mu;
     pthread_cond_t work;         /* signalled when the queue grows or on stop */
@@ -1254,14 +1254,14 @@ static int cache_dir_lock(struct cache *c)
 {
     char msg[768];
     int e;
-    switch (conf_dirlock_take(c->dir, "cache directory", &c->lock, &e, msg, sizeof msg)) {
-    case CONF_DIRLOCK_OK:
+    switch (sg_dirlock_take(c->dir, "cache directory", &c->lock, &e, msg, sizeof msg)) {
+    case SG_DIRLOCK_OK:
         return 0;
-    case CONF_DIRLOCK_UNSUPPORTED:
-    case CONF_DIRLOCK_ERRNO:
+    case SG_DIRLOCK_UNSUPPORTED:
+    case SG_DIRLOCK_ERRNO:
         log_msg(LOG_LVL_WARN, "cache", "%s", msg);
         return 0;
-    case CONF_DIRLOCK_BUSY:
+    case SG_DIRLOCK_BUSY:
         break;
     }
     log_msg(LOG_LVL_ERROR, "cache", "%s", msg);
@@ -1274,18 +1274,18 @@ static int cache_dir_lock(struct cache *c)
 static int cache_dir_claim(void *arg, char *why, size_t len)
 {
     struct cache *c = arg;
-    struct conf_dirlock *old = c->lock;
+    struct sg_dirlock *old = c->lock;
     c->lock = NULL;
-    conf_dirlock_release(old);   /* ours: released before we take the new file's */
+    sg_dirlock_release(old);   /* ours: released before we take the new file's */
     int e;
-    switch (conf_dirlock_take(c->dir, "cache directory", &c->lock, &e, why, len)) {
-    case CONF_DIRLOCK_OK:
+    switch (sg_dirlock_take(c->dir, "cache directory", &c->lock, &e, why, len)) {
+    case SG_DIRLOCK_OK:
         return 0;
-    case CONF_DIRLOCK_UNSUPPORTED:
+    case SG_DIRLOCK_UNSUPPORTED:
         log_msg(LOG_LVL_WARN, "cache", "%s", why);
         return 0;
-    case CONF_DIRLOCK_BUSY:
-    case CONF_DIRLOCK_ERRNO:
+    case SG_DIRLOCK_BUSY:
+    case SG_DIRLOCK_ERRNO:
         break;
     }
     return -1;
@@ -1327,7 +1327,7 @@ int cache_open(const struct cache_conf *cf, struct backend *cold, struct cache *
         rc = -1;
     }
     if (rc != 0) {   /* logged */
-        conf_dirlock_release(c->lock);
+        sg_dirlock_release(c->lock);
         pthread_cond_destroy(&c->work);
         pthread_mutex_destroy(&c->mu);
         free(c->dir);
@@ -1400,7 +1400,7 @@ void cache_close(struct cache *c)
     if (c->pf)
         cache_prefetch_free(c->pf);
     cidx_close(c->idx);
-    conf_dirlock_release(c->lock);   /* after the index is persisted */
+    sg_dirlock_release(c->lock);   /* after the index is persisted */
     free(c->workers);
     pthread_cond_destroy(&c->work);
     pthread_mutex_destroy(&c->mu);

@@ -116,9 +116,6 @@ struct cidx_rec {
     size_t etag_len, blen, klen;
 };
 
-/* crc32c.c */
-uint32_t cidx_crc32c(uint32_t crc, const void *buf, size_t len);
-
 /* journal.c */
 #define CIDX_REC_MAX (64 + CIDX_ETAG_MAX + CIDX_BUCKET_MAX + CIDX_KEY_MAX)
 size_t cidx_rec_publish(unsigned char *buf, const struct cidx_ent *e);
