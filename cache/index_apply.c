@@ -58,6 +58,23 @@ void cidx_apply_remove(struct cidx *x, uint64_t id)
     cidx_ent_free(x, e);
 }
 
+/* Appends e's PUBLISH record to *buf, growing it (to at least need bytes) when
+ * less than a record's worth is left. 0, or -1 when out of memory. */
+static int rec_append(unsigned char **buf, size_t *len, size_t *cap, size_t need,
+                      const struct cidx_ent *e)
+{
+    if (*cap - *len < CIDX_REC_MAX) {
+        size_t nc = *cap * 2 > need ? *cap * 2 : need;
+        unsigned char *nb = realloc(*buf, nc);
+        if (nb == NULL)
+            return -1;
+        *buf = nb;
+        *cap = nc;
+    }
+    *len += cidx_rec_publish(*buf + *len, e);
+    return 0;
+}
+
 long cidx_shard_serialize(struct cidx *x, unsigned si, unsigned char **buf, size_t *len,
                           size_t *cap)
 {
@@ -81,34 +98,20 @@ long cidx_shard_serialize(struct cidx *x, unsigned si, unsigned char **buf, size
             break;
         }
         (void)pass;
-        if (*cap - *len < CIDX_REC_MAX) {
-            size_t nc = *cap * 2 > need ? *cap * 2 : need;
-            unsigned char *nb = realloc(*buf, nc);
-            if (nb == NULL) {
-                pthread_mutex_unlock(&s->mu);
-                return -1;
-            }
-            *buf = nb;
-            *cap = nc;
+        if (rec_append(buf, len, cap, need, e) != 0) {
+            pthread_mutex_unlock(&s->mu);
+            return -1;
         }
-        *len += cidx_rec_publish(*buf + *len, e);
         n++;
     }
     for (uint32_t i = 0; i <= s->kt_mask; i++) {
         for (struct cidx_ent *e = s->kt[i]; e != NULL; e = e->knext) {
             if (e->state != CIDX_STATE_READY || (e->flags & ENT_IN_LIST))
                 continue;
-            if (*cap - *len < CIDX_REC_MAX) {
-                size_t nc = *cap * 2 > need ? *cap * 2 : need;
-                unsigned char *nb = realloc(*buf, nc);
-                if (nb == NULL) {
-                    pthread_mutex_unlock(&s->mu);
-                    return -1;
-                }
-                *buf = nb;
-                *cap = nc;
+            if (rec_append(buf, len, cap, need, e) != 0) {
+                pthread_mutex_unlock(&s->mu);
+                return -1;
             }
-            *len += cidx_rec_publish(*buf + *len, e);
             n++;
         }
     }
