@@ -26,6 +26,9 @@
 /* Encodes m into buf (cap bytes); *len gets the header's length (the data
  * starts at cache_hdr_data_offset(*len)). 0, or -1 when it does not fit. */
 int cache_hdr_encode(const struct obj_meta *m, uint8_t *buf, size_t cap, size_t *len);
+/* The length of the header block that starts buf, of which n bytes were read: 8 +
+ * its body's length (may be more than n), or 0 when buf does not start with one. */
+size_t cache_hdr_length(const uint8_t *buf, size_t n);
 /* Decodes a header block; m (cleared by the caller) gets new strings. 0 or -1. */
 int cache_hdr_decode(const uint8_t *buf, size_t len, struct obj_meta *m);
 uint64_t cache_hdr_data_offset(size_t hdr_len);

@@ -45,15 +45,10 @@ static int read_header(int fd, uint8_t *first, size_t cap, size_t *got, struct o
                        uint64_t *data_off)
 {
     ssize_t n = pread(fd, first, cap, 0);
-    if (n < 8 || memcmp(first, CACHE_HDR_MAGIC, 4) != 0)
+    size_t need = n > 0 ? cache_hdr_length(first, (size_t)n) : 0;
+    if (need == 0 || need > CACHE_HDR_MAX)
         return -1;
     *got = (size_t)n;
-    uint32_t body = 0;
-    for (int i = 0; i < 4; i++)
-        body |= (uint32_t)first[4 + i] << (8 * i);
-    if (body > CACHE_HDR_MAX - 8)
-        return -1;
-    size_t need = 8 + (size_t)body;
     uint8_t *buf = first;
     if (need > (size_t)n) {
         buf = malloc(need);
