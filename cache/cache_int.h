@@ -127,6 +127,10 @@ unsigned cache_waiters_wake(struct fill *f);
 struct fill *cache_table_find(struct cache *c, const char *bucket, const char *key);
 /* Takes f out of the table; the caller drops the table's reference. Under c->mu. */
 void cache_table_remove(struct cache *c, struct fill *f);
+/* Takes f out of the table if it still is the table's fill for its key, and
+ * drops the table's reference (never the last: the caller holds one). Under
+ * c->mu. */
+void cache_fill_untable_locked(struct cache *c, struct fill *f);
 /* Drops one reference to f; the last frees it. Under c->mu (cache_fill_unref
  * takes it). */
 void cache_fill_unref_locked(struct fill *f);

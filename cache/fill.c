@@ -116,6 +116,14 @@ static void fill_free(struct fill *f)
     free(f);
 }
 
+void cache_fill_untable_locked(struct cache *c, struct fill *f)
+{
+    if (cache_table_find(c, f->bucket, f->key) == f) {
+        cache_table_remove(c, f);
+        f->refs--;   /* the table's: never the last, the caller holds one */
+    }
+}
+
 /* Drops one reference; under c->mu. */
 void cache_fill_unref_locked(struct fill *f)
 {
@@ -134,11 +142,8 @@ static struct cache_stage_obs *fill_retire_locked(struct cache *c, struct fill *
         f->background = false;
         c->bg_inflight--;
     }
-    if (cache_table_find(c, f->bucket, f->key) == f) {
-        cache_table_remove(c, f);
-        f->refs--;   /* the table's; the worker's below is never the last before it */
-    }
-    cache_fill_unref_locked(f);
+    cache_fill_untable_locked(c, f);
+    cache_fill_unref_locked(f);   /* the worker's */
     return obs;
 }
 

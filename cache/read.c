@@ -269,11 +269,8 @@ static enum cache_status obj_open(struct cache *c, const char *bucket, const cha
             pthread_mutex_unlock(&f->mu);
             free(o);
             pthread_mutex_lock(&c->mu);
-            if (cache_table_find(c, bucket, key) == f) {
-                cache_table_remove(c, f);
-                f->refs--;   /* the table's; ours and the worker's remain */
-            }
-            cache_fill_unref_locked(f);
+            cache_fill_untable_locked(c, f);
+            cache_fill_unref_locked(f);   /* ours; the worker's remains */
             pthread_mutex_unlock(&c->mu);
             continue;
         }
