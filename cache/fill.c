@@ -182,7 +182,7 @@ void cache_fill_unref(struct cache *c, struct fill *f)
     pthread_mutex_unlock(&c->mu);
 }
 
-/* Creates and queues a fill for a new FILLING index entry; under c->mu. */
+/* Appends f to a queue; under c->mu. */
 static void queue_push(struct fill **head, struct fill **tail, struct fill *f)
 {
     f->queue_next = NULL;
@@ -225,6 +225,7 @@ void cache_fill_promote_locked(struct cache *c, struct fill *f)
     pthread_cond_signal(&c->work);
 }
 
+/* Creates and queues a fill for a new FILLING index entry; under c->mu. */
 struct fill *cache_fill_new_locked(struct cache *c, const char *bucket, const char *key,
                                    uint64_t id, bool background)
 {
