@@ -280,16 +280,8 @@ void cache_fill_fail(struct cache *c, struct fill *f, enum cache_status err,
     unsigned woken = cache_waiters_wake(f);
     pthread_mutex_unlock(&f->mu);
     atomic_fetch_sub(&c->waiters_now, woken);
-    /* Over for every reader that comes from now on: out of the index and
-     * the table at once, so the next open starts a new fill (the cold tier
-     * may be back) rather than joining this failure while the worker still
-     * ends it (closing a dropped cold connection can take a while). Counted
-     * last: whoever sees the count sees a failure that is over. */
-    pthread_mutex_lock(&c->mu);
-    cidx_fill_abort(c->idx, f->id);
-    cache_fill_untable_locked(c, f);
-    pthread_mutex_unlock(&c->mu);
     atomic_fetch_add(&c->fills_failed, 1);
+    cidx_fill_abort(c->idx, f->id);
 }
 
 /* ---- deadlines of waiting readers ---- */

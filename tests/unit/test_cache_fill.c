@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "backend.h"
-#include "backend_int.h"
 #include "cache.h"
 #include "cache_int.h"
 
@@ -360,150 +359,6 @@ static void bytes_not_matching_the_etag_are_never_published(void)
     teardown();
 }
 
-/* ---- a cold tier that fails reads on demand and holds a failed fill's
- * worker in its close, so a test can look at the cache in that moment ---- */
-
-static struct backend_ops gate_ops;
-static const struct backend_ops *posix_ops;
-static struct {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool fail_reads, hold_close, in_close;
-} gate = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, false, false };
-
-static enum backend_status gate_object_open(struct backend *b, const char *bucket,
-                                            const char *key, struct obj_meta *meta,
-                                            struct backend_obj **out)
-{
-    enum backend_status st = posix_ops->object_open(b, bucket, key, meta, out);
-    if (st == BACKEND_OK)
-        (*out)->ops = &gate_ops;   /* its reads and close come through the gate */
-    return st;
-}
-
-static enum backend_status gate_obj_read(struct backend_obj *o, uint64_t off, void *buf,
-                                         size_t len, size_t *got)
-{
-    pthread_mutex_lock(&gate.mu);
-    bool fail = gate.fail_reads;
-    pthread_mutex_unlock(&gate.mu);
-    return fail ? BACKEND_IO : posix_ops->obj_read(o, off, buf, len, got);
-}
-
-static void gate_obj_close(struct backend_obj *o)
-{
-    pthread_mutex_lock(&gate.mu);
-    if (gate.hold_close) {
-        gate.in_close = true;
-        pthread_cond_broadcast(&gate.cv);
-        while (gate.hold_close)
-            pthread_cond_wait(&gate.cv, &gate.mu);
-    }
-    pthread_mutex_unlock(&gate.mu);
-    posix_ops->obj_close(o);
-}
-
-static void gate_set(bool *flag, bool v)
-{
-    pthread_mutex_lock(&gate.mu);
-    *flag = v;
-    pthread_cond_broadcast(&gate.cv);
-    pthread_mutex_unlock(&gate.mu);
-}
-
-/* Opens key and reads until the fill's failure reaches the reader. */
-static enum cache_status read_until_failure(const char *key, size_t n)
-{
-    struct obj_meta m;
-    memset(&m, 0, sizeof m);
-    struct cache_obj *o = NULL;
-    enum backend_status bst;
-    int waits;
-    enum cache_status st = open_wait(key, &m, &o, &bst, &waits);
-    if (st == CACHE_OK) {
-        struct test_waiter t;
-        tw_init(&t);
-        unsigned char *buf = malloc(n);
-        uint64_t off = 0;
-        while (off < n) {
-            size_t got = 0;
-            st = cache_obj_read(o, off, buf + off, n - off, &got, &t.w);
-            if (st == CACHE_AGAIN) {
-                tw_wait(&t);
-                continue;
-            }
-            if (st != CACHE_OK)
-                break;
-            off += got;
-        }
-        free(buf);
-        tw_destroy(&t);
-        cache_obj_close(o);
-    }
-    obj_meta_clear(&m);
-    return st;
-}
-
-/* A failed fill whose worker is still busy ending it (here: held in the cold
- * tier's close, as a dropped S3 connection can hold it) must not catch the
- * readers that come after the failure was counted: the cold tier may be back,
- * and they start a new fill. */
-static void readers_after_a_failed_fill_start_a_new_one(void)
-{
-    setup(2);   /* one worker held in close, one for the new fill */
-    size_t n = 300000;
-    unsigned char *src = pattern(n, 9);
-    put_object("k", src, n);
-    posix_ops = cold->ops;
-    gate_ops = *posix_ops;
-    gate_ops.object_open = gate_object_open;
-    gate_ops.obj_read = gate_obj_read;
-    gate_ops.obj_close = gate_obj_close;
-    cold->ops = &gate_ops;
-    gate_set(&gate.fail_reads, true);
-    gate_set(&gate.hold_close, true);
-
-    CU_ASSERT_NOT_EQUAL(read_until_failure("k", n), CACHE_OK);
-    struct cache_stats s;
-    for (int i = 0; i < 1000; i++) {
-        cache_stats_get(cache, &s);
-        if (s.fills_failed)
-            break;
-        usleep(10000);
-    }
-    CU_ASSERT_EQUAL(s.fills_failed, 1);
-    pthread_mutex_lock(&gate.mu);
-    while (!gate.in_close)   /* the failed fill's worker is in the close now */
-        pthread_cond_wait(&gate.cv, &gate.mu);
-    pthread_mutex_unlock(&gate.mu);
-
-    gate_set(&gate.fail_reads, false);   /* the cold tier is back */
-    struct obj_meta m;
-    memset(&m, 0, sizeof m);
-    struct cache_obj *o = NULL;
-    enum backend_status bst = BACKEND_OK;
-    int waits;
-    enum cache_status st = open_wait("k", &m, &o, &bst, &waits);
-    CU_ASSERT_EQUAL(st, CACHE_OK);
-    if (st == CACHE_OK) {
-        unsigned char *got = read_all(o, n);
-        CU_ASSERT_EQUAL(memcmp(got, src, n), 0);
-        free(got);
-        cache_obj_close(o);
-    }
-    obj_meta_clear(&m);
-    cache_stats_get(cache, &s);
-    CU_ASSERT_EQUAL(s.fills_started, 2);
-
-    gate_set(&gate.hold_close, false);
-    gate.in_close = false;
-    for (int i = 0; i < 1000 && (cache_stats_get(cache, &s), s.fills_done < 1); i++)
-        usleep(10000);
-    CU_ASSERT_EQUAL(s.fills_done, 1);
-    free(src);
-    teardown();
-}
-
 static void invalidate_makes_the_next_open_a_miss(void)
 {
     setup(1);
@@ -665,8 +520,6 @@ int register_tests(void)
                 missing_key_is_a_backend_error_and_caches_nothing);
     CU_add_test(s, "bytes_not_matching_the_etag_are_never_published",
                 bytes_not_matching_the_etag_are_never_published);
-    CU_add_test(s, "readers_after_a_failed_fill_start_a_new_one",
-                readers_after_a_failed_fill_start_a_new_one);
     CU_add_test(s, "invalidate_makes_the_next_open_a_miss", invalidate_makes_the_next_open_a_miss);
     CU_add_test(s, "warm_brings_an_object_in_without_a_reader",
                 warm_brings_an_object_in_without_a_reader);
