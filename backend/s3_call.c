@@ -408,15 +408,19 @@ enum backend_status s3_do(struct s3_store *s, struct s3_call *c)
         bool retry = false;
         int lvl = c->quiet ? LOG_LVL_DEBUG : LOG_LVL_WARN;
         if (rc != CURLE_OK) {
+            /* The call's own deadline passed: a timeout, whatever the phase
+             * the attempt was in (on a busy machine a hung tier's deadline
+             * can pass before curl got to send; a connect that fails sooner
+             * is not one). */
             bool timed_out = c->fb_expired ||
                              (rc == CURLE_OPERATION_TIMEDOUT &&
-                              s3_deadline_passed(&d, c->status != 0) && s3_request_sent(h));
+                              s3_deadline_passed(&d, c->status != 0));
             if (c->overflow) {
                 log_msg(LOG_LVL_ERROR, "backend", "s3: %s %s: response over %zu bytes",
                         c->method, url, c->rmax);
                 st = BACKEND_IO;
             } else if (timed_out) {
-                /* Connected and asked, no answer in time: a hung tier. No
+                /* No answer in time: a hung (or unreachable) tier. No
                  * retry: the deadline is the call's, not the attempt's. */
                 st = BACKEND_TIMEOUT;
                 log_msg(lvl, "backend", "s3: %s %s: no answer within %llu ms", c->method, url,

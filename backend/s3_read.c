@@ -288,7 +288,9 @@ static enum backend_status stream_open_attempt(struct s3_obj *o, const struct s3
             log_msg(LOG_LVL_WARN, "backend", "s3: GET %s: %s within %llu ms", t->url,
                     sent ? "no answer" : "no connection",
                     (unsigned long long)(s3_now_ms() - d->t0));
-            return sent ? BACKEND_TIMEOUT : BACKEND_UNAVAILABLE;   /* no retry: past it */
+            /* A timeout either way (the deadline is what the caller set;
+             * a busy machine may pass it before curl sent the request). */
+            return BACKEND_TIMEOUT;   /* no retry: past it */
         }
         /* An answer that began and then stalls (curl's low-speed limit
          * should end it first). */
