@@ -103,6 +103,7 @@ struct cache_waiter {
     bool for_meta;                /* waiting for the fill's metadata, not bytes */
     bool expired;                 /* resumed by its deadline */
     bool missed;                  /* it waited on a fill: its retry is not a hit */
+    uint64_t fill_id;             /* the fill whose metadata it waited for (0: none) */
     enum cache_status result;     /* a fill's failure, kept for the retry */
     enum backend_status bst;
 };

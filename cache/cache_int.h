@@ -60,6 +60,7 @@ void cache_reval_stats(struct cache_reval *rv, uint64_t *timeouts, uint64_t *ski
 
 enum {
     FILL_TABLE = 1024,           /* buckets of the fill table (fills in flight are few) */
+    FAILED_RECENT = 64,          /* failed fills remembered for their returning readers */
 };
 
 enum fill_state { FILL_QUEUED, FILL_RUNNING, FILL_DONE, FILL_FAILED };
@@ -95,6 +96,12 @@ struct cache {
     pthread_mutex_t mu;
     pthread_cond_t work;         /* signalled when the queue grows or on stop */
     struct fill *table[FILL_TABLE];
+    /* The last fills that failed, for a reader woken by a fill's metadata
+     * that comes back after the fill failed (and maybe left the table): it
+     * takes that failure rather than start another fill. A ring. */
+    struct { uint64_t id; enum cache_status err; enum backend_status bst; }
+        failed[FAILED_RECENT];
+    unsigned failed_next;
     struct fill *queue_head, *queue_tail;         /* reader misses: first */
     struct fill *bg_head, *bg_tail;               /* staging: when no miss waits */
     unsigned bg_inflight, bg_limit;               /* staging fills queued or running */
@@ -118,13 +125,23 @@ bool cache_needs_revalidation(const struct cache *c, const char *bucket, int64_t
 
 /* fill.c: single flight. Lock order c->mu, then f->mu. */
 /* Queues w on f until f's metadata is known (for_meta) or more than need
- * bytes are filled, and suspends it (w->suspend). Under f->mu. */
-void cache_waiter_add(struct fill *f, struct cache_waiter *w, bool for_meta, uint64_t need);
-/* Resumes the waiters whose condition holds now (all of them once f ended);
- * returns how many, for c->waiters_now. Under f->mu. */
-unsigned cache_waiters_wake(struct fill *f);
+ * bytes are filled, counts it in c->waiters_now and suspends it
+ * (w->suspend). Under f->mu. */
+void cache_waiter_add(struct cache *c, struct fill *f, struct cache_waiter *w, bool for_meta,
+                      uint64_t need);
+/* Resumes the waiters whose condition holds now (all of them once f ended),
+ * each uncounted from c->waiters_now before it resumes (its answer may reach
+ * the client at once). Under f->mu. */
+void cache_waiters_wake(struct cache *c, struct fill *f);
 /* The fill in flight for bucket/key in the table, or NULL. Under c->mu. */
 struct fill *cache_table_find(struct cache *c, const char *bucket, const char *key);
+/* The same, but a fill that failed is not one: it leaves the table here (its
+ * waiters keep their failure) so that the caller starts a fresh fill rather
+ * than answer with an old failure. Under c->mu. */
+struct fill *cache_table_find_live(struct cache *c, const char *bucket, const char *key);
+/* Did fill id fail lately (c->failed)? Then *err, *bst say how. Under c->mu. */
+bool cache_fill_failed_recently(const struct cache *c, uint64_t id, enum cache_status *err,
+                                enum backend_status *bst);
 /* Takes f out of the table; the caller drops the table's reference. Under c->mu. */
 void cache_table_remove(struct cache *c, struct fill *f);
 /* Takes f out of the table if it still is the table's fill for its key, and

@@ -44,26 +44,29 @@ static bool deadline_passed(const struct timespec *d)
 
 /* ---- waiters (all under f->mu) ---- */
 
-void cache_waiter_add(struct fill *f, struct cache_waiter *w, bool for_meta, uint64_t need)
+void cache_waiter_add(struct cache *c, struct fill *f, struct cache_waiter *w, bool for_meta,
+                      uint64_t need)
 {
     w->missed |= for_meta;
     w->for_meta = for_meta;
+    if (for_meta)
+        w->fill_id = f->id;
     w->need = need;
     w->expired = false;
     w->queued = true;
     w->next = f->waiters;
     f->waiters = w;
+    atomic_fetch_add(&c->waiters_now, 1);
     w->suspend(w->arg);
 }
 
 /* Resumes the waiters whose condition now holds (all of them when the fill
  * ended). A resumed waiter is out of the list before resume() runs: the
  * connection may be freed right after. */
-unsigned cache_waiters_wake(struct fill *f)
+void cache_waiters_wake(struct cache *c, struct fill *f)
 {
     bool final = f->state == FILL_DONE || f->state == FILL_FAILED;
     struct cache_waiter **pp = &f->waiters;
-    unsigned woken = 0;
     while (*pp) {
         struct cache_waiter *w = *pp;
         bool ready = final || (w->for_meta ? f->meta_known : f->filled > w->need);
@@ -78,10 +81,9 @@ unsigned cache_waiters_wake(struct fill *f)
             w->result = f->err;
             w->bst = f->bst;
         }
+        atomic_fetch_sub(&c->waiters_now, 1);
         w->resume(w->arg);
-        woken++;
     }
-    return woken;
 }
 
 /* ---- the fill table ---- */
@@ -92,6 +94,35 @@ struct fill *cache_table_find(struct cache *c, const char *bucket, const char *k
     for (; f; f = f->table_next)
         if (strcmp(f->bucket, bucket) == 0 && strcmp(f->key, key) == 0)
             return f;
+    return NULL;
+}
+
+bool cache_fill_failed_recently(const struct cache *c, uint64_t id, enum cache_status *err,
+                                enum backend_status *bst)
+{
+    for (unsigned i = 0; id && i < FAILED_RECENT; i++) {
+        if (c->failed[i].id == id) {
+            *err = c->failed[i].err;
+            *bst = c->failed[i].bst;
+            return true;
+        }
+    }
+    return false;
+}
+
+struct fill *cache_table_find_live(struct cache *c, const char *bucket, const char *key)
+{
+    struct fill *f = cache_table_find(c, bucket, key);
+    if (!f)
+        return NULL;
+    pthread_mutex_lock(&f->mu);
+    bool failed = f->state == FILL_FAILED;
+    pthread_mutex_unlock(&f->mu);
+    if (!failed)
+        return f;
+    /* Its worker has not retired it yet (retiring takes c->mu too), so the
+     * worker's reference outlives the table's. */
+    cache_fill_untable_locked(c, f);
     return NULL;
 }
 
@@ -272,16 +303,25 @@ int cache_open_data(struct cache *c, uint64_t id, int flags)
 void cache_fill_fail(struct cache *c, struct fill *f, enum cache_status err,
                      enum backend_status bst, const char *why)
 {
+    /* Under c->mu the index entry goes and the fill turns FAILED together:
+     * a reader that finds no entry and then this fill sees it failed and
+     * starts a fresh fill (cache_table_find_live), and no new fill can begin
+     * while the failed one's FILLING entry is still in the index. */
+    pthread_mutex_lock(&c->mu);
+    cidx_fill_abort(c->idx, f->id);
     pthread_mutex_lock(&f->mu);
     f->state = FILL_FAILED;
     f->err = err;
     f->bst = bst;
     snprintf(f->why, sizeof f->why, "%s", why ? why : "");
-    unsigned woken = cache_waiters_wake(f);
+    unsigned slot = c->failed_next++ % FAILED_RECENT;
+    c->failed[slot].id = f->id;
+    c->failed[slot].err = err;
+    c->failed[slot].bst = bst;
+    atomic_fetch_add(&c->fills_failed, 1);   /* counted before anyone hears of it */
+    cache_waiters_wake(c, f);
     pthread_mutex_unlock(&f->mu);
-    atomic_fetch_sub(&c->waiters_now, woken);
-    atomic_fetch_add(&c->fills_failed, 1);
-    cidx_fill_abort(c->idx, f->id);
+    pthread_mutex_unlock(&c->mu);
 }
 
 /* ---- deadlines of waiting readers ---- */
@@ -312,8 +352,8 @@ void *cache_reaper_main(void *arg)
                     *pp = w->next;
                     w->queued = false;
                     w->expired = true;
-                    w->resume(w->arg);
                     atomic_fetch_sub(&c->waiters_now, 1);
+                    w->resume(w->arg);
                 }
                 pthread_mutex_unlock(&f->mu);
             }

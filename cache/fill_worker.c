@@ -137,9 +137,8 @@ static int reap_one(struct cache *c, struct fill *f, struct fill_io *io, int fd)
     if (advance) {
         pthread_mutex_lock(&f->mu);
         f->filled += advance;
-        unsigned woken = cache_waiters_wake(f);
+        cache_waiters_wake(c, f);
         pthread_mutex_unlock(&f->mu);
-        atomic_fetch_sub(&c->waiters_now, woken);
     }
     return 0;
 }
@@ -247,13 +246,12 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
     memset(&meta, 0, sizeof meta);   /* the fill owns the strings now */
     f->meta_known = true;
     f->state = FILL_RUNNING;
-    unsigned woken = cache_waiters_wake(f);
+    cache_waiters_wake(c, f);
     uint64_t size = f->meta.size;
     bool verify = cache_etag_is_md5(f->meta.etag);
     char want_md5[72];
     memcpy(want_md5, f->meta.etag, sizeof want_md5);
     pthread_mutex_unlock(&f->mu);
-    atomic_fetch_sub(&c->waiters_now, woken);
 
     md5 = verify ? EVP_MD_CTX_new() : NULL;
     if (verify && (!md5 || !EVP_DigestInit_ex(md5, EVP_md5(), NULL))) {
@@ -347,10 +345,9 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
     }
     pthread_mutex_lock(&f->mu);
     f->state = FILL_DONE;
-    woken = cache_waiters_wake(f);
+    atomic_fetch_add(&c->fills_done, 1);   /* counted before anyone hears of it */
+    cache_waiters_wake(c, f);
     pthread_mutex_unlock(&f->mu);
-    atomic_fetch_sub(&c->waiters_now, woken);
-    atomic_fetch_add(&c->fills_done, 1);
     goto out;
 
 io_fail:

@@ -212,7 +212,18 @@ static enum cache_status obj_open(struct cache *c, const char *bucket, const cha
             pthread_mutex_unlock(&c->mu);
             return CACHE_IO;
         }
-        struct fill *f = cache_table_find(c, bucket, key);
+        /* A reader woken by its fill's metadata takes that fill's failure
+         * if it failed since (one fill, one failure: never a loop of new
+         * fills); any other passes a failed fill by and starts a new one
+         * (the cold tier may be back). */
+        enum cache_status ferr;
+        if (cache_fill_failed_recently(c, w->fill_id, &ferr, bst)) {
+            w->fill_id = 0;
+            pthread_mutex_unlock(&c->mu);
+            return ferr;
+        }
+        w->fill_id = 0;
+        struct fill *f = cache_table_find_live(c, bucket, key);
         if (!f && !may_fill) {
             pthread_mutex_unlock(&c->mu);
             return CACHE_END;
@@ -253,8 +264,7 @@ static enum cache_status obj_open(struct cache *c, const char *bucket, const cha
             return r;
         }
         if (!f->meta_known) {
-            cache_waiter_add(f, w, true, 0);
-            atomic_fetch_add(&c->waiters_now, 1);
+            cache_waiter_add(c, f, w, true, 0);
             pthread_mutex_unlock(&f->mu);
             cache_fill_unref(c, f);
             return CACHE_AGAIN;
@@ -369,8 +379,7 @@ enum cache_status cache_obj_read(struct cache_obj *o, uint64_t off, void *buf, s
         pthread_mutex_unlock(&f->mu);
         return r;
     }
-    cache_waiter_add(f, w, false, off);
-    atomic_fetch_add(&o->c->waiters_now, 1);
+    cache_waiter_add(o->c, f, w, false, off);
     pthread_mutex_unlock(&f->mu);
     return CACHE_AGAIN;
 }

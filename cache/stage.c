@@ -36,7 +36,7 @@ enum cache_stage_result cache_stage(struct cache *c, const char *bucket, const c
         pthread_mutex_unlock(&c->mu);
         return stage_error(err, CACHE_IO, "the gateway is stopping");
     }
-    struct fill *f = cache_table_find(c, bucket, key);
+    struct fill *f = cache_table_find_live(c, bucket, key);
     if (f) {
         obs->next = f->observers;
         f->observers = obs;

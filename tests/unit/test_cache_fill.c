@@ -2,6 +2,7 @@
  * store: a miss fills and streams, the next open is a hit, concurrent
  * readers share one fill, bytes that do not match the cold tier's ETag are
  * never published, the waiter protocol (suspend before AGAIN, one resume),
+ * a failed fill (its readers get the failure, the next reader a new fill),
  * and the data-file header codec. */
 #include <CUnit/CUnit.h>
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "backend_int.h"
 #include "cache.h"
 #include "cache_int.h"
 
@@ -359,6 +361,275 @@ static void bytes_not_matching_the_etag_are_never_published(void)
     teardown();
 }
 
+/* ---- a cold tier whose opens and reads fail on demand, and which can hold
+ * a fill's worker in its open or close, so a test can look at the cache in
+ * that moment ---- */
+
+static struct backend_ops gate_ops;
+static const struct backend_ops *posix_ops;
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool fail_open, fail_reads, hold_open, hold_close, in_open, in_close;
+} gate = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+
+/* Waits at the gate while *hold, saying so in *in. Under gate.mu. */
+static void gate_hold_locked(const bool *hold, bool *in)
+{
+    if (!*hold)
+        return;
+    *in = true;
+    pthread_cond_broadcast(&gate.cv);
+    while (*hold)
+        pthread_cond_wait(&gate.cv, &gate.mu);
+}
+
+static enum backend_status gate_object_open(struct backend *b, const char *bucket,
+                                            const char *key, struct obj_meta *meta,
+                                            struct backend_obj **out)
+{
+    pthread_mutex_lock(&gate.mu);
+    gate_hold_locked(&gate.hold_open, &gate.in_open);
+    bool fail = gate.fail_open;
+    pthread_mutex_unlock(&gate.mu);
+    if (fail)
+        return BACKEND_UNAVAILABLE;
+    enum backend_status st = posix_ops->object_open(b, bucket, key, meta, out);
+    if (st == BACKEND_OK)
+        (*out)->ops = &gate_ops;   /* its reads and close come through the gate */
+    return st;
+}
+
+static enum backend_status gate_obj_read(struct backend_obj *o, uint64_t off, void *buf,
+                                         size_t len, size_t *got)
+{
+    pthread_mutex_lock(&gate.mu);
+    bool fail = gate.fail_reads;
+    pthread_mutex_unlock(&gate.mu);
+    return fail ? BACKEND_IO : posix_ops->obj_read(o, off, buf, len, got);
+}
+
+static void gate_obj_close(struct backend_obj *o)
+{
+    pthread_mutex_lock(&gate.mu);
+    gate_hold_locked(&gate.hold_close, &gate.in_close);
+    pthread_mutex_unlock(&gate.mu);
+    posix_ops->obj_close(o);
+}
+
+static void gate_set(bool *flag, bool v)
+{
+    pthread_mutex_lock(&gate.mu);
+    *flag = v;
+    pthread_cond_broadcast(&gate.cv);
+    pthread_mutex_unlock(&gate.mu);
+}
+
+static void gate_wait_for(const bool *flag)
+{
+    pthread_mutex_lock(&gate.mu);
+    while (!*flag)
+        pthread_cond_wait(&gate.cv, &gate.mu);
+    pthread_mutex_unlock(&gate.mu);
+}
+
+/* setup(workers) with the cold tier behind the gate (all open, no holds). */
+static void gate_setup(unsigned workers)
+{
+    setup(workers);
+    pthread_mutex_lock(&gate.mu);
+    gate.fail_open = gate.fail_reads = gate.hold_open = gate.hold_close = false;
+    gate.in_open = gate.in_close = false;
+    pthread_mutex_unlock(&gate.mu);
+    posix_ops = cold->ops;
+    gate_ops = *posix_ops;
+    gate_ops.object_open = gate_object_open;
+    gate_ops.obj_read = gate_obj_read;
+    gate_ops.obj_close = gate_obj_close;
+    cold->ops = &gate_ops;
+}
+
+/* Waits (at most 10 s) until the cache counts n fills ended, and returns
+ * the counters then. */
+static struct cache_stats stats_when_ended(uint64_t n)
+{
+    struct cache_stats s;
+    for (int i = 0; i < 1000; i++) {
+        cache_stats_get(cache, &s);
+        if (s.fills_done + s.fills_failed >= n)
+            break;
+        usleep(10000);
+    }
+    return s;
+}
+
+/* Opens key, expecting a new fill that reads back as src. */
+static void open_reads_back(const char *key, const unsigned char *src, size_t n)
+{
+    struct obj_meta m;
+    memset(&m, 0, sizeof m);
+    struct cache_obj *o = NULL;
+    enum backend_status bst = BACKEND_OK;
+    int waits;
+    enum cache_status st = open_wait(key, &m, &o, &bst, &waits);
+    CU_ASSERT_EQUAL(st, CACHE_OK);
+    if (st == CACHE_OK) {
+        unsigned char *got = read_all(o, n);
+        CU_ASSERT_EQUAL(memcmp(got, src, n), 0);
+        free(got);
+        cache_obj_close(o);
+    }
+    obj_meta_clear(&m);
+}
+
+/* Readers waiting for a fill's metadata when it fails are woken with the
+ * failure (one fill, one failure each), never as new misses. */
+static void readers_waiting_for_a_failed_fill_get_its_failure(void)
+{
+    gate_setup(2);
+    size_t n = 200000;
+    unsigned char *src = pattern(n, 11);
+    put_object("w", src, n);
+    gate_set(&gate.fail_open, true);
+    gate_set(&gate.hold_open, true);
+
+    struct test_waiter a, b;
+    tw_init(&a);
+    tw_init(&b);
+    struct obj_meta m;
+    memset(&m, 0, sizeof m);
+    struct cache_obj *o = NULL;
+    enum backend_status bst = BACKEND_OK;
+    CU_ASSERT_EQUAL(cache_obj_open(cache, "bkt", "w", &a.w, &m, &bst, &o), CACHE_AGAIN);
+    gate_wait_for(&gate.in_open);   /* the fill's worker is in the cold tier's open */
+    CU_ASSERT_EQUAL(cache_obj_open(cache, "bkt", "w", &b.w, &m, &bst, &o), CACHE_AGAIN);
+    struct cache_stats s;
+    cache_stats_get(cache, &s);
+    CU_ASSERT_EQUAL(s.fill_waiters, 2);
+
+    gate_set(&gate.hold_open, false);   /* the open fails now */
+    tw_wait(&a);
+    tw_wait(&b);
+    cache_stats_get(cache, &s);
+    CU_ASSERT_EQUAL(s.fill_waiters, 0);   /* uncounted before they were resumed */
+    CU_ASSERT_EQUAL(s.fills_failed, 1);   /* counted before they were resumed */
+    gate_set(&gate.fail_open, false);     /* the cold tier is back: still their failure */
+    CU_ASSERT_EQUAL(cache_obj_open(cache, "bkt", "w", &a.w, &m, &bst, &o), CACHE_BACKEND);
+    CU_ASSERT_EQUAL(bst, BACKEND_UNAVAILABLE);
+    bst = BACKEND_OK;
+    CU_ASSERT_EQUAL(cache_obj_open(cache, "bkt", "w", &b.w, &m, &bst, &o), CACHE_BACKEND);
+    CU_ASSERT_EQUAL(bst, BACKEND_UNAVAILABLE);
+    cache_stats_get(cache, &s);
+    CU_ASSERT_EQUAL(s.fills_started, 1);
+    tw_destroy(&a);
+    tw_destroy(&b);
+
+    open_reads_back("w", src, n);   /* a new reader: a new fill */
+    s = stats_when_ended(2);
+    CU_ASSERT_EQUAL(s.fills_started, 2);
+    CU_ASSERT_EQUAL(s.fills_done, 1);
+    free(src);
+    teardown();
+}
+
+/* A reader woken because the fill's metadata came, whose fill then failed
+ * before it came back, takes that failure: its request already had its
+ * fill (one fill, one failure), it does not start another. */
+static void a_reader_woken_for_metadata_takes_the_failure_that_followed(void)
+{
+    gate_setup(1);
+    size_t n = 200000;
+    unsigned char *src = pattern(n, 13);
+    put_object("m", src, n);
+    gate_set(&gate.fail_reads, true);   /* the open answers, the reads fail */
+
+    struct test_waiter a;
+    tw_init(&a);
+    struct obj_meta m;
+    memset(&m, 0, sizeof m);
+    struct cache_obj *o = NULL;
+    enum backend_status bst = BACKEND_OK;
+    CU_ASSERT_EQUAL(cache_obj_open(cache, "bkt", "m", &a.w, &m, &bst, &o), CACHE_AGAIN);
+    tw_wait(&a);                              /* woken: the metadata is known */
+    struct cache_stats s = stats_when_ended(1);   /* and then the fill failed */
+    CU_ASSERT_EQUAL(s.fills_failed, 1);
+    gate_set(&gate.fail_reads, false);
+    CU_ASSERT_EQUAL(cache_obj_open(cache, "bkt", "m", &a.w, &m, &bst, &o), CACHE_BACKEND);
+    CU_ASSERT_EQUAL(bst, BACKEND_IO);
+    cache_stats_get(cache, &s);
+    CU_ASSERT_EQUAL(s.fills_started, 1);
+    tw_destroy(&a);
+    obj_meta_clear(&m);
+    free(src);
+    teardown();
+}
+
+/* Reads key through the cache until the fill's failure reaches the reader. */
+static enum cache_status read_until_failure(const char *key, size_t n)
+{
+    struct obj_meta m;
+    memset(&m, 0, sizeof m);
+    struct cache_obj *o = NULL;
+    enum backend_status bst;
+    int waits;
+    enum cache_status st = open_wait(key, &m, &o, &bst, &waits);
+    if (st == CACHE_OK) {
+        struct test_waiter t;
+        tw_init(&t);
+        unsigned char *buf = malloc(n);
+        uint64_t off = 0;
+        while (off < n) {
+            size_t got = 0;
+            st = cache_obj_read(o, off, buf + off, n - off, &got, &t.w);
+            if (st == CACHE_AGAIN) {
+                tw_wait(&t);
+                continue;
+            }
+            if (st != CACHE_OK)
+                break;
+            off += got;
+        }
+        free(buf);
+        tw_destroy(&t);
+        cache_obj_close(o);
+    }
+    obj_meta_clear(&m);
+    return st;
+}
+
+/* A failed fill whose worker is still busy ending it (here: held in the
+ * cold tier's close, as a dropped S3 connection can hold it) must not catch
+ * the readers that come after the failure: the cold tier may be back, and
+ * they start a new fill. */
+static void readers_after_a_failed_fill_start_a_new_one(void)
+{
+    gate_setup(2);   /* one worker held in close, one for the new fill */
+    size_t n = 300000;
+    unsigned char *src = pattern(n, 9);
+    put_object("k", src, n);
+    gate_set(&gate.fail_reads, true);
+    gate_set(&gate.hold_close, true);
+
+    CU_ASSERT_EQUAL(read_until_failure("k", n), CACHE_BACKEND);
+    gate_wait_for(&gate.in_close);   /* the failed fill's worker is in the close */
+    struct cache_stats s;
+    cache_stats_get(cache, &s);
+    CU_ASSERT_EQUAL(s.fills_failed, 1);
+
+    gate_set(&gate.fail_reads, false);   /* the cold tier is back */
+    gate_set(&gate.in_close, false);
+    open_reads_back("k", src, n);
+    cache_stats_get(cache, &s);
+    CU_ASSERT_EQUAL(s.fills_started, 2);
+
+    gate_set(&gate.hold_close, false);   /* both workers leave their close */
+    s = stats_when_ended(2);
+    CU_ASSERT_EQUAL(s.fills_done, 1);
+    CU_ASSERT_EQUAL(s.fills_failed, 1);
+    free(src);
+    teardown();
+}
+
 static void invalidate_makes_the_next_open_a_miss(void)
 {
     setup(1);
@@ -520,6 +791,12 @@ int register_tests(void)
                 missing_key_is_a_backend_error_and_caches_nothing);
     CU_add_test(s, "bytes_not_matching_the_etag_are_never_published",
                 bytes_not_matching_the_etag_are_never_published);
+    CU_add_test(s, "readers_waiting_for_a_failed_fill_get_its_failure",
+                readers_waiting_for_a_failed_fill_get_its_failure);
+    CU_add_test(s, "a_reader_woken_for_metadata_takes_the_failure_that_followed",
+                a_reader_woken_for_metadata_takes_the_failure_that_followed);
+    CU_add_test(s, "readers_after_a_failed_fill_start_a_new_one",
+                readers_after_a_failed_fill_start_a_new_one);
     CU_add_test(s, "invalidate_makes_the_next_open_a_miss", invalidate_makes_the_next_open_a_miss);
     CU_add_test(s, "warm_brings_an_object_in_without_a_reader",
                 warm_brings_an_object_in_without_a_reader);
