@@ -72,7 +72,7 @@ static bool child_text(const xmlNode *n, const char *name, char *out, size_t cap
 /* In place: %XX -> byte, '+' -> ' '. AWS writes a space as '+' under
  * encoding-type=url; servers that write %20 also encode a literal '+' as
  * %2B, so '+' is a space for all of them. */
-static void url_decode(char *s)
+void s3_url_decode(char *s)
 {
     char *o = s;
     for (char *p = s; *p; p++) {
@@ -220,7 +220,7 @@ enum backend_status s3_xml_list_objects(const char *xml, size_t len,
         if (!(e->key = text_of(k)))
             goto out;
         if (enc)
-            url_decode(e->key);
+            s3_url_decode(e->key);
         e->size = child_u64(c, "Size");
         child_time(c, "LastModified", &e->mtime);
         child_etag(c, "ETag", e->etag);
@@ -229,7 +229,7 @@ enum backend_status s3_xml_list_objects(const char *xml, size_t len,
     if (add_prefixes(r, &out->prefixes, &out->n_prefixes) != 0)
         goto out;
     for (size_t i = 0; enc && i < out->n_prefixes; i++)
-        url_decode(out->prefixes[i]);
+        s3_url_decode(out->prefixes[i]);
     out->truncated = child_true(r, "IsTruncated");
     /* The last key or prefix of the page, whichever sorts later: S3 merges
      * both in key order. */
