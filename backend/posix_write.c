@@ -15,7 +15,6 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 int posix_random_chars(char *out, size_t n)
