@@ -5,7 +5,9 @@
 # Keep this list in step with docker/Dockerfile.
 set -euo pipefail
 want=(build-essential cmake pkg-config libmicrohttpd-dev liburing-dev libjansson-dev
-      libxml2-dev libssl-dev libcurl4-openssl-dev)
+      libxml2-dev libssl-dev libcurl4-openssl-dev
+      libisal-dev    # ISA-L: CRC-32 / CRC-32C of common/crc.c
+      zlib1g-dev)    # zlib: bench/crc_speed's reference row (configured with the tree)
 if [ "${1:-build}" = test ]; then
   want+=(libcunit1-dev python3 python3-boto3 awscli curl clang libclang-rt-14-dev
          nginx wrk s3cmd)

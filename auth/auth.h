@@ -80,6 +80,14 @@ struct auth_req {
     size_t n_hdrs;
 };
 
+/* The bucket a virtual-hosted-style Host header names: host is
+ * "<bucket>.<domain>" with an optional ":port", the domain compared without
+ * case. Returns the bucket's length (it starts at host[0]), 0 when the
+ * request is path-style (domain NULL or "", host NULL, or host not below
+ * it). The one reading of Host for the gateway's routing and SigV2's
+ * CanonicalizedResource, so the two cannot disagree. Pure, any thread. */
+size_t auth_vhost_bucket(const char *host, const char *domain);
+
 /* How the body is protected, from x-amz-content-sha256 (or the presigned
  * URL, which is always UNSIGNED-PAYLOAD unless the header says otherwise). */
 enum auth_payload {

@@ -1,6 +1,7 @@
 /* auth/auth_int.h - internals of auth/ shared by its files and its unit tests:
- * encoding helpers, the SigV4 canonicalisation and signing steps, the
- * aws-chunked decoder state machine and the payload checksum functions.
+ * the SigV4 canonicalisation and signing steps, the aws-chunked decoder
+ * state machine and the payload checksum objects. The primitives under them
+ * (CRCs, hex, base64, the capped buffer) are common/'s.
  * Only the auth/ sources and the test_auth_ unit tests include this header. */
 #ifndef SHARDGATE_AUTH_INT_H
 #define SHARDGATE_AUTH_INT_H
@@ -12,6 +13,9 @@
 #include <openssl/evp.h>
 
 #include "auth.h"
+#include "buf.h"
+#include "crc.h"
+#include "encoding.h"
 
 #define AUTH_ALGO "AWS4-HMAC-SHA256"
 #define AUTH_EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -37,35 +41,12 @@ struct auth {
     time_t (*now)(void);
 };
 
-/* ---- growable string with a hard cap ---- */
-
-struct auth_buf {
-    char *p;          /* NUL-terminated when len > 0 or after auth_buf_init */
-    size_t len, cap, max;
-    int err;          /* sticky: 1 = over max, 2 = out of memory */
-};
-
-void auth_buf_init(struct auth_buf *b, size_t max);
-void auth_buf_free(struct auth_buf *b);
-void auth_buf_add(struct auth_buf *b, const char *s, size_t n);
-void auth_buf_adds(struct auth_buf *b, const char *s);
-void auth_buf_addc(struct auth_buf *b, char c);
-
 /* ---- encodings ---- */
-
-/* Writes 2n lower-case hex digits and a NUL to out. */
-void auth_hex(const uint8_t *in, size_t n, char *out);
-/* Standard base64 with padding; out needs 4*((n+2)/3)+1 bytes. Returns the
- * length written (without the NUL). */
-size_t auth_b64_encode(const uint8_t *in, size_t n, char *out);
-/* Strict base64 (padding required, no whitespace). Returns the decoded
- * length, or -1 when malformed or longer than cap. */
-long auth_b64_decode(const char *in, size_t n, uint8_t *out, size_t cap);
 
 /* Appends s[0..n) percent-decoded (only valid %XX escapes; anything else is
  * taken literally) then re-encoded with SigV4's strict rule: A-Z a-z 0-9
  * - . _ ~ stay, '/' stays when keep_slash, every other byte becomes %XX. */
-void auth_uri_canon(struct auth_buf *b, const char *s, size_t n, bool keep_slash);
+void auth_uri_canon(struct sg_buf *b, const char *s, size_t n, bool keep_slash);
 
 /* ---- SigV4 steps ---- */
 
@@ -84,10 +65,10 @@ int auth_signing_key(const char *secret, const char *date8, const char *region,
  * out must be initialised by the caller and freed by it. */
 enum auth_status auth_canonical_request(const struct auth_req *r, const char *signed_headers,
                                         const char *payload_hash, bool presigned,
-                                        struct auth_buf *out);
+                                        struct sg_buf *out);
 /* "AWS4-HMAC-SHA256\n<amzdate>\n<scope>\n<hex sha256 of creq>" */
 void auth_string_to_sign(const char *amzdate, const char *scope, const char *creq,
-                         struct auth_buf *out);
+                         struct sg_buf *out);
 
 /* Signs r the way a client does (used by tests and usable by anyone who
  * needs to produce a SigV4 signature): canonical request, string to sign,
@@ -135,12 +116,6 @@ enum auth_ck_algo {
     AUTH_CK_SHA1,
     AUTH_CK_SHA256,
 };
-
-/* Running CRCs: start with crc = 0, feed any split, the result is final
- * (pre- and post-inversion are inside, like zlib's crc32()). */
-uint32_t auth_crc32(uint32_t crc, const void *buf, size_t n);
-uint32_t auth_crc32c(uint32_t crc, const void *buf, size_t n);
-uint64_t auth_crc64nvme(uint64_t crc, const void *buf, size_t n);
 
 /* "crc32", "CRC32", "x-amz-checksum-crc32" -> AUTH_CK_CRC32; unknown ->
  * AUTH_CK_NONE. */
@@ -235,11 +210,9 @@ const char *auth_req_header(const struct auth_req *r, const char *name, size_t *
 time_t auth_now(const struct auth *a);
 /* The user with access key `ak`, or NULL. Borrowed from the store. */
 const struct conf_user *auth_find_user(const struct auth *a, const char *ak);
-/* 0..15 for a hex digit (either case), else -1. */
-int auth_hexval(int c);
-/* Percent-decodes s[0..n) into out (at least n bytes); returns the length.
- * An invalid escape is kept literally; '+' stays '+'. */
-size_t auth_pct_decode(const char *s, size_t n, char *out);
+/* Moves *s past leading and shortens *n by trailing spaces and tabs (a
+ * header value's or a chunk extension's optional white space). */
+void auth_trim_ows(const char **s, size_t *n);
 /* Finds query parameter `name` (exact, after decoding; names under 64
  * bytes) in the raw query q and decodes its first value into a new string
  * (*val, the caller frees). Returns how many times it occurs (0: *val is
@@ -292,7 +265,7 @@ struct auth_v2_sts {
  * by the caller). Returns AUTH_OK, AUTH_MALFORMED (over the cap) or
  * AUTH_NOMEM. */
 enum auth_status auth_sigv2_string_to_sign(const struct auth_req *r,
-                                           const struct auth_v2_sts *o, struct auth_buf *out);
+                                           const struct auth_v2_sts *o, struct sg_buf *out);
 
 /* base64(HMAC-SHA1(secret, sts)) into out[29] (28 characters + NUL).
  * Returns 0, or -1 when OpenSSL fails. */

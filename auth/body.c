@@ -73,7 +73,7 @@ static enum auth_status pick_checksum(struct auth_body *b, const struct auth_req
             return AUTH_BAD_CHECKSUM_HEADER;     /* unknown, or more than one */
         size_t vl = strlen(v);
         if (vl > 64 ||
-            auth_b64_decode(v, vl, b->want_ck, sizeof b->want_ck) != (long)auth_ck_len(a))
+            sg_b64_decode(v, vl, b->want_ck, sizeof b->want_ck) != (long)auth_ck_len(a))
             return AUTH_BAD_CHECKSUM_HEADER;
         hdr = a;
     }
@@ -149,7 +149,7 @@ enum auth_status auth_body_begin(const struct auth_ctx *ctx, const struct auth_r
     const char *md5 = auth_req_header(r, "content-md5", &n_md5);
     if (md5) {
         size_t ml = strlen(md5);
-        if (n_md5 > 1 || ml != 24 || auth_b64_decode(md5, ml, b->want_md5, 16) != 16) {
+        if (n_md5 > 1 || ml != 24 || sg_b64_decode(md5, ml, b->want_md5, 16) != 16) {
             st = AUTH_INVALID_DIGEST;
             goto out;
         }
@@ -253,7 +253,7 @@ static enum auth_status trailer_checksum(struct auth_body *b)
     if (!v)
         return AUTH_BAD_CHUNK;                   /* announced, never sent */
     if (vl > 64 ||
-        auth_b64_decode(v, vl, b->want_ck, sizeof b->want_ck) != (long)auth_ck_len(b->ck.algo))
+        sg_b64_decode(v, vl, b->want_ck, sizeof b->want_ck) != (long)auth_ck_len(b->ck.algo))
         return AUTH_BAD_CHECKSUM_HEADER;
     return AUTH_OK;
 }
@@ -277,7 +277,7 @@ static enum auth_status body_finish(struct auth_body *b, struct auth_body_result
         } else {
             if (EVP_DigestFinal_ex(b->sha256, md, &mdlen) != 1)
                 return AUTH_NOMEM;
-            auth_hex(md, 32, hex);
+            sg_hex_encode(md, 32, hex);
         }
         if (CRYPTO_memcmp(hex, b->ctx->payload_hash, 64) != 0)
             return AUTH_SHA256_MISMATCH;
@@ -289,7 +289,7 @@ static enum auth_status body_finish(struct auth_body *b, struct auth_body_result
     if (b->have_md5 && CRYPTO_memcmp(md, b->want_md5, 16) != 0)
         return AUTH_BAD_DIGEST;
     memset(res, 0, sizeof *res);
-    auth_hex(md, 16, res->md5_hex);
+    sg_hex_encode(md, 16, res->md5_hex);
     res->length = b->length;
     if (b->ck.algo != AUTH_CK_NONE) {
         size_t n = auth_ck_final(&b->ck, md);
@@ -299,7 +299,7 @@ static enum auth_status body_finish(struct auth_body *b, struct auth_body_result
             return AUTH_CHECKSUM_MISMATCH;
         snprintf(res->checksum_name, sizeof res->checksum_name, "%s",
                  auth_ck_header(b->ck.algo));
-        auth_b64_encode(md, n, res->checksum_b64);
+        sg_b64_encode(md, n, res->checksum_b64);
     }
     return AUTH_OK;
 }

@@ -66,7 +66,7 @@ static enum auth_status check_sig(struct auth_chunk_dec *d, const char *kind, bo
     }
     if (auth_hmac_sha256(d->sig->key, 32, sts, n, mac) != 0)
         return fail(d, AUTH_NOMEM);
-    auth_hex(mac, 32, hex);
+    sg_hex_encode(mac, 32, hex);
     if (CRYPTO_memcmp(hex, claimed, 64) != 0)
         return fail(d, AUTH_CHUNK_SIGNATURE_MISMATCH);
     memcpy(d->prev_sig, claimed, 64);
@@ -81,7 +81,7 @@ static enum auth_status check_chunk_sig(struct auth_chunk_dec *d)
     char hex[65];
     if (EVP_DigestFinal_ex(d->chunk_md, md, &mdlen) != 1)
         return fail(d, AUTH_NOMEM);
-    auth_hex(md, 32, hex);
+    sg_hex_encode(md, 32, hex);
     return check_sig(d, "AWS4-HMAC-SHA256-PAYLOAD", true, hex, d->chunk_sig);
 }
 
@@ -93,16 +93,6 @@ static bool is_hex64(const char *s, size_t n)
         if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
             return false;
     return true;
-}
-
-static void trim(const char **s, size_t *n)
-{
-    while (*n && (**s == ' ' || **s == '\t')) {
-        (*s)++;
-        (*n)--;
-    }
-    while (*n && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t'))
-        (*n)--;
 }
 
 /* "<hex>[;name[=value]]...". The signed modes need chunk-signature=<64 hex>;
@@ -117,12 +107,9 @@ static enum auth_status size_line(struct auth_chunk_dec *d)
 
     if (n && s[n - 1] == '\r')
         n--;
-    trim(&s, &n);
+    auth_trim_ows(&s, &n);
     for (; i < n; i++) {
-        int c = (unsigned char)s[i];
-        int v = c >= '0' && c <= '9' ? c - '0'
-              : c >= 'a' && c <= 'f' ? c - 'a' + 10
-              : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        int v = sg_hexval((unsigned char)s[i]);
         if (v < 0)
             break;
         size = size * 16 + (uint64_t)v;
@@ -133,7 +120,7 @@ static enum auth_status size_line(struct auth_chunk_dec *d)
         return fail(d, AUTH_BAD_CHUNK);
     const char *ext = s + i;
     size_t en = n - i;
-    trim(&ext, &en);
+    auth_trim_ows(&ext, &en);
     if (en && *ext != ';')
         return fail(d, AUTH_BAD_CHUNK);
     while (en) {
@@ -143,11 +130,11 @@ static enum auth_status size_line(struct auth_chunk_dec *d)
         size_t pl = semi ? (size_t)(semi - ext) : en;
         const char *p = ext;
         size_t pn = pl;
-        trim(&p, &pn);
+        auth_trim_ows(&p, &pn);
         if (pn > 16 && strncmp(p, "chunk-signature=", 16) == 0) {
             const char *v = p + 16;
             size_t vn = pn - 16;
-            trim(&v, &vn);
+            auth_trim_ows(&v, &vn);
             if (have_sig || !is_hex64(v, vn))
                 return fail(d, AUTH_BAD_CHUNK);
             memcpy(d->chunk_sig, v, 64);
@@ -212,8 +199,8 @@ static enum auth_status trailer_line(struct auth_chunk_dec *d)
         return fail(d, AUTH_BAD_CHUNK);
     const char *name = s, *val = colon + 1;
     size_t nn = (size_t)(colon - s), vn = n - nn - 1;
-    trim(&name, &nn);
-    trim(&val, &vn);
+    auth_trim_ows(&name, &nn);
+    auth_trim_ows(&val, &vn);
     if (nn == 0)
         return fail(d, AUTH_BAD_CHUNK);
     if (nn == 23 && strncasecmp(name, "x-amz-trailer-signature", 23) == 0) {

@@ -19,7 +19,7 @@ static long part_digest(const char *b64, enum auth_ck_algo algo, uint8_t out[32]
     size_t n = strlen(b64);
     if (n > 64)
         return -1;
-    long got = auth_b64_decode(b64, n, out, 32);
+    long got = sg_b64_decode(b64, n, out, 32);
     return got == (long)auth_ck_len(algo) ? got : -1;
 }
 
@@ -45,7 +45,7 @@ int auth_checksum_composite(const char *algo, const char *const *part_b64, size_
     size_t len = auth_ck_final(&ck, d);
     if (len == 0)
         goto out;
-    auth_b64_encode(d, len, b64);
+    sg_b64_encode(d, len, b64);
     int w = snprintf(out, outlen, "%s-%zu", b64, n);
     if (w < 0 || (size_t)w >= outlen)
         goto out;
@@ -139,7 +139,7 @@ int auth_checksum_full_object(const char *algo, const char *const *part_b64,
     size_t len = auth_ck_len(a);
     for (size_t k = 0; k < len; k++)
         d[k] = (uint8_t)(crc >> (8 * (len - 1 - k)));
-    auth_b64_encode(d, len, b64);
+    sg_b64_encode(d, len, b64);
     if (strlen(b64) >= outlen)
         return -1;
     memcpy(out, b64, strlen(b64) + 1);

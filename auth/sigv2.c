@@ -59,7 +59,7 @@ static bool query_has(const char *q, const char *name)
         size_t nlen = strcspn(p, "=&");
         char nb[64];
         if (nlen < sizeof nb) {
-            size_t dn = auth_pct_decode(p, nlen, nb);
+            size_t dn = sg_pct_decode(p, nlen, nb, false);
             if (dn == want && memcmp(nb, name, dn) == 0)
                 return true;
         }
@@ -84,39 +84,11 @@ bool auth_sigv2_query(const char *q)
 
 /* ---- the string to sign ---- */
 
-static void trim(const char **s, size_t *n)
-{
-    while (*n && (**s == ' ' || **s == '\t')) {
-        (*s)++;
-        (*n)--;
-    }
-    while (*n && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t'))
-        (*n)--;
-}
-
-static void add_trimmed(struct auth_buf *b, const char *v)
+static void add_trimmed(struct sg_buf *b, const char *v)
 {
     size_t n = strlen(v);
-    trim(&v, &n);
-    auth_buf_add(b, v, n);
-}
-
-/* Decodes a query component as the gateway does (percent escapes, '+' is a
- * space), so the signature covers what the request will be taken to mean. */
-static size_t query_decode(const char *s, size_t n, char *out)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        int h, l;
-        if (s[i] == '%' && i + 2 < n && (h = auth_hexval((unsigned char)s[i + 1])) >= 0 &&
-            (l = auth_hexval((unsigned char)s[i + 2])) >= 0) {
-            out[o++] = (char)(h << 4 | l);
-            i += 2;
-        } else {
-            out[o++] = s[i] == '+' ? ' ' : s[i];
-        }
-    }
-    return o;
+    auth_trim_ows(&v, &n);
+    sg_buf_add(b, v, n);
 }
 
 /* One name=value pair kept for the string to sign; offsets into a buffer
@@ -140,21 +112,23 @@ static int item_cmp(const void *x, const void *y)
     return c;
 }
 
-/* Appends a decoded query component to tmp; returns its offset. */
-static size_t keep_decoded(struct auth_buf *tmp, const char *s, size_t n, bool lower)
+/* Appends a query component to tmp decoded as the gateway decodes it
+ * (percent escapes, '+' is a space), so the signature covers what the
+ * request will be taken to mean; returns its offset. */
+static size_t keep_decoded(struct sg_buf *tmp, const char *s, size_t n, bool lower)
 {
     size_t off = tmp->len;
     char *d = malloc(n ? n : 1);
     if (!d) {
-        tmp->err = 2;
+        tmp->err = SG_BUF_NOMEM;
         return off;
     }
-    size_t dn = query_decode(s, n, d);
+    size_t dn = sg_pct_decode(s, n, d, true);
     if (lower)
         for (size_t i = 0; i < dn; i++)
             if (d[i] >= 'A' && d[i] <= 'Z')
                 d[i] = (char)(d[i] - 'A' + 'a');
-    auth_buf_add(tmp, d, dn);
+    sg_buf_add(tmp, d, dn);
     free(d);
     return off;
 }
@@ -190,14 +164,14 @@ static size_t query_split(const char *q, struct qseg *segs, size_t cap)
 /* The presigned URL's value of a lower-case parameter name (any case on the
  * wire), decoded into tmp; returns false when absent. */
 static bool query_value(const struct qseg *segs, size_t n, const char *name,
-                        struct auth_buf *tmp, size_t *off, size_t *len)
+                        struct sg_buf *tmp, size_t *off, size_t *len)
 {
     size_t want = strlen(name);
     for (size_t i = 0; i < n; i++) {
         char nb[32];
         if (segs[i].nlen >= sizeof nb)
             continue;
-        size_t dn = query_decode(segs[i].name, segs[i].nlen, nb);
+        size_t dn = sg_pct_decode(segs[i].name, segs[i].nlen, nb, true);
         if (dn == want && strncasecmp(nb, name, dn) == 0) {
             *off = keep_decoded(tmp, segs[i].val, segs[i].vlen, false);
             *len = tmp->len - *off;
@@ -207,12 +181,8 @@ static bool query_value(const struct qseg *segs, size_t n, const char *name,
     return false;
 }
 
-/* The bucket a virtual-hosted Host header names, exactly as the gateway
- * reads it (gateway/request.c vhost_bucket): "<bucket>.<vhost_domain>" with
- * an optional port. Returns its length, 0 when the request is path-style. */
-static size_t vhost_bucket(const struct auth_req *r, const char *domain, const char **b)
+size_t auth_vhost_bucket(const char *host, const char *domain)
 {
-    const char *host = auth_req_header(r, "host", NULL);
     if (!domain || !*domain || !host)
         return 0;
     size_t hlen = strlen(host);
@@ -223,15 +193,22 @@ static size_t vhost_bucket(const struct auth_req *r, const char *domain, const c
     if (hlen <= dlen + 1 || host[hlen - dlen - 1] != '.' ||
         strncasecmp(host + hlen - dlen, domain, dlen) != 0)
         return 0;
-    *b = host;
     return hlen - dlen - 1;
+}
+
+/* The request's virtual-hosted bucket (*b, its length returned), 0 when
+ * path-style. */
+static size_t vhost_bucket(const struct auth_req *r, const char *domain, const char **b)
+{
+    *b = auth_req_header(r, "host", NULL);
+    return auth_vhost_bucket(*b, domain);
 }
 
 /* One standard header line: the header's value, else (presigned) the
  * query parameter of that name, else "". */
-static void standard_line(struct auth_buf *out, const struct auth_req *r, const char *name,
+static void standard_line(struct sg_buf *out, const struct auth_req *r, const char *name,
                           bool presigned, const struct qseg *segs, size_t nseg,
-                          struct auth_buf *tmp)
+                          struct sg_buf *tmp)
 {
     const char *h = auth_req_header(r, name, NULL);
     size_t off, len;
@@ -239,14 +216,14 @@ static void standard_line(struct auth_buf *out, const struct auth_req *r, const 
         add_trimmed(out, h);
     } else if (presigned && query_value(segs, nseg, name, tmp, &off, &len) && !tmp->err) {
         const char *v = tmp->p + off;
-        trim(&v, &len);
-        auth_buf_add(out, v, len);
+        auth_trim_ows(&v, &len);
+        sg_buf_add(out, v, len);
     }
-    auth_buf_addc(out, '\n');
+    sg_buf_addc(out, '\n');
 }
 
 enum auth_status auth_sigv2_string_to_sign(const struct auth_req *r,
-                                           const struct auth_v2_sts *o, struct auth_buf *out)
+                                           const struct auth_v2_sts *o, struct sg_buf *out)
 {
     bool presigned = o->presigned;
     const char *q = r->raw_query ? r->raw_query : "";
@@ -255,21 +232,21 @@ enum auth_status auth_sigv2_string_to_sign(const struct auth_req *r,
         cap += *p == '&';
     struct qseg *segs = calloc(cap, sizeof *segs);
     struct v2_item *items = calloc(cap + r->n_hdrs + 1, sizeof *items);
-    struct auth_buf tmp;
+    struct sg_buf tmp;
     enum auth_status st = AUTH_OK;
-    auth_buf_init(&tmp, STS_MAX);
+    sg_buf_init(&tmp, STS_MAX);
     if (!segs || !items) {
         st = AUTH_NOMEM;
         goto out;
     }
     size_t nseg = query_split(q, segs, cap);
 
-    auth_buf_adds(out, r->method);
-    auth_buf_addc(out, '\n');
+    sg_buf_adds(out, r->method);
+    sg_buf_addc(out, '\n');
     standard_line(out, r, "content-md5", presigned, segs, nseg, &tmp);
     standard_line(out, r, "content-type", presigned, segs, nseg, &tmp);
-    auth_buf_adds(out, o->date_line);
-    auth_buf_addc(out, '\n');
+    sg_buf_adds(out, o->date_line);
+    sg_buf_addc(out, '\n');
 
     /* CanonicalizedAmzHeaders: every x-amz-* header (a presigned URL
      * carries them as query parameters too), names in lower case, sorted,
@@ -281,14 +258,14 @@ enum auth_status auth_sigv2_string_to_sign(const struct auth_req *r,
             continue;
         const char *v = r->hdrs[i].value ? r->hdrs[i].value : "";
         size_t vl = strlen(v);
-        trim(&v, &vl);
+        auth_trim_ows(&v, &vl);
         struct v2_item *it = &items[ni];
         it->name_off = tmp.len;
         for (const char *c = n; *c; c++)
-            auth_buf_addc(&tmp, (*c >= 'A' && *c <= 'Z') ? (char)(*c - 'A' + 'a') : *c);
+            sg_buf_addc(&tmp, (*c >= 'A' && *c <= 'Z') ? (char)(*c - 'A' + 'a') : *c);
         it->name_len = tmp.len - it->name_off;
         it->val_off = tmp.len;
-        auth_buf_add(&tmp, v, vl);
+        sg_buf_add(&tmp, v, vl);
         it->val_len = vl;
         it->order = ni++;
     }
@@ -302,13 +279,13 @@ enum auth_status auth_sigv2_string_to_sign(const struct auth_req *r,
         it->val_len = tmp.len - it->val_off;
         const char *v = tmp.p + it->val_off;
         size_t vl = it->val_len;
-        trim(&v, &vl);
+        auth_trim_ows(&v, &vl);
         it->val_off = (size_t)(v - tmp.p);
         it->val_len = vl;
         it->order = ni++;
     }
     if (tmp.err) {
-        st = tmp.err == 2 ? AUTH_NOMEM : AUTH_MALFORMED;
+        st = tmp.err == SG_BUF_NOMEM ? AUTH_NOMEM : AUTH_MALFORMED;
         goto out;
     }
     for (size_t i = 0; i < ni; i++)
@@ -319,17 +296,17 @@ enum auth_status auth_sigv2_string_to_sign(const struct auth_req *r,
                     memcmp(tmp.p + items[i].name_off, tmp.p + items[i - 1].name_off,
                            items[i].name_len) == 0;
         if (same) {
-            auth_buf_addc(out, ',');
+            sg_buf_addc(out, ',');
         } else {
             if (i > 0)
-                auth_buf_addc(out, '\n');
-            auth_buf_add(out, tmp.p + items[i].name_off, items[i].name_len);
-            auth_buf_addc(out, ':');
+                sg_buf_addc(out, '\n');
+            sg_buf_add(out, tmp.p + items[i].name_off, items[i].name_len);
+            sg_buf_addc(out, ':');
         }
-        auth_buf_add(out, tmp.p + items[i].val_off, items[i].val_len);
+        sg_buf_add(out, tmp.p + items[i].val_off, items[i].val_len);
     }
     if (ni > 0)
-        auth_buf_addc(out, '\n');
+        sg_buf_addc(out, '\n');
 
     /* CanonicalizedResource: "/<bucket>" for a virtual-hosted request, the
      * path as received ("/<bucket>/" for a path-style bucket request sent
@@ -338,13 +315,13 @@ enum auth_status auth_sigv2_string_to_sign(const struct auth_req *r,
     const char *bucket = NULL;
     size_t blen = vhost_bucket(r, o->vhost_domain, &bucket);
     if (blen) {
-        auth_buf_addc(out, '/');
-        auth_buf_add(out, bucket, blen);
+        sg_buf_addc(out, '/');
+        sg_buf_add(out, bucket, blen);
     }
     const char *path = r->raw_path && *r->raw_path ? r->raw_path : "/";
-    auth_buf_adds(out, path);
+    sg_buf_adds(out, path);
     if (!blen && o->bucket_slash && path[1] && !strchr(path + 1, '/'))
-        auth_buf_addc(out, '/');
+        sg_buf_addc(out, '/');
     size_t ns = 0;
     tmp.len = 0;
     for (size_t i = 0; i < nseg; i++) {
@@ -359,24 +336,24 @@ enum auth_status auth_sigv2_string_to_sign(const struct auth_req *r,
         it->order = ns++;
     }
     if (tmp.err) {
-        st = tmp.err == 2 ? AUTH_NOMEM : AUTH_MALFORMED;
+        st = tmp.err == SG_BUF_NOMEM ? AUTH_NOMEM : AUTH_MALFORMED;
         goto out;
     }
     for (size_t i = 0; i < ns; i++)
         items[i].base = tmp.p;
     qsort(items, ns, sizeof *items, item_cmp);
     for (size_t i = 0; i < ns; i++) {
-        auth_buf_addc(out, i == 0 ? '?' : '&');
-        auth_buf_add(out, tmp.p + items[i].name_off, items[i].name_len);
+        sg_buf_addc(out, i == 0 ? '?' : '&');
+        sg_buf_add(out, tmp.p + items[i].name_off, items[i].name_len);
         if (items[i].has_eq) {
-            auth_buf_addc(out, '=');
-            auth_buf_add(out, tmp.p + items[i].val_off, items[i].val_len);
+            sg_buf_addc(out, '=');
+            sg_buf_add(out, tmp.p + items[i].val_off, items[i].val_len);
         }
     }
     if (out->err)
-        st = out->err == 2 ? AUTH_NOMEM : AUTH_MALFORMED;
+        st = out->err == SG_BUF_NOMEM ? AUTH_NOMEM : AUTH_MALFORMED;
 out:
-    auth_buf_free(&tmp);
+    sg_buf_free(&tmp);
     free(items);
     free(segs);
     return st;
@@ -390,7 +367,7 @@ int auth_sigv2_sign(const char *secret, const char *sts, size_t n, char out[29])
     if (klen > INT32_MAX || !HMAC(EVP_sha1(), secret, (int)klen, (const uint8_t *)sts, n, mac,
                                   &len) || len != 20)
         return -1;
-    auth_b64_encode(mac, 20, out);
+    sg_b64_encode(mac, 20, out);
     OPENSSL_cleanse(mac, sizeof mac);
     return 0;
 }
@@ -408,7 +385,7 @@ static enum auth_status parse_header(const char *authz, char **ak, char **sig)
     while (*v == ' ' || *v == '\t')
         v++;
     size_t n = strlen(v);
-    trim(&v, &n);
+    auth_trim_ows(&v, &n);
     const char *colon = NULL;
     for (size_t i = 0; i < n; i++)
         if (v[i] == ':')
@@ -445,11 +422,11 @@ static enum auth_status parse_query(const char *q, char **ak, char **sig, char *
 static enum auth_status try_sign(const struct auth_req *r, struct auth_v2_sts o,
                                  const struct conf_user *user, const char *sig)
 {
-    struct auth_buf sts, dl;
+    struct sg_buf sts, dl;
     char mine[SIG_B64_LEN + 1];
     enum auth_status st;
-    auth_buf_init(&sts, STS_MAX);
-    auth_buf_init(&dl, 256);
+    sg_buf_init(&sts, STS_MAX);
+    sg_buf_init(&dl, 256);
     add_trimmed(&dl, o.date_line);               /* like every standard header */
     o.date_line = dl.p ? dl.p : "";
     st = dl.err ? AUTH_MALFORMED : auth_sigv2_string_to_sign(r, &o, &sts);
@@ -459,8 +436,8 @@ static enum auth_status try_sign(const struct auth_req *r, struct auth_v2_sts o,
         (strlen(sig) != SIG_B64_LEN || CRYPTO_memcmp(mine, sig, SIG_B64_LEN) != 0))
         st = AUTH_SIGNATURE_MISMATCH;
     OPENSSL_cleanse(mine, sizeof mine);
-    auth_buf_free(&dl);
-    auth_buf_free(&sts);
+    sg_buf_free(&dl);
+    sg_buf_free(&sts);
     return st;
 }
 

@@ -88,113 +88,17 @@ const struct conf_user *auth_find_user(const struct auth *a, const char *ak)
     return NULL;
 }
 
-/* ---- growable buffer ---- */
-
-void auth_buf_init(struct auth_buf *b, size_t max)
-{
-    memset(b, 0, sizeof *b);
-    b->max = max;
-}
-
-void auth_buf_free(struct auth_buf *b)
-{
-    free(b->p);
-    memset(b, 0, sizeof *b);
-}
-
-void auth_buf_add(struct auth_buf *b, const char *s, size_t n)
-{
-    if (b->err)
-        return;
-    if (n > b->max || b->len > b->max - n) {
-        b->err = 1;
-        return;
-    }
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->err = 2;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-void auth_buf_adds(struct auth_buf *b, const char *s)
-{
-    auth_buf_add(b, s, strlen(s));
-}
-
-void auth_buf_addc(struct auth_buf *b, char c)
-{
-    auth_buf_add(b, &c, 1);
-}
-
 /* ---- percent-encoding ---- */
 
-int auth_hexval(int c)
+void auth_uri_canon(struct sg_buf *b, const char *s, size_t n, bool keep_slash)
 {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* Percent-decodes s[0..n) into out (at least n bytes); returns the length.
- * An invalid escape is kept literally. '+' stays '+': S3 does not read it
- * as a space. */
-size_t auth_pct_decode(const char *s, size_t n, char *out)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        int h, l;
-        if (s[i] == '%' && i + 2 < n && (h = auth_hexval((unsigned char)s[i + 1])) >= 0 &&
-            (l = auth_hexval((unsigned char)s[i + 2])) >= 0) {
-            out[o++] = (char)(h << 4 | l);
-            i += 2;
-        } else {
-            out[o++] = s[i];
-        }
-    }
-    return o;
-}
-
-static bool unreserved(unsigned char c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '.' || c == '_' || c == '~';
-}
-
-void auth_uri_canon(struct auth_buf *b, const char *s, size_t n, bool keep_slash)
-{
-    static const char digits[] = "0123456789ABCDEF";
     char *dec = malloc(n ? n : 1);
     if (!dec) {
-        b->err = 2;
+        b->err = SG_BUF_NOMEM;
         return;
     }
-    size_t dn = auth_pct_decode(s, n, dec);
-    size_t start = 0;
-    for (size_t i = 0; i < dn; i++) {
-        unsigned char c = (unsigned char)dec[i];
-        if (unreserved(c) || (keep_slash && c == '/'))
-            continue;
-        auth_buf_add(b, dec + start, i - start);
-        char esc[3] = { '%', digits[c >> 4], digits[c & 15] };
-        auth_buf_add(b, esc, 3);
-        start = i + 1;
-    }
-    auth_buf_add(b, dec + start, dn - start);
+    size_t dn = sg_pct_decode(s, n, dec, false);
+    sg_buf_add_uri(b, dec, dn, keep_slash);
     free(dec);
 }
 
@@ -216,6 +120,16 @@ const char *auth_req_header(const struct auth_req *r, const char *name, size_t *
     return first;
 }
 
+void auth_trim_ows(const char **s, size_t *n)
+{
+    while (*n && (**s == ' ' || **s == '\t')) {
+        (*s)++;
+        (*n)--;
+    }
+    while (*n && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t'))
+        (*n)--;
+}
+
 static bool is_ws(char c)
 {
     return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
@@ -223,7 +137,7 @@ static bool is_ws(char c)
 
 /* Appends a header value trimmed, inner whitespace runs collapsed to one
  * space (what SigV4 clients sign). */
-static void add_header_value(struct auth_buf *b, const char *v)
+static void add_header_value(struct sg_buf *b, const char *v)
 {
     bool pending_space = false, any = false;
     for (; *v; v++) {
@@ -232,10 +146,10 @@ static void add_header_value(struct auth_buf *b, const char *v)
             continue;
         }
         if (pending_space)
-            auth_buf_addc(b, ' ');
+            sg_buf_addc(b, ' ');
         pending_space = false;
         any = true;
-        auth_buf_addc(b, *v);
+        sg_buf_addc(b, *v);
     }
 }
 
@@ -258,16 +172,16 @@ static bool name_is(const char *s, size_t n, const char *lit)
     return strlen(lit) == n && memcmp(s, lit, n) == 0;
 }
 
-static enum auth_status canonical_query(const char *q, bool presigned, struct auth_buf *out)
+static enum auth_status canonical_query(const char *q, bool presigned, struct sg_buf *out)
 {
     size_t nseg = 1;
     for (const char *p = q; *p; p++)
         nseg += *p == '&';
     struct qpair *pairs = calloc(nseg, sizeof *pairs);
-    struct auth_buf tmp;
+    struct sg_buf tmp;
     enum auth_status st = AUTH_OK;
     size_t np = 0;
-    auth_buf_init(&tmp, CANON_MAX);
+    sg_buf_init(&tmp, CANON_MAX);
     if (!pairs)
         return AUTH_NOMEM;
     const char *p = q;
@@ -282,17 +196,17 @@ static enum auth_status canonical_query(const char *q, bool presigned, struct au
                 st = AUTH_NOMEM;
                 goto out;
             }
-            size_t dnl = auth_pct_decode(p, nlen, dn);
+            size_t dnl = sg_pct_decode(p, nlen, dn, false);
             bool skip = presigned && name_is(dn, dnl, "X-Amz-Signature");
             free(dn);
             if (!skip) {
                 pairs[np].name_off = tmp.len;
                 auth_uri_canon(&tmp, p, nlen, false);
-                auth_buf_add(&tmp, "", 1);   /* NUL separator: len counts it */
+                sg_buf_add(&tmp, "", 1);   /* NUL separator: len counts it */
                 pairs[np].val_off = tmp.len;
                 if (eq)
                     auth_uri_canon(&tmp, eq + 1, len - nlen - 1, false);
-                auth_buf_add(&tmp, "", 1);
+                sg_buf_add(&tmp, "", 1);
                 np++;
             }
         }
@@ -301,7 +215,7 @@ static enum auth_status canonical_query(const char *q, bool presigned, struct au
         p = end + 1;
     }
     if (tmp.err) {
-        st = tmp.err == 2 ? AUTH_NOMEM : AUTH_MALFORMED;
+        st = tmp.err == SG_BUF_NOMEM ? AUTH_NOMEM : AUTH_MALFORMED;
         goto out;
     }
     for (size_t i = 0; i < np; i++) {
@@ -311,13 +225,13 @@ static enum auth_status canonical_query(const char *q, bool presigned, struct au
     qsort(pairs, np, sizeof *pairs, qpair_cmp);
     for (size_t i = 0; i < np; i++) {
         if (i)
-            auth_buf_addc(out, '&');
-        auth_buf_adds(out, pairs[i].name);
-        auth_buf_addc(out, '=');
-        auth_buf_adds(out, pairs[i].val);
+            sg_buf_addc(out, '&');
+        sg_buf_adds(out, pairs[i].name);
+        sg_buf_addc(out, '=');
+        sg_buf_adds(out, pairs[i].val);
     }
 out:
-    auth_buf_free(&tmp);
+    sg_buf_free(&tmp);
     free(pairs);
     return st;
 }
@@ -326,60 +240,60 @@ out:
 
 enum auth_status auth_canonical_request(const struct auth_req *r, const char *signed_headers,
                                         const char *payload_hash, bool presigned,
-                                        struct auth_buf *out)
+                                        struct sg_buf *out)
 {
-    auth_buf_adds(out, r->method);
-    auth_buf_addc(out, '\n');
+    sg_buf_adds(out, r->method);
+    sg_buf_addc(out, '\n');
     const char *path = r->raw_path && *r->raw_path ? r->raw_path : "/";
     auth_uri_canon(out, path, strlen(path), true);
-    auth_buf_addc(out, '\n');
+    sg_buf_addc(out, '\n');
     enum auth_status st = canonical_query(r->raw_query ? r->raw_query : "", presigned, out);
     if (st != AUTH_OK)
         return st;
-    auth_buf_addc(out, '\n');
+    sg_buf_addc(out, '\n');
 
     /* canonical headers in the order of SignedHeaders */
     const char *s = signed_headers;
     while (*s) {
         const char *end = strchr(s, ';');
         size_t len = end ? (size_t)(end - s) : strlen(s);
-        auth_buf_add(out, s, len);
-        auth_buf_addc(out, ':');
+        sg_buf_add(out, s, len);
+        sg_buf_addc(out, ':');
         bool first = true;
         for (size_t i = 0; i < r->n_hdrs; i++) {
             const char *hn = r->hdrs[i].name;
             if (strlen(hn) != len || strncasecmp(hn, s, len) != 0)
                 continue;
             if (!first)
-                auth_buf_addc(out, ',');
+                sg_buf_addc(out, ',');
             first = false;
             add_header_value(out, r->hdrs[i].value ? r->hdrs[i].value : "");
         }
-        auth_buf_addc(out, '\n');
+        sg_buf_addc(out, '\n');
         if (!end)
             break;
         s = end + 1;
     }
-    auth_buf_addc(out, '\n');
-    auth_buf_adds(out, signed_headers);
-    auth_buf_addc(out, '\n');
-    auth_buf_adds(out, payload_hash);
+    sg_buf_addc(out, '\n');
+    sg_buf_adds(out, signed_headers);
+    sg_buf_addc(out, '\n');
+    sg_buf_adds(out, payload_hash);
     if (out->err)
-        return out->err == 2 ? AUTH_NOMEM : AUTH_MALFORMED;
+        return out->err == SG_BUF_NOMEM ? AUTH_NOMEM : AUTH_MALFORMED;
     return AUTH_OK;
 }
 
 void auth_string_to_sign(const char *amzdate, const char *scope, const char *creq,
-                         struct auth_buf *out)
+                         struct sg_buf *out)
 {
     char h[65];
     auth_sha256_hex(creq, strlen(creq), h);
-    auth_buf_adds(out, AUTH_ALGO "\n");
-    auth_buf_adds(out, amzdate);
-    auth_buf_addc(out, '\n');
-    auth_buf_adds(out, scope);
-    auth_buf_addc(out, '\n');
-    auth_buf_adds(out, h);
+    sg_buf_adds(out, AUTH_ALGO "\n");
+    sg_buf_adds(out, amzdate);
+    sg_buf_addc(out, '\n');
+    sg_buf_adds(out, scope);
+    sg_buf_addc(out, '\n');
+    sg_buf_adds(out, h);
 }
 
 /* Signs with a derived key: canonical request -> string to sign -> HMAC. */
@@ -388,11 +302,11 @@ static enum auth_status sign_with_key(const struct auth_req *r, bool presigned,
                                       const char *amzdate, const char *scope,
                                       const uint8_t key[32], char sig_hex[65])
 {
-    struct auth_buf creq, sts;
+    struct sg_buf creq, sts;
     enum auth_status st;
     uint8_t mac[32];
-    auth_buf_init(&creq, CANON_MAX);
-    auth_buf_init(&sts, CANON_MAX);
+    sg_buf_init(&creq, CANON_MAX);
+    sg_buf_init(&sts, CANON_MAX);
     st = auth_canonical_request(r, signed_headers, payload_hash, presigned, &creq);
     if (st != AUTH_OK)
         goto out;
@@ -405,10 +319,10 @@ static enum auth_status sign_with_key(const struct auth_req *r, bool presigned,
         st = AUTH_NOMEM;
         goto out;
     }
-    auth_hex(mac, 32, sig_hex);
+    sg_hex_encode(mac, 32, sig_hex);
 out:
-    auth_buf_free(&creq);
-    auth_buf_free(&sts);
+    sg_buf_free(&creq);
+    sg_buf_free(&sts);
     return st;
 }
 
@@ -463,7 +377,7 @@ static enum auth_status payload_kind(const char *h, enum auth_payload *kind)
     if (strlen(h) != 64)
         return AUTH_BAD_CONTENT_SHA256;
     for (size_t i = 0; i < 64; i++)
-        if (auth_hexval((unsigned char)h[i]) < 0)
+        if (sg_hexval((unsigned char)h[i]) < 0)
             return AUTH_BAD_CONTENT_SHA256;
     *kind = AUTH_PAYLOAD_SHA256;
     return AUTH_OK;
@@ -484,14 +398,14 @@ int auth_query_param(const char *q, const char *name, char **val)
         size_t nlen = eq ? (size_t)(eq - p) : len;
         char nb[64];
         if (nlen < sizeof nb) {
-            size_t dn = auth_pct_decode(p, nlen, nb);
+            size_t dn = sg_pct_decode(p, nlen, nb, false);
             if (name_is(nb, dn, name)) {
                 if (n++ == 0) {
                     size_t vlen = eq ? len - nlen - 1 : 0;
                     *val = malloc(vlen + 1);
                     if (!*val)
                         return -1;
-                    (*val)[auth_pct_decode(eq ? eq + 1 : "", vlen, *val)] = '\0';
+                    (*val)[sg_pct_decode(eq ? eq + 1 : "", vlen, *val, false)] = '\0';
                 }
             }
         }

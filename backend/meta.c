@@ -3,6 +3,7 @@
  * pseudo-ETag of foreign files and the bounded heap used by listings. No
  * system calls here, so all of it is unit-tested with tables. */
 #include "posix_int.h"
+#include "encoding.h"
 
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -323,36 +324,12 @@ int posix_meta_decode(const unsigned char *buf, size_t len, struct obj_meta *m)
 
 void posix_md5_to_hex(const unsigned char md5[16], char out[33])
 {
-    static const char hx[] = "0123456789abcdef";
-    for (int i = 0; i < 16; i++) {
-        out[2 * i] = hx[md5[i] >> 4];
-        out[2 * i + 1] = hx[md5[i] & 15];
-    }
-    out[32] = '\0';
-}
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
+    sg_hex_encode(md5, 16, out);
 }
 
 int posix_hex_to_md5(const char *hex, unsigned char md5[16])
 {
-    if (strlen(hex) != 32)
-        return -1;
-    for (int i = 0; i < 16; i++) {
-        int h = hexval(hex[2 * i]), l = hexval(hex[2 * i + 1]);
-        if (h < 0 || l < 0)
-            return -1;
-        md5[i] = (unsigned char)(h << 4 | l);
-    }
-    return 0;
+    return strlen(hex) == 32 && sg_hex_decode(hex, 32, md5) == 16 ? 0 : -1;
 }
 
 bool posix_etag_equal(const char *a, const char *b)

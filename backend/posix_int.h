@@ -45,7 +45,7 @@
 #define POSIX_MAX_OBJECT (5ull * 1024 * 1024 * 1024 * 1024) /* 5 TiB */
 #define POSIX_UPLOAD_ID_LEN 32u
 
-struct conf_dirlock;
+struct sg_dirlock;
 struct posix_expiry;
 
 struct posix_store {
@@ -54,8 +54,8 @@ struct posix_store {
     int mpufd;      /* STATE/mpu (STATE: the state directory, ROOT/.shardgate by
                        default); -1 when the store is read-only */
     bool read_only; /* every write answers BACKEND_READ_ONLY; set at open only */
-    struct conf_dirlock *lock;      /* STATE's lock; NULL when none was taken */
-    struct conf_dirlock *tree_lock; /* ROOT's own, when writable: another gateway
+    struct sg_dirlock *lock;        /* STATE's lock; NULL when none was taken */
+    struct sg_dirlock *tree_lock;   /* ROOT's own, when writable: another gateway
                                        with another STATE must not write (or
                                        reclaim) the same tree; NULL: none */
     struct posix_expiry *expiry;    /* the thread aborting old uploads, or NULL */

@@ -5,6 +5,7 @@
  * buckets, and the thread that aborts old uploads. */
 #include "posix_int.h"
 #include "dirlock.h"
+#include "fs.h"
 #include "log.h"
 
 #include <dirent.h>
@@ -41,37 +42,12 @@ static void open_fail(const struct backend_posix_conf *cf, const char *fmt, ...)
         log_msg(LOG_LVL_ERROR, "backend", "%s", buf);
 }
 
-/* Creates the missing components of path (existing ones are not touched,
- * so an existing tree on a read-only mount opens). 0, or -1 with errno. */
-static int mkdir_missing(const char *path)
-{
-    char buf[PATH_MAX];
-    size_t n = strlen(path);
-    if (n >= sizeof buf) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    memcpy(buf, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] != '/' && buf[i] != '\0')
-            continue;
-        char saved = buf[i];
-        buf[i] = '\0';
-        struct stat st;
-        if (stat(buf, &st) != 0 && (errno != ENOENT || (mkdir(buf, 0755) != 0 &&
-                                                        errno != EEXIST)))
-            return -1;
-        buf[i] = saved;
-    }
-    return 0;
-}
-
 static int open_root(const char *root)
 {
     int fd = open(root, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
     if (fd >= 0 || errno != ENOENT)
         return fd;
-    if (mkdir_missing(root) != 0)
+    if (sg_mkdir_missing(root) != 0)
         return -1;
     return open(root, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
 }
@@ -159,16 +135,16 @@ enum backend_status backend_posix_open(const struct backend_posix_conf *cf,
      * lock can be created where nothing can be written. */
     char why[768] = "";
     int lerr = 0;
-    switch (conf_dirlock_take(state, "state directory", &b->lock, &lerr, why, sizeof why)) {
-    case CONF_DIRLOCK_OK:
+    switch (sg_dirlock_take(state, "state directory", &b->lock, &lerr, why, sizeof why)) {
+    case SG_DIRLOCK_OK:
         break;
-    case CONF_DIRLOCK_UNSUPPORTED:
+    case SG_DIRLOCK_UNSUPPORTED:
         log_msg(LOG_LVL_WARN, "backend", "%s", why);
         break;
-    case CONF_DIRLOCK_BUSY:
+    case SG_DIRLOCK_BUSY:
         open_fail(cf, "%s", why);
         goto fail;
-    case CONF_DIRLOCK_ERRNO:
+    case SG_DIRLOCK_ERRNO:
         if (!errno_means_read_only(lerr)) {
             open_fail(cf, "%s", why);
             goto fail;
@@ -213,15 +189,15 @@ enum backend_status backend_posix_open(const struct backend_posix_conf *cf,
         /* A writer also owns the tree: the reclaim below removes temp
          * files, which must not be those of a live gateway whose state
          * directory is another. Read-only gateways share a tree freely. */
-        switch (conf_dirlock_take_dir(cf->root, "data directory", &b->tree_lock, &lerr, why,
+        switch (sg_dirlock_take_dir(cf->root, "data directory", &b->tree_lock, &lerr, why,
                                       sizeof why)) {
-        case CONF_DIRLOCK_OK:
+        case SG_DIRLOCK_OK:
             break;
-        case CONF_DIRLOCK_UNSUPPORTED:
+        case SG_DIRLOCK_UNSUPPORTED:
             log_msg(LOG_LVL_WARN, "backend", "%s", why);
             break;
-        case CONF_DIRLOCK_BUSY:
-        case CONF_DIRLOCK_ERRNO:
+        case SG_DIRLOCK_BUSY:
+        case SG_DIRLOCK_ERRNO:
             open_fail(cf, "%s", why);
             goto fail;
         }
@@ -260,7 +236,7 @@ void posix_close(struct posix_store *b)
         close(b->rootfd);
     if (b->mpufd >= 0)
         close(b->mpufd);
-    conf_dirlock_release(b->tree_lock);
-    conf_dirlock_release(b->lock);
+    sg_dirlock_release(b->tree_lock);
+    sg_dirlock_release(b->lock);
     free(b);
 }

@@ -112,9 +112,6 @@ enum s3_read_path s3_read_path_pick(bool stream_usable, uint64_t stream_pos, uin
 
 /* ---- XML (s3_xml.c) ---- */
 
-/* In place: %XX -> byte, '+' -> ' ' (a bad escape stays as it is). */
-void s3_url_decode(char *s);
-
 /* The <Code> of an <Error> body into code[cap]; 0, or -1 when not an error. */
 int s3_xml_error_code(const char *xml, size_t len, char *code, size_t cap);
 typedef int (*s3_bucket_fn)(void *arg, const char *name, time_t created);

@@ -5,6 +5,7 @@
  * s3_object_copy), and the count a HEAD/GET answers with is kept by
  * s3_meta_from_headers. */
 #include "s3_int.h"
+#include "encoding.h"
 #include "log.h"
 
 #include <openssl/evp.h>
@@ -56,12 +57,12 @@ enum backend_status s3_tagging_put(struct backend *base, const char *bucket, con
     if (tags && obj_tags_to_xml(tags, &xml, &len) != 0)
         return BACKEND_NOMEM;
     /* S3 wants Content-MD5 (or a checksum) on Put...Tagging. */
-    unsigned char md[16], b64[32];
+    unsigned char md[16];
     unsigned int ml = 0;
-    char md5h[64];
+    char b64[32], md5h[64];
     EVP_Digest(xml ? xml : "", len, md, &ml, EVP_md5(), NULL);
-    EVP_EncodeBlock(b64, md, 16);
-    snprintf(md5h, sizeof md5h, "Content-MD5: %s", (const char *)b64);
+    sg_b64_encode(md, sizeof md, b64);
+    snprintf(md5h, sizeof md5h, "Content-MD5: %s", b64);
     struct curl_slist h2 = { "Content-Type: application/xml", NULL };
     struct curl_slist h1 = { md5h, &h2 };
     struct s3_call c = { .method = tags ? "PUT" : "DELETE", .bucket = s3_cold_bucket(s, bucket),

@@ -3,6 +3,7 @@
  * backoff, headers <-> obj_meta, ISO-8601 times, the byte ring and the read
  * path of an open object. No I/O and no store here. */
 #include "s3_int.h"
+#include "encoding.h"
 
 #include <curl/curl.h>
 #include <stdio.h>
@@ -12,29 +13,12 @@
 
 /* ---- pure helpers (declared in s3_int.h) ---- */
 
-static bool unreserved(unsigned char c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '.' || c == '_' || c == '~';
-}
-
 char *s3_uri_encode(const char *s, bool keep_slash)
 {
-    static const char hex[] = "0123456789ABCDEF";
     size_t n = strlen(s);
-    char *o = malloc(3 * n + 1), *p = o;
-    if (!o)
-        return NULL;
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (unreserved(*c) || (keep_slash && *c == '/')) {
-            *p++ = (char)*c;
-        } else {
-            *p++ = '%';
-            *p++ = hex[*c >> 4];
-            *p++ = hex[*c & 15];
-        }
-    }
-    *p = '\0';
+    char *o = malloc(3 * n + 1);
+    if (o)
+        sg_uri_encode(s, n, keep_slash, o);
     return o;
 }
 

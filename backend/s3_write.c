@@ -3,13 +3,12 @@
  * the cold tier before commit; commit PUTs it (multipart above
  * S3_MPU_THRESHOLD). Server-side copy and delete. */
 #include "s3_int.h"
-#include "posix_int.h"   /* posix_hex_to_md5: a pure helper */
+#include "encoding.h"
 #include "log.h"
 
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,11 +150,11 @@ enum backend_status s3_mpu_part_begin(struct backend *base, const char *bucket,
 static int content_md5(const char *etag, char out[64])
 {
     unsigned char md5[16];
-    if (strlen(etag) != 32 || posix_hex_to_md5(etag, md5) != 0)
+    if (strlen(etag) != 32 || sg_hex_decode(etag, 32, md5) != 16)
         return -1;
-    unsigned char b64[32];
-    EVP_EncodeBlock(b64, md5, 16);
-    snprintf(out, 64, "Content-MD5: %s", (const char *)b64);
+    char b64[32];
+    sg_b64_encode(md5, 16, b64);
+    snprintf(out, 64, "Content-MD5: %s", b64);
     return 0;
 }
 

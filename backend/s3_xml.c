@@ -2,23 +2,13 @@
  * (errors, bucket and object listings, multipart results) with libxml2.
  * Pure functions on a memory buffer: tested by tests/unit/test_backend_s3.c. */
 #include "s3_int.h"
+#include "encoding.h"
 
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 static xmlDocPtr xml_parse(const char *xml, size_t len)
 {
@@ -72,21 +62,9 @@ static bool child_text(const xmlNode *n, const char *name, char *out, size_t cap
 /* In place: %XX -> byte, '+' -> ' '. AWS writes a space as '+' under
  * encoding-type=url; servers that write %20 also encode a literal '+' as
  * %2B, so '+' is a space for all of them. */
-void s3_url_decode(char *s)
+static void url_decode(char *s)
 {
-    char *o = s;
-    for (char *p = s; *p; p++) {
-        int hi, lo;
-        if (p[0] == '%' && (hi = hexval(p[1])) >= 0 && (lo = hexval(p[2])) >= 0) {
-            *o++ = (char)(hi * 16 + lo);
-            p += 2;
-        } else if (*p == '+') {
-            *o++ = ' ';
-        } else {
-            *o++ = *p;
-        }
-    }
-    *o = '\0';
+    s[sg_pct_decode(s, strlen(s), s, true)] = '\0';
 }
 
 static uint64_t child_u64(const xmlNode *n, const char *name)
@@ -220,7 +198,7 @@ enum backend_status s3_xml_list_objects(const char *xml, size_t len,
         if (!(e->key = text_of(k)))
             goto out;
         if (enc)
-            s3_url_decode(e->key);
+            url_decode(e->key);
         e->size = child_u64(c, "Size");
         child_time(c, "LastModified", &e->mtime);
         child_etag(c, "ETag", e->etag);
@@ -229,7 +207,7 @@ enum backend_status s3_xml_list_objects(const char *xml, size_t len,
     if (add_prefixes(r, &out->prefixes, &out->n_prefixes) != 0)
         goto out;
     for (size_t i = 0; enc && i < out->n_prefixes; i++)
-        s3_url_decode(out->prefixes[i]);
+        url_decode(out->prefixes[i]);
     out->truncated = child_true(r, "IsTruncated");
     /* The last key or prefix of the page, whichever sorts later: S3 merges
      * both in key order. */

@@ -5,12 +5,11 @@
  * tier's answers, the bodies sent to it). Pure functions, tested by
  * tests/unit/test_backend_tags.c. */
 #include "backend.h"
-#include "s3_int.h"   /* s3_uri_encode, s3_url_decode: pure helpers */
+#include "encoding.h"
 
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 #include <libxml/xmlwriter.h>
-#include <ctype.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -134,21 +133,21 @@ int obj_tags_to_xml(const struct obj_tags *t, char **xml, size_t *len)
 
 /* ---- the x-amz-tagging query form ---- */
 
-/* s[0..n) as a new decoded string; NULL (*bad set) when a '%' is not
- * followed by two hex digits or escapes a NUL, NULL alone when out of memory. */
+/* s[0..n) as a new decoded string ('+' is a space); NULL (*bad set) when a
+ * '%' is not followed by two hex digits or escapes a NUL, NULL alone when
+ * out of memory. */
 static char *query_part(const char *s, size_t n, bool *bad)
 {
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '%' && (i + 2 >= n || !isxdigit((unsigned char)s[i + 1]) ||
-                            !isxdigit((unsigned char)s[i + 2]) ||
-                            (s[i + 1] == '0' && s[i + 2] == '0'))) {
-            *bad = true;
-            return NULL;
-        }
+    char *d = malloc(n + 1);
+    if (!d)
+        return NULL;
+    long l = sg_pct_decode_strict(s, n, d, true);
+    if (l < 0 || memchr(d, '\0', (size_t)l)) {
+        free(d);
+        *bad = true;
+        return NULL;
     }
-    char *d = strndup(s, n);
-    if (d)
-        s3_url_decode(d);
+    d[l] = '\0';
     return d;
 }
 
@@ -185,22 +184,11 @@ char *obj_tags_to_query(const struct obj_tags *t)
         return NULL;
     *p = '\0';
     for (size_t i = 0; i < t->n; i++) {
-        char *k = s3_uri_encode(t->v[i].key, false), *v = s3_uri_encode(t->v[i].value, false);
-        if (!k || !v) {
-            free(k);
-            free(v);
-            free(q);
-            return NULL;
-        }
-        size_t kl = strlen(k), vl = strlen(v);
         if (i)
             *p++ = '&';
-        memcpy(p, k, kl);
-        p[kl] = '=';
-        memcpy(p + kl + 1, v, vl + 1);
-        p += kl + 1 + vl;
-        free(k);
-        free(v);
+        p += sg_uri_encode(t->v[i].key, strlen(t->v[i].key), false, p);
+        *p++ = '=';
+        p += sg_uri_encode(t->v[i].value, strlen(t->v[i].value), false, p);
     }
     return q;
 }

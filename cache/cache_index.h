@@ -104,7 +104,7 @@ int cidx_data_open(const struct cidx *x, uint64_t id, int flags, mode_t mode);
  * replays the journal (a torn or corrupt tail is truncated away), starts the
  * maintenance thread (group fsync, compaction, the background sweep of stray files
  * and of entries whose file is missing or has the wrong size). Data files are not
- * stat'ed at open (see index.c: measured too slow for millions of entries on a cold
+ * stat'ed at open (see index_open.c: measured too slow for millions of entries on a cold
  * disk); a reader that finds a file missing calls cidx_invalidate().
  * *out is returned new; free with cidx_close(). Call from one thread. */
 enum cidx_status cidx_open(const char *cache_dir, uint64_t capacity_bytes, struct cidx **out);

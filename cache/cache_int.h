@@ -1,8 +1,13 @@
-/* cache/cache_int.h - internals of the cache tier that its unit tests use:
- * the header block at the start of every cache data file. */
+/* cache/cache_int.h - internals of the cache tier, shared by its files and
+ * used by its unit tests: the header block at the start of every cache data
+ * file, revalidation, the engine's state (struct cache, struct fill) with the
+ * functions its files share (cache.c's opening comment maps them), and what
+ * staging offers prefetch jobs. Only cache/ files include this. */
 #ifndef SHARDGATE_CACHE_INT_H
 #define SHARDGATE_CACHE_INT_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,6 +26,9 @@
 /* Encodes m into buf (cap bytes); *len gets the header's length (the data
  * starts at cache_hdr_data_offset(*len)). 0, or -1 when it does not fit. */
 int cache_hdr_encode(const struct obj_meta *m, uint8_t *buf, size_t cap, size_t *len);
+/* The length of the header block that starts buf, of which n bytes were read: 8 +
+ * its body's length (may be more than n), or 0 when buf does not start with one. */
+size_t cache_hdr_length(const uint8_t *buf, size_t n);
 /* Decodes a header block; m (cleared by the caller) gets new strings. 0 or -1. */
 int cache_hdr_decode(const uint8_t *buf, size_t len, struct obj_meta *m);
 uint64_t cache_hdr_data_offset(size_t hdr_len);
@@ -52,7 +60,116 @@ void cache_reval_stats(struct cache_reval *rv, uint64_t *timeouts, uint64_t *ski
  * directory store's x-amz-tagging - are compared too. */
 bool cache_reval_tags_differ(const struct obj_meta *cold, const struct obj_meta *cached);
 
-/* ---- between the fill engine (cache.c) and prefetch jobs (prefetch.c) ---- */
+/* ---- the engine's state, shared by cache.c, read.c, fill.c, fill_worker.c,
+ * stage.c and revalidate.c ---- */
+
+enum {
+    FILL_TABLE = 1024,           /* buckets of the fill table (fills in flight are few) */
+};
+
+enum fill_state { FILL_QUEUED, FILL_RUNNING, FILL_DONE, FILL_FAILED };
+
+struct fill {
+    struct fill *table_next;     /* chain in c->table */
+    struct fill *queue_next;     /* c->queue or c->bg_queue */
+    bool background;             /* a staging fill (no reader asked yet); under c->mu */
+    struct cache_stage_obs *observers;   /* prefetch jobs told at the end; under c->mu */
+    uint64_t id;                 /* the index entry; names the data file */
+    char *bucket, *key;
+    unsigned refs;               /* the table, the worker, attached readers; under c->mu */
+
+    pthread_mutex_t mu;          /* everything below */
+    enum fill_state state;
+    bool meta_known;
+    struct obj_meta meta;
+    uint64_t data_off;           /* where the object's bytes start in the file */
+    uint64_t filled;             /* object bytes written, contiguous from 0 */
+    enum cache_status err;       /* FILL_FAILED: why */
+    enum backend_status bst;
+    char why[CACHE_JOB_MSG_LEN]; /* FILL_FAILED on the cache side: a sentence for jobs */
+    struct cache_waiter *waiters;
+};
+
+struct cache {
+    struct cidx *idx;
+    struct backend *cold;
+    struct cache_conf cf;        /* strings and bucket table borrowed */
+    char *dir;
+    struct sg_dirlock *lock;     /* one gateway per cache directory (NULL: no flock) */
+
+    pthread_mutex_t mu;
+    pthread_cond_t work;         /* signalled when the queue grows or on stop */
+    struct fill *table[FILL_TABLE];
+    struct fill *queue_head, *queue_tail;         /* reader misses: first */
+    struct fill *bg_head, *bg_tail;               /* staging: when no miss waits */
+    unsigned bg_inflight, bg_limit;               /* staging fills queued or running */
+    bool stopping;
+    struct cache_prefetch *pf;
+    pthread_t *workers;
+    unsigned n_workers;
+    pthread_t reaper;
+    bool reaper_started;
+    enum cache_engine engine;    /* URING or THREADS: decided once at open */
+    struct cache_dirwatch *watch;
+
+    atomic_uint_fast64_t hits, misses, fills_started, fills_done, fills_failed;
+    atomic_uint_fast64_t waiters_now, backend_bytes, revalidations, evictions;
+    struct cache_reval reval;    /* revalidate.c: deadline, hold-off, counters */
+};
+
+/* revalidate.c: must a READY entry of bucket, validated at at_ms (cidx_wall_ms),
+ * be checked against the cold tier before it is served? Any thread. */
+bool cache_needs_revalidation(const struct cache *c, const char *bucket, int64_t at_ms);
+
+/* fill.c: single flight. Lock order c->mu, then f->mu. */
+/* Queues w on f until f's metadata is known (for_meta) or more than need
+ * bytes are filled, and suspends it (w->suspend). Under f->mu. */
+void cache_waiter_add(struct fill *f, struct cache_waiter *w, bool for_meta, uint64_t need);
+/* Resumes the waiters whose condition holds now (all of them once f ended);
+ * returns how many, for c->waiters_now. Under f->mu. */
+unsigned cache_waiters_wake(struct fill *f);
+/* The fill in flight for bucket/key in the table, or NULL. Under c->mu. */
+struct fill *cache_table_find(struct cache *c, const char *bucket, const char *key);
+/* Takes f out of the table; the caller drops the table's reference. Under c->mu. */
+void cache_table_remove(struct cache *c, struct fill *f);
+/* Takes f out of the table if it still is the table's fill for its key, and
+ * drops the table's reference (never the last: the caller holds one). Under
+ * c->mu. */
+void cache_fill_untable_locked(struct cache *c, struct fill *f);
+/* Drops one reference to f; the last frees it. Under c->mu (cache_fill_unref
+ * takes it). */
+void cache_fill_unref_locked(struct fill *f);
+void cache_fill_unref(struct cache *c, struct fill *f);
+/* f's worker is done with it (it ended, DONE or FAILED): drops the worker's
+ * reference and the table's, and tells the prefetch observers how f ended.
+ * No lock held. */
+void cache_fill_retire(struct cache *c, struct fill *f);
+/* Takes f out of a queue (c->queue_*, c->bg_*); false when it is not in it.
+ * Under c->mu. */
+bool cache_queue_remove(struct fill **head, struct fill **tail, struct fill *f);
+/* A reader wants f, queued as staging: it moves to the reader queue. Under c->mu. */
+void cache_fill_promote_locked(struct cache *c, struct fill *f);
+/* A new fill of the FILLING index entry id: in the table and queued
+ * (background: behind the reader misses), with two references (the table's
+ * and its worker's). NULL when out of memory. Under c->mu. */
+struct fill *cache_fill_new_locked(struct cache *c, const char *bucket, const char *key,
+                                   uint64_t id, bool background);
+/* Opens index entry id's data file (cidx_data_open); -1 with errno. */
+int cache_open_data(struct cache *c, uint64_t id, int flags);
+/* Ends f as failed - err is CACHE_BACKEND with the cold tier's bst, or a
+ * cache-side status with why (NULL: none), a sentence for prefetch jobs -,
+ * resumes its waiters and drops its index entry. No lock held. */
+void cache_fill_fail(struct cache *c, struct fill *f, enum cache_status err,
+                     enum backend_status bst, const char *why);
+/* The reaper thread (arg: the cache): resumes waiters whose deadline passed,
+ * until c->stopping. */
+void *cache_reaper_main(void *arg);
+
+/* fill_worker.c: a fill worker thread (arg: the cache): runs the queued
+ * fills, reader misses first, until c->stopping. */
+void *cache_worker_main(void *arg);
+
+/* ---- between the fill engine (stage.c) and prefetch jobs (prefetch.c) ---- */
 
 struct cache;
 struct cidx;
@@ -73,7 +190,7 @@ struct cache_stage_end {
  * cache lock held; the observer is the job's to free. */
 struct cache_stage_obs {
     void (*done)(struct cache_stage_obs *obs, const struct cache_stage_end *end);
-    struct cache_stage_obs *next;   /* private to cache.c */
+    struct cache_stage_obs *next;   /* private to the engine (fill.c, stage.c) */
     void *job;
     size_t index;
 };

@@ -1,6 +1,7 @@
-/* cache/cidx_int.h - internals of the cache index shared by index.c (memory,
- * eviction, sweep) and journal.c (CRC32C, records, snapshot, replay).
- * Only cache/ files include this. */
+/* cache/cidx_int.h - internals of the cache index shared by its files: index.c
+ * (entries, tables, verbs; its opening comment maps the others), index_order.c,
+ * index_evict.c, index_open.c, index_apply.c, journal.c (CRC32C, records, snapshot,
+ * replay) and index_dir.c. Only cache/ files include this. */
 #ifndef SHARDGATE_CIDX_INT_H
 #define SHARDGATE_CIDX_INT_H
 
@@ -21,6 +22,8 @@
 #define CIDX_SEQ_BITS 36
 #define CIDX_EPOCH_SHIFT (CIDX_SEQ_BITS + CIDX_SHARD_BITS)
 #define CIDX_EPOCH_MAX ((1u << 22) - 1)
+/* heap_idx of an entry that is not in its shard's next-use heap */
+#define CIDX_HEAP_NONE UINT32_MAX
 
 enum {
     ENT_DOOMED = 1,   /* invalidated while FILLING: publish refused */
@@ -116,9 +119,6 @@ struct cidx_rec {
     size_t etag_len, blen, klen;
 };
 
-/* crc32c.c */
-uint32_t cidx_crc32c(uint32_t crc, const void *buf, size_t len);
-
 /* journal.c */
 #define CIDX_REC_MAX (64 + CIDX_ETAG_MAX + CIDX_BUCKET_MAX + CIDX_KEY_MAX)
 size_t cidx_rec_publish(unsigned char *buf, const struct cidx_ent *e);
@@ -145,18 +145,66 @@ int cidx_dirfds_open(const char *dir, bool wipe, int *dirfd, int *objfd, int sub
  * holds compact_mu. */
 enum cidx_status cidx_jnl_restart(struct cidx *x);
 
-/* index.c: drops every entry of shard si (READY, FILLING, doomed); returns how many. */
+/* index_apply.c: drops every entry of shard si (READY, FILLING, doomed); returns how
+ * many. */
 uint64_t cidx_shard_clear(struct cidx *x, unsigned si);
 
 /* index.c, used by journal.c */
 /* Writes the entry's bare etag + NUL into out; returns its length. */
 size_t cidx_ent_etag(const struct cidx_ent *e, char out[CIDX_ETAG_MAX]);
+
+/* index_apply.c, used by journal.c */
 void cidx_apply_publish(struct cidx *x, const struct cidx_rec *r);
 void cidx_apply_remove(struct cidx *x, uint64_t id);
 /* Appends PUBLISH records of the shard's READY entries, in LRU order, to a
  * malloc'ed buffer (*buf, *len, *cap). Takes the shard lock. Returns count or -1. */
 long cidx_shard_serialize(struct cidx *x, unsigned s, unsigned char **buf, size_t *len,
                           size_t *cap);
+
+/* index.c: entries and their tables, used by the index's other files */
+/* The hash of bucket/key; its top bits choose the shard (cidx_hash_shard), its low
+ * bits the key table's slot. */
+uint64_t cidx_key_hash(const char *b, size_t bl, const char *k, size_t kl);
+unsigned cidx_hash_shard(uint64_t h);
+/* The shard of an id: its low CIDX_SHARD_BITS. */
+unsigned cidx_id_shard(uint64_t id);
+/* The entry of key (hash h) or of id in shard s, or NULL. Under s->mu. */
+struct cidx_ent *cidx_kt_find(struct cidx_shard *s, uint64_t h, const char *b, size_t bl,
+                              const char *k, size_t kl);
+struct cidx_ent *cidx_it_find(struct cidx_shard *s, uint64_t id);
+/* Puts e into the key table (hash h) / the id table of s. Under s->mu. */
+void cidx_kt_add(struct cidx_shard *s, struct cidx_ent *e, uint64_t h);
+void cidx_it_add(struct cidx_shard *s, struct cidx_ent *e);
+/* A new entry for bucket b / key k (etag NULL: none yet), counted in x's memory
+ * figures; NULL when out of memory. cidx_ent_free frees and uncounts it. */
+struct cidx_ent *cidx_ent_new(struct cidx *x, const char *b, size_t bl, const char *k,
+                              size_t kl, const char *etag, size_t el);
+void cidx_ent_free(struct cidx *x, struct cidx_ent *e);
+/* Takes e out of every structure of s and out of x's counters; the caller frees
+ * it (and unlinks its file) after dropping s->mu. */
+void cidx_ent_unlink_locked(struct cidx *x, struct cidx_shard *s, struct cidx_ent *e);
+/* Journals the REMOVE of a READY entry, then unlinks it as above (the caller
+ * unlinks the file after the record: a crash between leaves a stray file, never
+ * an entry without its file). CIDX_OK, or the journal's error. Under s->mu. */
+enum cidx_status cidx_ent_remove_ready_locked(struct cidx *x, struct cidx_shard *s,
+                                              struct cidx_ent *e);
+/* Locks the shard of id and returns its entry (NULL if none); the caller unlocks
+ * (*sp)->mu. */
+struct cidx_ent *cidx_id_lock(struct cidx *x, uint64_t id, struct cidx_shard **sp);
+/* Unlinks entry id's data file (a missing one is fine; other errors are logged). */
+void cidx_unlink_data(struct cidx *x, uint64_t id);
+
+/* index_order.c: the eviction order, kept by index.c and index_apply.c. All under
+ * the entry's shard lock. */
+/* READY, unpinned and not doomed: may be in the order. */
+bool cidx_ent_evictable(const struct cidx_ent *e);
+/* Puts an evictable entry at the head (most recent) of its list (and the heap when
+ * it has a next use). */
+void cidx_ev_insert(struct cidx_shard *s, struct cidx_ent *e);
+/* Takes e out of the order, if it is in it. */
+void cidx_ev_remove(struct cidx_shard *s, struct cidx_ent *e);
+/* A use of e: a new stamp from x's use clock, and the head of its list. */
+void cidx_ent_touch(struct cidx *x, struct cidx_shard *s, struct cidx_ent *e);
 
 static inline uint32_t cidx_id_epoch(uint64_t id)
 {

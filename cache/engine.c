@@ -5,7 +5,7 @@
  * pwrite()s it, the overlap io_uring gives (measured without the writer:
  * large fills at about half the io_uring rate, bench/results/engines.md).
  * Everything else - single flight, streaming to readers as bytes land,
- * publish after verify and fdatasync - is the same code in cache.c for
+ * publish after verify and fdatasync - is the same code in fill_worker.c for
  * both. */
 #include <errno.h>
 #include <liburing.h>

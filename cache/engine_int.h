@@ -1,5 +1,5 @@
 /* cache/engine_int.h - the cache tier's I/O engines, behind one small
- * interface so the fill logic in cache.c is written once: write at an offset
+ * interface so the fill logic in fill_worker.c is written once: write at an offset
  * (completions reaped later, possibly out of order), fdatasync, and the reads
  * of hits. Two engines: io_uring (a ring per fill worker: a write is in
  * flight while the worker reads the next buffer from the cold tier), and

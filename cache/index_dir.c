@@ -14,30 +14,10 @@
 #include <unistd.h>
 
 #include "cidx_int.h"
+#include "fs.h"
 #include "log.h"
 
 #define TRASH "trash"
-
-static int mkdir_p(const char *path)
-{
-    char buf[4096];
-    size_t n = strlen(path);
-    if (n == 0 || n >= sizeof buf) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    memcpy(buf, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] != '/' && buf[i] != '\0')
-            continue;
-        char c = buf[i];
-        buf[i] = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return -1;
-        buf[i] = c;
-    }
-    return 0;
-}
 
 /* Drops the index files in the directory, then moves objects/ into trash/
  * (a rename: instant whatever it holds). A crash between the two leaves an
@@ -93,7 +73,7 @@ int cidx_dirfds_open(const char *dir, bool do_wipe, int *dirfd, int *objfd, int 
     const char *what = "create";
     char sub[32] = "";
     int e = 0;
-    if (mkdir_p(dir) != 0)
+    if (sg_mkdir_missing(dir) != 0)
         goto fail;
     what = "open";
     if ((*dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
@@ -237,7 +217,7 @@ int cidx_dir_probe(const char *dir, char *why, size_t len)
     char et[96];
     int fd = -1, pfd = -1, e = 0;
     const char *what;
-    if (mkdir_p(dir) != 0) {
+    if (sg_mkdir_missing(dir) != 0) {
         e = errno;
         what = e == EROFS ? "cannot be created: its file system is read-only"
                           : "cannot be created";

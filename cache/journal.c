@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "cidx_int.h"
+#include "crc.h"
 #include "log.h"
 
 #define HDR_LEN 32
@@ -84,8 +85,8 @@ static uint64_t get64(const unsigned char *p)
 static size_t rec_frame(unsigned char *buf, size_t plen)
 {
     put32(buf, (uint32_t)plen);
-    uint32_t crc = cidx_crc32c(0, buf, 4);
-    put32(buf + 4, cidx_crc32c(crc, buf + 8, plen));
+    uint32_t crc = sg_crc32c(0, buf, 4);
+    put32(buf + 4, sg_crc32c(crc, buf + 8, plen));
     return plen + 8;
 }
 
@@ -136,7 +137,7 @@ static void hdr_make(unsigned char *h, const char magic[8], uint64_t gen)
     memcpy(h, magic, 8);
     put32(h + 8, VERSION);
     put64(h + 16, gen);
-    put32(h + 24, cidx_crc32c(0, h, 24));
+    put32(h + 24, sg_crc32c(0, h, 24));
 }
 
 /* 0 if h is a valid header of that kind (gen to *gen), -1 otherwise. */
@@ -144,7 +145,7 @@ static int hdr_check(const unsigned char *h, size_t len, const char magic[8], ui
 {
     if (len < HDR_LEN || memcmp(h, magic, 8) != 0)
         return -1;
-    if (get32(h + 24) != cidx_crc32c(0, h, 24))
+    if (get32(h + 24) != sg_crc32c(0, h, 24))
         return -1;
     if (get32(h + 8) != VERSION) {
         log_msg(LOG_LVL_ERROR, "cache", "index file version %" PRIu32 " not supported",
@@ -190,7 +191,7 @@ static size_t replay_buf(struct replay *rp, const unsigned char *buf, size_t len
         uint32_t plen = get32(buf + off);
         if (plen == 0 || plen > CIDX_REC_MAX || plen > len - off - 8)
             return off;
-        uint32_t crc = cidx_crc32c(cidx_crc32c(0, buf + off, 4), buf + off + 8, plen);
+        uint32_t crc = sg_crc32c(sg_crc32c(0, buf + off, 4), buf + off + 8, plen);
         if (crc != get32(buf + off + 4))
             return off;
         const unsigned char *p = buf + off + 8;

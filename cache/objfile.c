@@ -83,16 +83,22 @@ static int get_str(const uint8_t *buf, size_t len, size_t *pos, char *fixed, siz
     return 0;
 }
 
-int cache_hdr_decode(const uint8_t *buf, size_t len, struct obj_meta *m)
+size_t cache_hdr_length(const uint8_t *buf, size_t n)
 {
-    if (len < 8 || memcmp(buf, CACHE_HDR_MAGIC, 4) != 0)
-        return -1;
+    if (n < 8 || memcmp(buf, CACHE_HDR_MAGIC, 4) != 0)
+        return 0;
     uint32_t body = 0;
     for (int i = 0; i < 4; i++)
         body |= (uint32_t)buf[4 + i] << (8 * i);
-    if (body > len - 8)
+    return 8 + (size_t)body;
+}
+
+int cache_hdr_decode(const uint8_t *buf, size_t len, struct obj_meta *m)
+{
+    size_t hl = cache_hdr_length(buf, len);
+    if (hl == 0 || hl > len)
         return -1;
-    len = 8 + (size_t)body;
+    len = hl;
     size_t pos = 8;
     uint64_t sec, nsec, n;
     if (get_u64(buf, len, &pos, &m->size) || get_u64(buf, len, &pos, &sec) ||

@@ -18,7 +18,11 @@
  * reads count against it alone.
  *
  * One mutex (pf->mu) guards every job: jobs are few and each step is short.
- * Lock order: pf->mu, then the cache's locks (cache_stage, the index). */
+ * Lock order: pf->mu, then the cache's locks (cache_stage, the index).
+ *
+ * Past 800 lines as one file: the jobs, their next uses and the stager are
+ * one state under pf->mu that every part reads through struct job; the stager
+ * on its own would take struct job and ten of the statics into cache_int.h. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

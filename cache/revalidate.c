@@ -1,5 +1,6 @@
-/* cache/revalidate.c - the check of a cached copy against the cold tier
- * (consistency ttl:N / always) before a hit is served: one HEAD with a short
+/* cache/revalidate.c - revalidation of a hit: whether its bucket's
+ * consistency (ttl:N / always) asks for a check, and the check of the cached
+ * copy against the cold tier before it is served: one HEAD with a short
  * deadline of its own (cache.revalidate_timeout_ms, 1 s), so a hung cold
  * tier costs a hit at most that, then the cached copy is served.
  *
@@ -21,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cache_index.h"
 #include "cache_int.h"
 #include "log.h"
 
@@ -83,4 +85,28 @@ bool cache_reval_tags_differ(const struct obj_meta *cold, const struct obj_meta 
 {
     return !same_hdr(cold, cached, OBJ_TAGGING_COUNT_HDR) ||
            !same_hdr(cold, cached, OBJ_TAGGING_HDR);
+}
+
+/* ---- whether a hit is checked: its bucket's consistency (cache.buckets) ---- */
+
+static const struct cache_bucket_conf *bucket_conf(const struct cache *c, const char *bucket)
+{
+    for (size_t i = 0; i < c->cf.n_buckets; i++)
+        if (strcmp(c->cf.buckets[i].bucket, bucket) == 0)
+            return &c->cf.buckets[i];
+    return NULL;
+}
+
+/* Must a READY entry validated at `at_ms` be checked against the cold tier? */
+bool cache_needs_revalidation(const struct cache *c, const char *bucket, int64_t at_ms)
+{
+    const struct cache_bucket_conf *bc = bucket_conf(c, bucket);
+    enum cache_consistency cons = bc ? bc->consistency : c->cf.default_consistency;
+    unsigned ttl = bc ? bc->ttl_s : c->cf.default_ttl_s;
+    switch (cons) {
+    case CACHE_IMMUTABLE: return false;
+    case CACHE_ALWAYS: return true;
+    case CACHE_TTL: return cidx_wall_ms() - at_ms >= (int64_t)ttl * 1000;
+    }
+    return true;
 }

@@ -1,13 +1,13 @@
 /* gateway/h_bucket.c - service and bucket operations: ListBuckets,
  * CreateBucket, HeadBucket, DeleteBucket, GetBucketLocation,
  * GetBucketVersioning, ListObjects v1/v2 and DeleteObjects. */
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <microhttpd.h>
 
+#include "encoding.h"
 #include "gw_int.h"
 
 enum { XML_CAP = 8 * 1024 * 1024 };   /* a 1000-key page with 1 KiB keys fits */
@@ -195,7 +195,7 @@ static char *token_encode(const char *s)
     size_t n = strlen(s);
     char *out = malloc(4 * ((n + 2) / 3) + 1);
     if (out)
-        EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)s, (int)n);
+        sg_b64_encode(s, n, out);
     return out;
 }
 
@@ -204,20 +204,14 @@ static char *token_decode(struct gw_arena *a, const char *tok)
     size_t n = strlen(tok);
     if (n == 0 || n % 4 || n > 8192)
         return NULL;
-    unsigned char *out = gw_arena_alloc(a, n);
+    char *out = gw_arena_alloc(a, n);
     if (!out)
         return NULL;
-    int len = EVP_DecodeBlock(out, (const unsigned char *)tok, (int)n);
-    if (len < 0)
+    long len = sg_b64_decode(tok, n, out, n - 1);
+    if (len < 0 || memchr(out, '\0', (size_t)len))
         return NULL;
-    while (n && tok[n - 1] == '=') {   /* EVP_DecodeBlock counts the padding */
-        len--;
-        n--;
-    }
     out[len] = '\0';
-    if (memchr(out, '\0', (size_t)len))
-        return NULL;
-    return (char *)out;
+    return out;
 }
 
 void gw_h_list_objects(struct gw_req *r, bool v2)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "encoding.h"
 #include "gw_int.h"
 
 /* Parses a decimal uint64 at *p, advancing it; false on no digits / overflow. */
@@ -184,40 +185,14 @@ bool gw_conditions_fail(const struct gw_req *r, const char *prefix, const char *
     return false;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 char *gw_pct_decode(struct gw_arena *a, const char *s, size_t n, bool plus_is_space)
 {
     char *out = gw_arena_alloc(a, n + 1);
     if (!out)
         return NULL;
-    size_t j = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (c == '%') {
-            if (i + 2 >= n)
-                return NULL;
-            int h = hexval(s[i + 1]), l = hexval(s[i + 2]);
-            if (h < 0 || l < 0)
-                return NULL;
-            c = (char)(h * 16 + l);
-            i += 2;
-        } else if (c == '+' && plus_is_space) {
-            c = ' ';
-        }
-        if (c == '\0')
-            return NULL;
-        out[j++] = c;
-    }
-    out[j] = '\0';
+    long len = sg_pct_decode_strict(s, n, out, plus_is_space);
+    if (len < 0 || memchr(out, '\0', (size_t)len))
+        return NULL;
+    out[len] = '\0';
     return out;
 }

@@ -281,19 +281,9 @@ static int parse_query(struct gw_req *r, const char *q)
 /* The bucket named by a virtual-hosted Host header, or NULL. */
 static const char *vhost_bucket(struct gw_req *r)
 {
-    const char *domain = r->conf->vhost_domain;
     const char *host = gw_req_header(r, "host");
-    if (!domain || !*domain || !host)
-        return NULL;
-    size_t hlen = strlen(host);
-    const char *colon = strrchr(host, ':');
-    if (colon && !strchr(host, ']'))
-        hlen = (size_t)(colon - host);
-    size_t dlen = strlen(domain);
-    if (hlen <= dlen + 1 || host[hlen - dlen - 1] != '.' ||
-        strncasecmp(host + hlen - dlen, domain, dlen) != 0)
-        return NULL;
-    return gw_arena_strndup(&r->arena, host, hlen - dlen - 1);
+    size_t n = auth_vhost_bucket(host, r->conf->vhost_domain);
+    return n ? gw_arena_strndup(&r->arena, host, n) : NULL;
 }
 
 int gw_req_parse(struct gw_req *r, const char *raw_uri, enum s3_err *err, const char **msg)

@@ -690,6 +690,18 @@ int gw_start(const struct conf *c, struct backend *b, struct auth *a, struct cac
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
                      MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
                      (ipv6 ? MHD_USE_IPv6 : 0);
+    /* Logged before the daemon starts: once it answers, the line is there. */
+    char nofile_txt[80];
+    if (nofile_before < nofile)
+        snprintf(nofile_txt, sizeof nofile_txt, "%llu, raised from %llu",
+                 (unsigned long long)nofile, (unsigned long long)nofile_before);
+    else
+        snprintf(nofile_txt, sizeof nofile_txt, "%llu", (unsigned long long)nofile);
+    log_msg(LOG_LVL_INFO, "gw", "connections: at most %u at once, %u per client address "
+            "(open-file limit %s); request line within %u s of connecting or of the last "
+            "response, headers within %u s of it, bodies at least %u bytes/s, responses may "
+            "stall %u s", g->conn_limit, g->per_client, nofile_txt, c->conn_idle_timeout_s,
+            c->conn_header_timeout_s, c->conn_min_body_rate, c->conn_send_timeout_s);
     g->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, on_access, g,
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, g,   /* first, so it sees every message */
@@ -718,17 +730,6 @@ int gw_start(const struct conf *c, struct backend *b, struct auth *a, struct cac
         free(g);
         return -1;
     }
-    char nofile_txt[80];
-    if (nofile_before < nofile)
-        snprintf(nofile_txt, sizeof nofile_txt, "%llu, raised from %llu",
-                 (unsigned long long)nofile, (unsigned long long)nofile_before);
-    else
-        snprintf(nofile_txt, sizeof nofile_txt, "%llu", (unsigned long long)nofile);
-    log_msg(LOG_LVL_INFO, "gw", "connections: at most %u at once, %u per client address "
-            "(open-file limit %s); request line within %u s of connecting or of the last "
-            "response, headers within %u s of it, bodies at least %u bytes/s, responses may "
-            "stall %u s", g->conn_limit, g->per_client, nofile_txt, c->conn_idle_timeout_s,
-            c->conn_header_timeout_s, c->conn_min_body_rate, c->conn_send_timeout_s);
 
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(g->daemon, MHD_DAEMON_INFO_BIND_PORT);
     g->port = di ? di->port : c->listen_port;

@@ -3,13 +3,13 @@
  * simpler and faster than building a DOM), and libxml2 parsers for the three
  * request bodies we accept. Parsing never touches the network and never
  * expands entities (no XXE). */
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 
+#include "encoding.h"
 #include "gw_int.h"
 
 #define S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
@@ -57,18 +57,14 @@ int gw_xml_begin(struct gw_buf *b, const char *root)
 
 int gw_url_encode(struct gw_buf *b, const char *s, bool keep_slash)
 {
-    static const char hex[] = "0123456789ABCDEF";
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' ||
-            (keep_slash && c == '/')) {
-            if (gw_buf_append(b, s, 1))
-                return -1;
-        } else {
-            char e[3] = { '%', hex[c >> 4], hex[c & 15] };
-            if (gw_buf_append(b, e, 3))
-                return -1;
-        }
+    /* common/encoding.h's encoder, a slice at a time on the stack */
+    char enc[3 * 256 + 1];
+    for (size_t n = strlen(s); n > 0;) {
+        size_t k = n < 256 ? n : 256;
+        if (gw_buf_append(b, enc, sg_uri_encode(s, k, keep_slash, enc)) != 0)
+            return -1;
+        s += k;
+        n -= k;
     }
     return 0;
 }

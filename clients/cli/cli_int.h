@@ -15,6 +15,8 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "buf.h"
+
 enum cli_exit {
     CLI_EXIT_OK = 0,
     CLI_EXIT_FAILED = 1,        /* objects not staged, job failed/cancelled, not healthy */
@@ -31,23 +33,6 @@ enum cli_exit {
 
 /* Set by SIGINT while `prefetch --wait` polls; ends a request in flight too. */
 extern volatile sig_atomic_t cli_interrupted;
-
-/* ---------------------------------------------------------------- buffers (http.c) */
-
-/* A growable byte buffer with a cap fixed at creation; always NUL-terminated
- * when p != NULL. Hitting the cap (or ENOMEM) sets `over` and drops the data. */
-struct cli_buf {
-    char *p;
-    size_t len, cap, max;
-    bool over;
-};
-
-void cli_buf_init(struct cli_buf *b, size_t max);
-void cli_buf_free(struct cli_buf *b);
-bool cli_buf_add(struct cli_buf *b, const void *d, size_t n);
-bool cli_buf_adds(struct cli_buf *b, const char *s);
-/* Appends s with AWS URI encoding (RFC 3986 unreserved characters kept). */
-bool cli_buf_uri_enc(struct cli_buf *b, const char *s);
 
 /* ---------------------------------------------------------------- options (args.c) */
 
@@ -91,7 +76,7 @@ struct cli_conn {
 
 struct cli_answer {
     long status;
-    struct cli_buf body;
+    struct sg_buf body;
     char err[CURL_ERROR_SIZE];
 };
 
@@ -157,8 +142,8 @@ size_t cli_job_errors(const json_t *job);
 void cli_job_errors_print(FILE *f, const json_t *job);
 /* Initialises q with the canonical query for a bucket's jobs ("prefetch=")
  * or one job ("job=ID&prefetch=": sorted, encoded). False when out of
- * memory; free q with cli_buf_free either way. */
-bool cli_job_query(struct cli_buf *q, const char *id);
+ * memory; free q with sg_buf_free either way. */
+bool cli_job_query(struct sg_buf *q, const char *id);
 
 /* ---------------------------------------------------------------- progress (progress.c) */
 

@@ -9,70 +9,9 @@
 #include <openssl/evp.h>
 
 #include "cli_int.h"
+#include "encoding.h"
 
 volatile sig_atomic_t cli_interrupted;
-
-/* ---------------------------------------------------------------- buffers */
-
-void cli_buf_init(struct cli_buf *b, size_t max)
-{
-    *b = (struct cli_buf){ .max = max };
-}
-
-void cli_buf_free(struct cli_buf *b)
-{
-    free(b->p);
-    b->p = NULL;
-    b->len = b->cap = 0;
-}
-
-bool cli_buf_add(struct cli_buf *b, const void *d, size_t n)
-{
-    if (b->over)
-        return false;
-    if (n > b->max || b->len > b->max - n) {
-        b->over = true;
-        return false;
-    }
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->over = true;
-            return false;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    if (n)
-        memcpy(b->p + b->len, d, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-    return true;
-}
-
-bool cli_buf_adds(struct cli_buf *b, const char *s)
-{
-    return cli_buf_add(b, s, strlen(s));
-}
-
-bool cli_buf_uri_enc(struct cli_buf *b, const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '_' || c == '.' || c == '~') {
-            cli_buf_add(b, s, 1);
-        } else {
-            char e[3] = { '%', hex[c >> 4], hex[c & 15] };
-            cli_buf_add(b, e, 3);
-        }
-    }
-    return !b->over;
-}
 
 /* ---------------------------------------------------------------- the connection */
 
@@ -86,15 +25,15 @@ int cli_conn_open(const char *cmd, const struct cli_target *t, const char *path,
     c->timeout_ms = 300000;
     snprintf(c->sigv4, sizeof c->sigv4, "aws:amz:%s:s3", t->region ? t->region : "us-east-1");
 
-    struct cli_buf b;
-    cli_buf_init(&b, 8192);
+    struct sg_buf b;
+    sg_buf_init(&b, 8192);
     size_t el = strlen(t->endpoint);
     while (el > 0 && t->endpoint[el - 1] == '/')
         el--;
-    cli_buf_add(&b, t->endpoint, el);
-    cli_buf_adds(&b, path);
-    if (b.over) {
-        cli_buf_free(&b);
+    sg_buf_add(&b, t->endpoint, el);
+    sg_buf_adds(&b, path);
+    if (b.err) {
+        sg_buf_free(&b);
         fprintf(stderr, "shardgate %s: the endpoint URL is too long\n", cmd);
         return CLI_EXIT_USAGE;
     }
@@ -127,14 +66,14 @@ void cli_conn_close(struct cli_conn *c)
 
 void cli_answer_free(struct cli_answer *a)
 {
-    cli_buf_free(&a->body);
+    sg_buf_free(&a->body);
 }
 
 static size_t write_cb(char *d, size_t size, size_t nmemb, void *ud)
 {
-    struct cli_buf *b = ud;
+    struct sg_buf *b = ud;
     size_t n = size * nmemb;
-    return cli_buf_add(b, d, n) ? n : 0;
+    return sg_buf_add(b, d, n) ? n : 0;
 }
 
 static int xfer_cb(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
@@ -145,29 +84,24 @@ static int xfer_cb(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_o
 
 static bool sha256_hex(const char *d, size_t n, char out[65])
 {
-    static const char hex[] = "0123456789abcdef";
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
     if (EVP_Digest(d, n, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32)
         return false;
-    for (unsigned i = 0; i < 32; i++) {
-        out[2 * i] = hex[md[i] >> 4];
-        out[2 * i + 1] = hex[md[i] & 15];
-    }
-    out[64] = '\0';
+    sg_hex_encode(md, 32, out);
     return true;
 }
 
 /* Appends "name: value" to *list; false (list unchanged) when out of memory. */
 static bool header_add(struct curl_slist **list, const char *name, const char *value)
 {
-    struct cli_buf h;
-    cli_buf_init(&h, 16384);
-    cli_buf_adds(&h, name);
-    cli_buf_adds(&h, ": ");
-    cli_buf_adds(&h, value);
-    struct curl_slist *l = h.over ? NULL : curl_slist_append(*list, h.p);
-    cli_buf_free(&h);
+    struct sg_buf h;
+    sg_buf_init(&h, 16384);
+    sg_buf_adds(&h, name);
+    sg_buf_adds(&h, ": ");
+    sg_buf_adds(&h, value);
+    struct curl_slist *l = h.err ? NULL : curl_slist_append(*list, h.p);
+    sg_buf_free(&h);
     if (!l)
         return false;
     *list = l;
@@ -177,23 +111,23 @@ static bool header_add(struct curl_slist **list, const char *name, const char *v
 int cli_request(struct cli_conn *c, const char *method, const char *query, const char *body,
                 size_t body_len, struct cli_answer *a)
 {
-    struct cli_buf url;
+    struct sg_buf url;
     struct curl_slist *hdrs = NULL;
     bool sign = c->t.access != NULL;
     char sha[65];
     int rc = -1;
 
-    cli_buf_free(&a->body);
-    cli_buf_init(&a->body, CLI_ANSWER_MAX);
+    sg_buf_free(&a->body);
+    sg_buf_init(&a->body, CLI_ANSWER_MAX);
     a->status = 0;
     a->err[0] = '\0';
-    cli_buf_init(&url, 16384);
-    cli_buf_adds(&url, c->url);
+    sg_buf_init(&url, 16384);
+    sg_buf_adds(&url, c->url);
     if (query) {
-        cli_buf_adds(&url, "?");
-        cli_buf_adds(&url, query);
+        sg_buf_adds(&url, "?");
+        sg_buf_adds(&url, query);
     }
-    bool ok = !url.over;
+    bool ok = !url.err;
     /* S3 wants the payload hash with header auth; curl signs every x-amz-*
      * header it is given, so the hash and the session token are covered */
     if (ok && sign)
@@ -240,7 +174,7 @@ int cli_request(struct cli_conn *c, const char *method, const char *query, const
     }
     CURLcode cc = curl_easy_perform(e);
     if (cc != CURLE_OK) {
-        if (a->body.over)
+        if (a->body.err)
             snprintf(a->err, sizeof a->err, "the answer is larger than %zu bytes",
                      CLI_ANSWER_MAX);
         else if (cli_interrupted)
@@ -251,10 +185,10 @@ int cli_request(struct cli_conn *c, const char *method, const char *query, const
     }
     curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &a->status);
     if (!a->body.p)
-        cli_buf_add(&a->body, "", 0);     /* an empty body is still a string */
+        sg_buf_add(&a->body, "", 0);     /* an empty body is still a string */
     rc = a->body.p ? 0 : -1;
 out:
     curl_slist_free_all(hdrs);
-    cli_buf_free(&url);
+    sg_buf_free(&url);
     return rc;
 }

@@ -78,14 +78,14 @@ void cli_job_errors_print(FILE *f, const json_t *job)
     }
 }
 
-bool cli_job_query(struct cli_buf *q, const char *id)
+bool cli_job_query(struct sg_buf *q, const char *id)
 {
-    cli_buf_init(q, 4096);
+    sg_buf_init(q, 4096);
     if (id) {
-        cli_buf_adds(q, "job=");
-        cli_buf_uri_enc(q, id);
-        cli_buf_adds(q, "&");
+        sg_buf_adds(q, "job=");
+        sg_buf_add_uri(q, id, strlen(id), false);
+        sg_buf_adds(q, "&");
     }
-    cli_buf_adds(q, "prefetch=");
-    return !q->over;
+    sg_buf_adds(q, "prefetch=");
+    return !q->err;
 }

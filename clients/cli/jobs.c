@@ -145,22 +145,22 @@ int cli_jobs(int argc, char **argv)
     if (rc != CLI_EXIT_OK)
         return rc;
 
-    struct cli_buf path, q;
+    struct sg_buf path, q;
     const char *id = job ? job : cancel;
-    cli_buf_init(&path, 1024);
-    cli_buf_adds(&path, "/");
-    cli_buf_uri_enc(&path, bucket);
+    sg_buf_init(&path, 1024);
+    sg_buf_adds(&path, "/");
+    sg_buf_add_uri(&path, bucket, strlen(bucket), false);
     bool qok = cli_job_query(&q, id);
     struct cli_conn c;
-    if (path.over || !qok) {
+    if (path.err || !qok) {
         fprintf(stderr, "shardgate jobs: out of memory\n");
         rc = CLI_EXIT_GATEWAY;
     } else {
         rc = cli_conn_open("jobs", &t, path.p, &c);
     }
-    cli_buf_free(&path);
+    sg_buf_free(&path);
     if (rc != CLI_EXIT_OK) {
-        cli_buf_free(&q);
+        sg_buf_free(&q);
         return rc;
     }
     struct cli_answer a = { 0 };
@@ -177,7 +177,7 @@ int cli_jobs(int argc, char **argv)
     else
         print_job_table(doc, bucket);
     json_decref(doc);
-    cli_buf_free(&q);
+    sg_buf_free(&q);
     cli_answer_free(&a);
     cli_conn_close(&c);
     return rc;

@@ -107,7 +107,7 @@ static int job_end(const struct cli_job *j, const json_t *doc, bool json, double
 /* Polls the job until it is final; returns the exit code. */
 static int wait_job(struct cli_conn *c, const char *bucket, const char *id, bool json)
 {
-    struct cli_buf q;
+    struct sg_buf q;
     struct cli_answer a = { 0 };
     bool tty = isatty(STDOUT_FILENO) && !json;
     size_t prev_len = 0;
@@ -186,7 +186,7 @@ static int wait_job(struct cli_conn *c, const char *bucket, const char *id, bool
     rc = CLI_EXIT_INTERRUPTED;
 out:
     sigaction(SIGINT, &old_int, NULL);
-    cli_buf_free(&q);
+    sg_buf_free(&q);
     cli_answer_free(&a);
     return rc;
 }
@@ -419,18 +419,18 @@ int cli_prefetch(int argc, char **argv)
     if (!body)
         return rc;
 
-    struct cli_buf path;
+    struct sg_buf path;
     struct cli_conn c;
-    cli_buf_init(&path, 1024);
-    cli_buf_adds(&path, "/");
-    cli_buf_uri_enc(&path, bucket);
-    if (path.over) {
+    sg_buf_init(&path, 1024);
+    sg_buf_adds(&path, "/");
+    sg_buf_add_uri(&path, bucket, strlen(bucket), false);
+    if (path.err) {
         fprintf(stderr, "shardgate prefetch: out of memory\n");
         rc = CLI_EXIT_GATEWAY;
     } else {
         rc = cli_conn_open("prefetch", &t, path.p, &c);
     }
-    cli_buf_free(&path);
+    sg_buf_free(&path);
     if (rc != CLI_EXIT_OK) {
         free(body);
         return rc;

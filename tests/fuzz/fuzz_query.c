@@ -19,19 +19,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (auth_verify(fz_auth(), &r, &ctx) == AUTH_OK)
         auth_ctx_free(ctx);
 
-    struct auth_buf b;
-    auth_buf_init(&b, 1u << 20);
+    struct sg_buf b;
+    sg_buf_init(&b, 1u << 20);
     (void)auth_canonical_request(&r, "host", "UNSIGNED-PAYLOAD", true, &b);
-    auth_buf_free(&b);
-    auth_buf_init(&b, 1u << 20);
+    sg_buf_free(&b);
+    sg_buf_init(&b, 1u << 20);
     auth_uri_canon(&b, f[1], strlen(f[1]), false);
     auth_uri_canon(&b, f[0], strlen(f[0]), true);
-    auth_buf_free(&b);
+    sg_buf_free(&b);
     struct auth_v2_sts o = { (data[0] & 0x40) != 0, "1369357200", false,
                              (data[0] & 0x20) != 0, "s3.amazonaws.com" };
-    auth_buf_init(&b, 1u << 20);
+    sg_buf_init(&b, 1u << 20);
     (void)auth_sigv2_string_to_sign(&r, &o, &b);
-    auth_buf_free(&b);
+    sg_buf_free(&b);
     char sig[65];
     (void)auth_sign_request(&r, data[0] & 0x80, "host", "UNSIGNED-PAYLOAD", "20130524T000000Z",
                             "us-east-1", FZ_SK, sig);

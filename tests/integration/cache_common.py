@@ -376,6 +376,16 @@ def bstats():
     return out
 
 
+
+def settled(timeout=30):
+    """Waits until no fill of B runs (every fill started is done or failed):
+    a fill publishes after its last byte went to the readers, so counts
+    taken before that can still move."""
+    def idle():
+        s = bstats()
+        return s["fills"] == s["fills_done"] + s["fills_failed"]
+    return wait_until(idle, timeout)
+
 # ---------------------------------------------------------------- raw requests
 
 def _signed(port, method, path, headers, body, access, secret, payload_hash=None):

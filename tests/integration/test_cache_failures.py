@@ -85,6 +85,8 @@ def cold_dies(a, tp, how):
     size = 64 * MB
     sha = a.put_random(BKT, key, size)
     tp.set_rate(20e6)                      # ~3.4 s for the whole object
+    # the step before ends with a fill that may still publish: count from here
+    check("[%s] no fill runs before this step" % how, C.settled(), C.bstats())
     s0 = C.bstats()
     down0 = tp.stats()["down"]
     tp_bytes[0] = lambda: tp.stats()["down"] - down0

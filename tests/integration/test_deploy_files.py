@@ -245,7 +245,11 @@ def apt_packages(instrs):
 
 
 def deps_build_list():
-    m = re.search(r"\bwant=\(([^)]*)\)", read(os.path.join(SRC, ".ci", "deps.sh")))
+    # Comments are dropped first, as bash drops them: a word starting with
+    # '#' runs to the end of its line (and may hold a ')' of its own).
+    text = read(os.path.join(SRC, ".ci", "deps.sh"))
+    text = re.sub(r"(^|\s)#[^\n]*", r"\1", text)
+    m = re.search(r"\bwant=\(([^)]*)\)", text)
     return m.group(1).split() if m else []
 
 

@@ -1,9 +1,36 @@
 /* tests/unit/cu_main.c - the shared main() of every CUnit test executable:
- * each test file defines register_tests(), which adds its suites. */
+ * each test file defines register_tests(), which adds its suites (with
+ * cu_add_suite, cu.h). */
 #include <CUnit/Basic.h>
+#include <ftw.h>
 #include <stdio.h>
 
-int register_tests(void);
+#include "cu.h"
+
+int cu_add_suite(const char *name, CU_InitializeFunc init, CU_CleanupFunc clean,
+                 const struct cu_test *tests, size_t n)
+{
+    CU_pSuite s = CU_add_suite(name, init, clean);
+    if (!s)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (!CU_add_test(s, tests[i].name, tests[i].fn))
+            return -1;
+    return 0;
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st;
+    (void)flag;
+    (void)f;
+    return remove(p);
+}
+
+int cu_rm_tree(const char *path)
+{
+    return nftw(path, rm_one, 64, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -1;
+}
 
 int main(void)
 {

@@ -1,13 +1,15 @@
 /* tests/unit/test_auth_checksum.c - payload checksums and the single-chunk
- * body checks: CRC32/CRC32C/CRC64NVME/SHA1/SHA256 check values and split
- * independence, strict base64, x-amz-content-sha256, Content-MD5 and
- * x-amz-checksum-* headers through the body verifier. */
+ * body checks: the five x-amz-checksum-* algorithms over a split check
+ * string, x-amz-content-sha256, Content-MD5 and x-amz-checksum-* headers
+ * through the body verifier. The CRCs and base64 themselves:
+ * tests/unit/test_common_crc.c and test_common_encoding.c. */
 #include <CUnit/CUnit.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "cu.h"
 #include "auth.h"
 #include "auth_int.h"
 
@@ -25,16 +27,6 @@ static struct conf g_conf;
 static struct auth *g_auth;
 
 /* ---- check values ---- */
-
-static void crc_check_values_of_123456789(void)
-{
-    CU_ASSERT_EQUAL(auth_crc32(0, CHECK, 9), 0xCBF43926u);
-    CU_ASSERT_EQUAL(auth_crc32c(0, CHECK, 9), 0xE3069283u);
-    CU_ASSERT_EQUAL(auth_crc64nvme(0, CHECK, 9), 0xAE8B14860A799888ull);
-    CU_ASSERT_EQUAL(auth_crc32(0, "", 0), 0);
-    CU_ASSERT_EQUAL(auth_crc32c(0, "", 0), 0);
-    CU_ASSERT_EQUAL(auth_crc64nvme(0, "", 0), 0);
-}
 
 static void all_five_algorithms_digest_check_string(void)
 {
@@ -57,96 +49,13 @@ static void all_five_algorithms_digest_check_string(void)
         auth_ck_update(&c, "56789", 5);
         size_t n = auth_ck_final(&c, md);
         CU_ASSERT_EQUAL(n, auth_ck_len(a));
-        auth_b64_encode(md, n, b64);
+        sg_b64_encode(md, n, b64);
         CU_ASSERT_STRING_EQUAL(b64, cases[i].b64);
         auth_ck_free(&c);
     }
     CU_ASSERT_EQUAL(auth_ck_from_name("x-amz-checksum-CRC32C"), AUTH_CK_CRC32C);
     CU_ASSERT_EQUAL(auth_ck_from_name("md5"), AUTH_CK_NONE);
     CU_ASSERT_STRING_EQUAL(auth_ck_header(AUTH_CK_CRC64NVME), "x-amz-checksum-crc64nvme");
-}
-
-/* bit-at-a-time references for the table/SSE4.2 versions */
-static uint32_t ref_crc32(uint32_t poly, const uint8_t *p, size_t n)
-{
-    uint32_t c = ~0u;
-    while (n--) {
-        c ^= *p++;
-        for (int k = 0; k < 8; k++)
-            c = (c & 1) ? (c >> 1) ^ poly : c >> 1;
-    }
-    return ~c;
-}
-
-static uint64_t ref_crc64(const uint8_t *p, size_t n)
-{
-    uint64_t c = ~0ull;
-    while (n--) {
-        c ^= *p++;
-        for (int k = 0; k < 8; k++)
-            c = (c & 1) ? (c >> 1) ^ 0x9A6C9329AC4BC9B5ull : c >> 1;
-    }
-    return ~c;
-}
-
-static void crcs_match_bitwise_reference_for_any_split_and_alignment(void)
-{
-    static uint8_t buf[4096 + 16];
-    srand(7);
-    for (size_t i = 0; i < sizeof buf; i++)
-        buf[i] = (uint8_t)rand();
-    for (int iter = 0; iter < 200; iter++) {
-        size_t off = (size_t)rand() % 16, n = (size_t)rand() % 4096;
-        size_t cut = n ? (size_t)rand() % n : 0;
-        const uint8_t *p = buf + off;
-        CU_ASSERT_EQUAL(auth_crc32(auth_crc32(0, p, cut), p + cut, n - cut),
-                        ref_crc32(0xEDB88320u, p, n));
-        CU_ASSERT_EQUAL(auth_crc32c(auth_crc32c(0, p, cut), p + cut, n - cut),
-                        ref_crc32(0x82F63B78u, p, n));
-        CU_ASSERT_EQUAL(auth_crc64nvme(auth_crc64nvme(0, p, cut), p + cut, n - cut),
-                        ref_crc64(p, n));
-    }
-}
-
-static void crc_throughput_is_reported(void)
-{
-    size_t n = 64u << 20;
-    uint8_t *buf = calloc(1, n);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
-    struct { const char *name; int which; } algos[] = { { "crc32", 0 }, { "crc32c", 1 },
-                                                        { "crc64nvme", 2 } };
-    for (size_t i = 0; i < 3; i++) {
-        struct timespec a, b;
-        volatile uint64_t sink = 0;
-        clock_gettime(CLOCK_MONOTONIC, &a);
-        if (algos[i].which == 0)
-            sink = auth_crc32(0, buf, n);
-        else if (algos[i].which == 1)
-            sink = auth_crc32c(0, buf, n);
-        else
-            sink = auth_crc64nvme(0, buf, n);
-        clock_gettime(CLOCK_MONOTONIC, &b);
-        double s = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
-        fprintf(stderr, "\n  %s: %.0f MiB/s", algos[i].name, 64.0 / s);
-        (void)sink;
-    }
-    free(buf);
-}
-
-static void base64_is_strict(void)
-{
-    static const struct { const char *in; long want; } cases[] = {
-        { "", 0 }, { "Zg==", 1 }, { "Zm8=", 2 }, { "Zm9v", 3 },
-        { "Zg=", -1 }, { "Zg", -1 }, { "Z===", -1 }, { "Zg=a", -1 }, { "Zm9v====", -1 },
-        { "Zm 9", -1 }, { "Zm9-", -1 }, { "=Zm9", -1 },
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        uint8_t out[8];
-        CU_ASSERT_EQUAL(auth_b64_decode(cases[i].in, strlen(cases[i].in), out, sizeof out),
-                        cases[i].want);
-    }
-    uint8_t small[2];
-    CU_ASSERT_EQUAL(auth_b64_decode("Zm9v", 4, small, sizeof small), -1);
 }
 
 /* ---- the body verifier without aws-chunked ---- */
@@ -326,8 +235,8 @@ static int suite_init(void)
     /* MD5 of WELCOME via OpenSSL, for Content-MD5 cases */
     unsigned int l;
     EVP_Digest(WELCOME, strlen(WELCOME), md, &l, EVP_md5(), NULL);
-    auth_b64_encode(md, 16, g_welcome_md5_b64);
-    auth_hex(md, 16, g_welcome_md5_hex);
+    sg_b64_encode(md, 16, g_welcome_md5_b64);
+    sg_hex_encode(md, 16, g_welcome_md5_hex);
     g_conf.users = g_users;
     g_conf.n_users = 1;
     g_conf.region = "us-east-1";
@@ -345,22 +254,11 @@ static int suite_clean(void)
 
 int register_tests(void)
 {
-    static const struct { const char *name; CU_TestFunc fn; } tests[] = {
-        { "crc_check_values_of_123456789", crc_check_values_of_123456789 },
+    static const struct cu_test tests[] = {
         { "all_five_algorithms_digest_check_string", all_five_algorithms_digest_check_string },
-        { "crcs_match_bitwise_reference_for_any_split_and_alignment",
-          crcs_match_bitwise_reference_for_any_split_and_alignment },
-        { "crc_throughput_is_reported", crc_throughput_is_reported },
-        { "base64_is_strict", base64_is_strict },
         { "single_chunk_body_checks", single_chunk_body_checks },
         { "md5_of_payload_is_the_etag", md5_of_payload_is_the_etag },
         { "finish_twice_and_feed_after_finish_fail", finish_twice_and_feed_after_finish_fail },
     };
-    CU_pSuite s = CU_add_suite("auth_checksum", suite_init, suite_clean);
-    if (!s)
-        return -1;
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
-        if (!CU_add_test(s, tests[i].name, tests[i].fn))
-            return -1;
-    return 0;
+    return cu_add_suite("auth_checksum", suite_init, suite_clean, tests, CU_N(tests));
 }

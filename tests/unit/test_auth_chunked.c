@@ -9,6 +9,7 @@
 
 #include <openssl/evp.h>
 
+#include "cu.h"
 #include "auth.h"
 #include "auth_int.h"
 
@@ -144,7 +145,7 @@ static void hmac_hex(const uint8_t key[32], const char *msg, char out[65])
 {
     uint8_t mac[32];
     CU_ASSERT_EQUAL(auth_hmac_sha256(key, 32, msg, strlen(msg), mac), 0);
-    auth_hex(mac, 32, out);
+    sg_hex_encode(mac, 32, out);
 }
 
 /* Appends one signed chunk and advances prev. */
@@ -265,7 +266,7 @@ static void md5_hex(const uint8_t *d, size_t n, char out[33])
     uint8_t md[16];
     unsigned int l;
     EVP_Digest(d, n, md, &l, EVP_md5(), NULL);
-    auth_hex(md, 16, out);
+    sg_hex_encode(md, 16, out);
 }
 
 /* ---- the published example ---- */
@@ -523,9 +524,9 @@ static uint8_t g_text[3000];
 
 static void crc32_b64(const uint8_t *d, size_t n, char out[16])
 {
-    uint32_t c = auth_crc32(0, d, n);
+    uint32_t c = sg_crc32(0, d, n);
     uint8_t be[4] = { (uint8_t)(c >> 24), (uint8_t)(c >> 16), (uint8_t)(c >> 8), (uint8_t)c };
-    auth_b64_encode(be, 4, out);
+    sg_b64_encode(be, 4, out);
 }
 
 struct trailer_case {
@@ -737,7 +738,7 @@ static int suite_clean(void)
 
 int register_tests(void)
 {
-    static const struct { const char *name; CU_TestFunc fn; } tests[] = {
+    static const struct cu_test tests[] = {
         { "aws_streaming_example_seed_signature_verifies",
           aws_streaming_example_seed_signature_verifies },
         { "aws_streaming_example_chunk_signatures_match_encoder",
@@ -756,11 +757,5 @@ int register_tests(void)
           trailer_without_announcement_on_plain_streaming_is_bad_chunk },
         { "random_chunk_layouts_round_trip", random_chunk_layouts_round_trip },
     };
-    CU_pSuite s = CU_add_suite("auth_chunked", suite_init, suite_clean);
-    if (!s)
-        return -1;
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
-        if (!CU_add_test(s, tests[i].name, tests[i].fn))
-            return -1;
-    return 0;
+    return cu_add_suite("auth_chunked", suite_init, suite_clean, tests, CU_N(tests));
 }

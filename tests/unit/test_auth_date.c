@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cu.h"
 #include "auth.h"
 #include "auth_int.h"
 
@@ -196,7 +197,7 @@ static int suite_clean(void)
 
 int register_tests(void)
 {
-    static const struct { const char *name; CU_TestFunc fn; } tests[] = {
+    static const struct cu_test tests[] = {
         { "every_form_parses_to_its_instant", every_form_parses_to_its_instant },
         { "http_parser_refuses_iso_and_amz_parser_only_iso",
           http_parser_refuses_iso_and_amz_parser_only_iso },
@@ -204,11 +205,5 @@ int register_tests(void)
           every_accepted_form_verifies_within_15_minutes_only },
         { "refused_forms_give_missing_date", refused_forms_give_missing_date },
     };
-    CU_pSuite s = CU_add_suite("auth_date", suite_init, suite_clean);
-    if (!s)
-        return -1;
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
-        if (!CU_add_test(s, tests[i].name, tests[i].fn))
-            return -1;
-    return 0;
+    return cu_add_suite("auth_date", suite_init, suite_clean, tests, CU_N(tests));
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cu.h"
 #include "auth.h"
 #include "auth_int.h"
 
@@ -312,7 +313,7 @@ static void b64_of_be(uint64_t v, size_t len, char *out)
     uint8_t d[8];
     for (size_t k = 0; k < len; k++)
         d[k] = (uint8_t)(v >> (8 * (len - 1 - k)));
-    auth_b64_encode(d, len, out);
+    sg_b64_encode(d, len, out);
 }
 
 /* FULL_OBJECT: combining the parts' CRCs equals the CRC of the whole data,
@@ -335,17 +336,17 @@ static void full_object_crc_equals_crc_of_concatenation(void)
         uint64_t lens[NP];
         size_t off = 0;
         for (size_t i = 0; i < NP; i++) {
-            uint64_t v = a == 0   ? auth_crc32(0, data + off, sizes[i])
-                         : a == 1 ? auth_crc32c(0, data + off, sizes[i])
-                                  : auth_crc64nvme(0, data + off, sizes[i]);
+            uint64_t v = a == 0   ? sg_crc32(0, data + off, sizes[i])
+                         : a == 1 ? sg_crc32c(0, data + off, sizes[i])
+                                  : sg_crc64nvme(0, data + off, sizes[i]);
             b64_of_be(v, a == 2 ? 8 : 4, b64s[i]);
             ptrs[i] = b64s[i];
             lens[i] = sizes[i];
             off += sizes[i];
         }
-        uint64_t w = a == 0   ? auth_crc32(0, data, total)
-                     : a == 1 ? auth_crc32c(0, data, total)
-                              : auth_crc64nvme(0, data, total);
+        uint64_t w = a == 0   ? sg_crc32(0, data, total)
+                     : a == 1 ? sg_crc32c(0, data, total)
+                              : sg_crc64nvme(0, data, total);
         b64_of_be(w, a == 2 ? 8 : 4, whole);
         CU_ASSERT_EQUAL(auth_checksum_full_object(algos[a], ptrs, lens, NP, out, sizeof out), 0);
         CU_ASSERT_STRING_EQUAL(out, whole);
@@ -387,7 +388,7 @@ static int suite_clean(void)
 
 int register_tests(void)
 {
-    static const struct { const char *name; CU_TestFunc fn; } tests[] = {
+    static const struct cu_test tests[] = {
         { "permission_matrix", permission_matrix },
         { "null_ctx_is_anonymous", null_ctx_is_anonymous },
         { "verified_contexts_carry_the_identity", verified_contexts_carry_the_identity },
@@ -401,11 +402,5 @@ int register_tests(void)
           full_object_crc_equals_crc_of_concatenation },
         { "full_object_matches_python_and_refuses_sha", full_object_matches_python_and_refuses_sha },
     };
-    CU_pSuite s = CU_add_suite("auth_perm", suite_init, suite_clean);
-    if (!s)
-        return -1;
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
-        if (!CU_add_test(s, tests[i].name, tests[i].fn))
-            return -1;
-    return 0;
+    return cu_add_suite("auth_perm", suite_init, suite_clean, tests, CU_N(tests));
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cu.h"
 #include "auth.h"
 #include "auth_int.h"
 
@@ -252,8 +253,8 @@ static void aws_doc_upload_string_to_sign(void)
     const struct doc_example *e = &doc_examples[5];
     struct auth_req r = { e->method, e->path, e->query, e->hdrs, e->n_hdrs };
     struct auth_v2_sts o = { false, "Tue, 27 Mar 2007 21:06:08 +0000", false, true, NULL };
-    struct auth_buf b;
-    auth_buf_init(&b, 1 << 16);
+    struct sg_buf b;
+    sg_buf_init(&b, 1 << 16);
     CU_ASSERT_EQUAL(auth_sigv2_string_to_sign(&r, &o, &b), AUTH_OK);
     CU_ASSERT_STRING_EQUAL(b.p, "PUT\n4gJE4saaMU4BqNR0kLY+lw==\napplication/x-download\n"
                                 "Tue, 27 Mar 2007 21:06:08 +0000\nx-amz-acl:public-read\n"
@@ -264,7 +265,7 @@ static void aws_doc_upload_string_to_sign(void)
     char sig[29];
     CU_ASSERT_EQUAL(auth_sigv2_sign(SK, b.p, b.len, sig), 0);
     CU_ASSERT_STRING_EQUAL(sig, "jtBQa0Aq+DkULFI8qrpwIjGEx0E=");
-    auth_buf_free(&b);
+    sg_buf_free(&b);
 }
 
 /* ---- boto3 vectors ---- */
@@ -781,12 +782,12 @@ static void sign_header_self(struct treq *t, const char *ak, const char *secret)
 {
     struct auth_req r = tr_view(t);
     struct auth_v2_sts o = { false, tr_get(t, "date"), false, true, DOMAIN };
-    struct auth_buf b;
+    struct sg_buf b;
     char sig[29], hdr[256];
-    auth_buf_init(&b, 1 << 16);
+    sg_buf_init(&b, 1 << 16);
     CU_ASSERT_EQUAL_FATAL(auth_sigv2_string_to_sign(&r, &o, &b), AUTH_OK);
     CU_ASSERT_EQUAL_FATAL(auth_sigv2_sign(secret, b.p, b.len, sig), 0);
-    auth_buf_free(&b);
+    sg_buf_free(&b);
     snprintf(hdr, sizeof hdr, "AWS %s:%s", ak, sig);
     tr_set(t, "authorization", hdr);
 }
@@ -903,15 +904,15 @@ static void string_to_sign_resource_rules(void)
         struct auth_req r = { "GET", cases[i].path, cases[i].query, &h, 1 };
         struct auth_v2_sts o = { cases[i].presigned, "", false, cases[i].bucket_slash,
                                  DOMAIN };
-        struct auth_buf b;
+        struct sg_buf b;
         char want[512];
-        auth_buf_init(&b, 1 << 16);
+        sg_buf_init(&b, 1 << 16);
         snprintf(want, sizeof want, "GET\n\n\n\n%s", cases[i].want);
         CU_ASSERT_EQUAL(auth_sigv2_string_to_sign(&r, &o, &b), AUTH_OK);
         if (!b.p || strcmp(b.p, want) != 0)
             fprintf(stderr, "\n%s: got [%s]\n", cases[i].name, b.p ? b.p : "(null)");
         CU_ASSERT_STRING_EQUAL(b.p ? b.p : "", want);
-        auth_buf_free(&b);
+        sg_buf_free(&b);
     }
 }
 
@@ -940,10 +941,32 @@ static int suite_clean(void)
     return 0;
 }
 
+/* The Host reading the gateway routes by and SigV2 signs by. */
+static void vhost_bucket_is_the_host_below_the_domain(void)
+{
+    static const struct { const char *host, *domain; size_t want; } cases[] = {
+        { "b.s3.amazonaws.com", DOMAIN, 1 },
+        { "my.bucket.S3.Amazonaws.COM:9000", DOMAIN, 9 },
+        { "s3.amazonaws.com", DOMAIN, 0 },
+        { ".s3.amazonaws.com", DOMAIN, 0 },
+        { "xs3.amazonaws.com", DOMAIN, 0 },
+        { "b.s3.amazonaws.com.evil", DOMAIN, 0 },
+        { "127.0.0.1:9000", DOMAIN, 0 },
+        { "[::1]:9000", "1]", 0 },
+        { "b.s3.amazonaws.com", "", 0 },
+        { "b.s3.amazonaws.com", NULL, 0 },
+        { NULL, DOMAIN, 0 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CU_ASSERT_EQUAL(auth_vhost_bucket(cases[i].host, cases[i].domain), cases[i].want);
+}
+
 int register_tests(void)
 {
-    static const struct { const char *name; CU_TestFunc fn; } tests[] = {
+    static const struct cu_test tests[] = {
         { "aws_doc_examples_verify", aws_doc_examples_verify },
+        { "vhost_bucket_is_the_host_below_the_domain",
+          vhost_bucket_is_the_host_below_the_domain },
         { "aws_doc_upload_string_to_sign", aws_doc_upload_string_to_sign },
         { "boto3_vectors_verify_ok", boto3_vectors_verify_ok },
         { "every_signed_element_changed_gives_signature_mismatch",
@@ -962,11 +985,5 @@ int register_tests(void)
         { "string_to_sign_resource_rules", string_to_sign_resource_rules },
         { "status_names_of_new_statuses", status_names_of_new_statuses },
     };
-    CU_pSuite s = CU_add_suite("auth_sigv2", suite_init, suite_clean);
-    if (!s)
-        return -1;
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
-        if (!CU_add_test(s, tests[i].name, tests[i].fn))
-            return -1;
-    return 0;
+    return cu_add_suite("auth_sigv2", suite_init, suite_clean, tests, CU_N(tests));
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cu.h"
 #include "auth.h"
 #include "auth_int.h"
 
@@ -209,21 +210,21 @@ static void aws_example_get_object_canonical_request_matches_docs(void)
 {
     const struct aws_example *e = &aws_examples[0];
     struct auth_req r = { e->method, e->path, e->query, e->hdrs, e->n_hdrs };
-    struct auth_buf b;
-    auth_buf_init(&b, 1 << 16);
+    struct sg_buf b;
+    sg_buf_init(&b, 1 << 16);
     CU_ASSERT_EQUAL(auth_canonical_request(&r, e->signed_headers, EMPTY, false, &b), AUTH_OK);
     CU_ASSERT_STRING_EQUAL(b.p, "GET\n/test.txt\n\nhost:examplebucket.s3.amazonaws.com\n"
                                 "range:bytes=0-9\nx-amz-content-sha256:" EMPTY "\n"
                                 "x-amz-date:20130524T000000Z\n\n"
                                 "host;range;x-amz-content-sha256;x-amz-date\n" EMPTY);
-    struct auth_buf s;
-    auth_buf_init(&s, 1 << 16);
+    struct sg_buf s;
+    sg_buf_init(&s, 1 << 16);
     auth_string_to_sign("20130524T000000Z", "20130524/us-east-1/s3/aws4_request", b.p, &s);
     CU_ASSERT_STRING_EQUAL(s.p, "AWS4-HMAC-SHA256\n20130524T000000Z\n"
                                 "20130524/us-east-1/s3/aws4_request\n"
                                 "7344ae5b7ee6c3e7e6b0fe0640412a37625d1fbfff95c48bbb2dc43964946972");
-    auth_buf_free(&b);
-    auth_buf_free(&s);
+    sg_buf_free(&b);
+    sg_buf_free(&s);
 }
 
 #define PRESIGN_Q                                                                          \
@@ -443,11 +444,11 @@ static void canonical_uri_decodes_once_and_encodes_strictly(void)
         { "/%c3%bc", "/%C3%BC" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct auth_buf b;
-        auth_buf_init(&b, 4096);
+        struct sg_buf b;
+        sg_buf_init(&b, 4096);
         auth_uri_canon(&b, cases[i].raw, strlen(cases[i].raw), true);
         CU_ASSERT_STRING_EQUAL(b.p, cases[i].want);
-        auth_buf_free(&b);
+        sg_buf_free(&b);
     }
 }
 
@@ -466,13 +467,13 @@ static void canonical_query_sorts_and_encodes_values(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct auth_hdr h = { "host", "h" };
         struct auth_req r = { "GET", "/", cases[i].raw, &h, 1 };
-        struct auth_buf b;
+        struct sg_buf b;
         char want[512];
-        auth_buf_init(&b, 4096);
+        sg_buf_init(&b, 4096);
         CU_ASSERT_EQUAL(auth_canonical_request(&r, "host", "UNSIGNED-PAYLOAD", false, &b), AUTH_OK);
         snprintf(want, sizeof want, "GET\n/\n%s\nhost:h\n\nhost\nUNSIGNED-PAYLOAD", cases[i].want);
         CU_ASSERT_STRING_EQUAL(b.p, want);
-        auth_buf_free(&b);
+        sg_buf_free(&b);
     }
 }
 
@@ -481,13 +482,13 @@ static void canonical_headers_trim_collapse_and_join_repeats(void)
     struct auth_hdr h[] = { { "host", " h " }, { "x-amz-meta-a", "  one   two\t three " },
                             { "x-amz-meta-a", "four" } };
     struct auth_req r = { "PUT", "/k", "", h, 3 };
-    struct auth_buf b;
-    auth_buf_init(&b, 4096);
+    struct sg_buf b;
+    sg_buf_init(&b, 4096);
     CU_ASSERT_EQUAL(auth_canonical_request(&r, "host;x-amz-meta-a", "UNSIGNED-PAYLOAD", false, &b),
                     AUTH_OK);
     CU_ASSERT_STRING_EQUAL(b.p, "PUT\n/k\n\nhost:h\nx-amz-meta-a:one two three,four\n\n"
                                 "host;x-amz-meta-a\nUNSIGNED-PAYLOAD");
-    auth_buf_free(&b);
+    sg_buf_free(&b);
 }
 
 /* ---- tampering: every signed element ---- */
@@ -972,7 +973,7 @@ static int suite_clean(void)
 
 int register_tests(void)
 {
-    static const struct { const char *name; CU_TestFunc fn; } tests[] = {
+    static const struct cu_test tests[] = {
         { "aws_examples_sign_to_published_signature", aws_examples_sign_to_published_signature },
         { "aws_examples_verify_ok", aws_examples_verify_ok },
         { "aws_example_get_object_canonical_request_matches_docs",
@@ -1001,11 +1002,5 @@ int register_tests(void)
         { "status_names_are_distinct", status_names_are_distinct },
         { "date_parsers_accept_and_reject", date_parsers_accept_and_reject },
     };
-    CU_pSuite s = CU_add_suite("auth_sigv4", suite_init, suite_clean);
-    if (!s)
-        return -1;
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
-        if (!CU_add_test(s, tests[i].name, tests[i].fn))
-            return -1;
-    return 0;
+    return cu_add_suite("auth_sigv4", suite_init, suite_clean, tests, CU_N(tests));
 }

@@ -73,8 +73,8 @@ static void answer_must_be_one_json_document(void)
     };
     for (size_t i = 0; i < N_ELEMS(cases); i++) {
         struct cli_answer a = { .status = cases[i].status };
-        cli_buf_init(&a.body, CLI_ANSWER_MAX);
-        cli_buf_adds(&a.body, cases[i].body);
+        sg_buf_init(&a.body, CLI_ANSWER_MAX);
+        sg_buf_adds(&a.body, cases[i].body);
         json_t *v = cli_answer_json(&a);
         check_case((v != NULL) == cases[i].ok, cases[i].body);
         json_decref(v);

@@ -1,9 +1,10 @@
-/* conf/dirlock.c - the directory lock of dirlock.h: flock(2) on DIR/lock.
+/* common/dirlock.c - the directory lock of dirlock.h: flock(2) on DIR/lock.
  * flock rather than a POSIX record lock: a record lock is dropped when ANY
  * descriptor of the file is closed by the process, and belongs to the process
  * rather than the open file, so a second open in one process would not
  * conflict. flock (like an OFD lock) belongs to the open file description. */
 #include "dirlock.h"
+#include "fs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,39 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-struct conf_dirlock {
+struct sg_dirlock {
     int fd;
 };
-
-/* Creates the missing components of `path`, touching none that exists: on
- * a read-only mount or in a tree we may not write, an existing directory
- * must not turn into EROFS/EACCES. 0, or -1 with errno. */
-static int mkdir_missing(const char *path)
-{
-    char buf[PATH_MAX];
-    size_t n = strlen(path);
-    if (n == 0 || n >= sizeof buf) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    memcpy(buf, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] != '/' && buf[i] != '\0')
-            continue;
-        char saved = buf[i];
-        buf[i] = '\0';
-        struct stat st;
-        if (stat(buf, &st) != 0) {
-            if (errno != ENOENT || (mkdir(buf, 0755) != 0 && errno != EEXIST))
-                return -1;
-        } else if (!S_ISDIR(st.st_mode)) {
-            errno = ENOTDIR;
-            return -1;
-        }
-        buf[i] = saved;
-    }
-    return 0;
-}
 
 static long pid_parse(const char *s)
 {
@@ -96,10 +67,10 @@ static long pid_from_proc_locks(int fd)
     return found;
 }
 
-long conf_dirlock_holder(const char *dir)
+long sg_dirlock_holder(const char *dir)
 {
     char path[PATH_MAX];
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, CONF_DIRLOCK_NAME) >= sizeof path)
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, SG_DIRLOCK_NAME) >= sizeof path)
         return 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
@@ -122,39 +93,56 @@ static void msg(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
-enum conf_dirlock_status conf_dirlock_take(const char *dir, const char *what,
-                                           struct conf_dirlock **out, int *errnum,
-                                           char *err, size_t errlen)
+/* What a take returns until it knows better. */
+static void no_lock_yet(struct sg_dirlock **out, int *errnum, char *err, size_t errlen)
 {
     *out = NULL;
     *errnum = 0;
     if (err && errlen)
         err[0] = '\0';
+}
+
+/* A handle that owns fd; NULL when out of memory (fd closed, *errnum and
+ * err say so). */
+static struct sg_dirlock *handle_new(int fd, const char *dir, const char *what, int *errnum,
+                                     char *err, size_t errlen)
+{
+    struct sg_dirlock *l = malloc(sizeof *l);
+    if (!l) {
+        close(fd);
+        *errnum = ENOMEM;
+        msg(err, errlen, "%s %s: %s", what, dir, strerror(ENOMEM));
+        return NULL;
+    }
+    l->fd = fd;
+    return l;
+}
+
+enum sg_dirlock_status sg_dirlock_take(const char *dir, const char *what,
+                                       struct sg_dirlock **out, int *errnum, char *err,
+                                       size_t errlen)
+{
+    no_lock_yet(out, errnum, err, errlen);
     char path[PATH_MAX];
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, CONF_DIRLOCK_NAME) >= sizeof path) {
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, SG_DIRLOCK_NAME) >= sizeof path) {
         *errnum = ENAMETOOLONG;
         msg(err, errlen, "%s %s: %s", what, dir, strerror(ENAMETOOLONG));
-        return CONF_DIRLOCK_ERRNO;
+        return SG_DIRLOCK_ERRNO;
     }
-    if (mkdir_missing(dir) != 0) {
+    if (sg_mkdir_missing(dir) != 0) {
         *errnum = errno;
         msg(err, errlen, "cannot create the %s %s: %s", what, dir, strerror(*errnum));
-        return CONF_DIRLOCK_ERRNO;
+        return SG_DIRLOCK_ERRNO;
     }
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) {
         *errnum = errno;
         msg(err, errlen, "cannot open %s: %s", path, strerror(*errnum));
-        return CONF_DIRLOCK_ERRNO;
+        return SG_DIRLOCK_ERRNO;
     }
-    struct conf_dirlock *l = malloc(sizeof *l);
-    if (!l) {
-        close(fd);
-        *errnum = ENOMEM;
-        msg(err, errlen, "%s %s: %s", what, dir, strerror(ENOMEM));
-        return CONF_DIRLOCK_ERRNO;
-    }
-    l->fd = fd;
+    struct sg_dirlock *l = handle_new(fd, dir, what, errnum, err, errlen);
+    if (!l)
+        return SG_DIRLOCK_ERRNO;
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int e = errno;
         *errnum = e;
@@ -174,19 +162,19 @@ enum conf_dirlock_status conf_dirlock_take(const char *dir, const char *what,
             else
                 msg(err, errlen, "the %s %s is in use by another shardgate (pid unknown, "
                     "lock file %s): one directory serves one gateway", what, dir, path);
-            conf_dirlock_release(l);
-            return CONF_DIRLOCK_BUSY;
+            sg_dirlock_release(l);
+            return SG_DIRLOCK_BUSY;
         }
         if (e == ENOLCK || e == EOPNOTSUPP || e == ENOSYS || e == EINVAL) {
             msg(err, errlen, "cannot lock %s (%s): the file system has no flock, so a "
                 "second gateway on the %s %s would not be refused", path, strerror(e), what,
                 dir);
             *out = l;
-            return CONF_DIRLOCK_UNSUPPORTED;
+            return SG_DIRLOCK_UNSUPPORTED;
         }
         msg(err, errlen, "cannot lock %s: %s", path, strerror(e));
-        conf_dirlock_release(l);
-        return CONF_DIRLOCK_ERRNO;
+        sg_dirlock_release(l);
+        return SG_DIRLOCK_ERRNO;
     }
     /* The pid is for messages only: a failed write does not lose the lock. */
     char pid[32];
@@ -195,34 +183,26 @@ enum conf_dirlock_status conf_dirlock_take(const char *dir, const char *what,
         /* nothing to undo: the lock is held, the pid just is not shown */
     }
     *out = l;
-    return CONF_DIRLOCK_OK;
+    return SG_DIRLOCK_OK;
 }
 
-enum conf_dirlock_status conf_dirlock_take_dir(const char *dir, const char *what,
-                                               struct conf_dirlock **out, int *errnum,
-                                               char *err, size_t errlen)
+enum sg_dirlock_status sg_dirlock_take_dir(const char *dir, const char *what,
+                                           struct sg_dirlock **out, int *errnum, char *err,
+                                           size_t errlen)
 {
-    *out = NULL;
-    *errnum = 0;
-    if (err && errlen)
-        err[0] = '\0';
+    no_lock_yet(out, errnum, err, errlen);
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
         *errnum = errno;
         msg(err, errlen, "cannot open the %s %s: %s", what, dir, strerror(*errnum));
-        return CONF_DIRLOCK_ERRNO;
+        return SG_DIRLOCK_ERRNO;
     }
-    struct conf_dirlock *l = malloc(sizeof *l);
-    if (!l) {
-        close(fd);
-        *errnum = ENOMEM;
-        msg(err, errlen, "%s %s: %s", what, dir, strerror(ENOMEM));
-        return CONF_DIRLOCK_ERRNO;
-    }
-    l->fd = fd;
+    struct sg_dirlock *l = handle_new(fd, dir, what, errnum, err, errlen);
+    if (!l)
+        return SG_DIRLOCK_ERRNO;
     if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
         *out = l;
-        return CONF_DIRLOCK_OK;
+        return SG_DIRLOCK_OK;
     }
     int e = errno;
     *errnum = e;
@@ -234,17 +214,17 @@ enum conf_dirlock_status conf_dirlock_take_dir(const char *dir, const char *what
         else
             msg(err, errlen, "the %s %s is in use by another shardgate: one directory "
                 "serves one gateway", what, dir);
-        conf_dirlock_release(l);
-        return CONF_DIRLOCK_BUSY;
+        sg_dirlock_release(l);
+        return SG_DIRLOCK_BUSY;
     }
     /* e.g. NFS, where flock needs a descriptor open for writing */
     msg(err, errlen, "cannot lock the %s %s (%s): a second gateway on it would not be "
         "refused", what, dir, strerror(e));
     *out = l;
-    return CONF_DIRLOCK_UNSUPPORTED;
+    return SG_DIRLOCK_UNSUPPORTED;
 }
 
-void conf_dirlock_release(struct conf_dirlock *l)
+void sg_dirlock_release(struct sg_dirlock *l)
 {
     if (!l)
         return;

@@ -1,12 +1,12 @@
-/* tests/unit/test_conf_dirlock.c - the directory lock (conf/dirlock.h): one
+/* tests/unit/test_common_dirlock.c - the directory lock (common/dirlock.h): one
  * holder at a time, the holder's pid in the message, a lock that dies with
  * its process (kill -9 included), clear errors, and the lock of a directory
  * itself. A second holder is a forked child where the pid matters. */
+#include "cu.h"
 #include "dirlock.h"
 
 #include <CUnit/CUnit.h>
 #include <errno.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -16,17 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-int register_tests(void);
-
 static char g_tmp[64];
-
-static int rm_cb(const char *p, const struct stat *st, int fl, struct FTW *f)
-{
-    (void)st;
-    (void)fl;
-    (void)f;
-    return remove(p);
-}
 
 static void setup(void)
 {
@@ -37,44 +27,44 @@ static void setup(void)
 
 static void teardown(void)
 {
-    nftw(g_tmp, rm_cb, 64, FTW_DEPTH | FTW_PHYS);
+    cu_rm_tree(g_tmp);
 }
 
 static void take_creates_the_directory_and_writes_our_pid(void)
 {
     char dir[128], err[512];
     snprintf(dir, sizeof dir, "%s/a/b/cache", g_tmp);
-    struct conf_dirlock *l;
+    struct sg_dirlock *l;
     int e;
-    CU_ASSERT_EQUAL_FATAL(conf_dirlock_take(dir, "cache directory", &l, &e, err, sizeof err),
-                          CONF_DIRLOCK_OK);
-    CU_ASSERT_EQUAL(conf_dirlock_holder(dir), (long)getpid());
-    conf_dirlock_release(l);
+    CU_ASSERT_EQUAL_FATAL(sg_dirlock_take(dir, "cache directory", &l, &e, err, sizeof err),
+                          SG_DIRLOCK_OK);
+    CU_ASSERT_EQUAL(sg_dirlock_holder(dir), (long)getpid());
+    sg_dirlock_release(l);
     /* the file stays (deleting a lock file races with the next locker) */
-    CU_ASSERT_EQUAL(conf_dirlock_holder(dir), (long)getpid());
+    CU_ASSERT_EQUAL(sg_dirlock_holder(dir), (long)getpid());
 }
 
 static void second_take_is_busy_and_names_the_holder_until_released(void)
 {
     char dir[128], err[512], want[64];
     snprintf(dir, sizeof dir, "%s/d", g_tmp);
-    struct conf_dirlock *a, *b;
+    struct sg_dirlock *a, *b;
     int e;
-    CU_ASSERT_EQUAL_FATAL(conf_dirlock_take(dir, "state directory", &a, &e, err, sizeof err),
-                          CONF_DIRLOCK_OK);
+    CU_ASSERT_EQUAL_FATAL(sg_dirlock_take(dir, "state directory", &a, &e, err, sizeof err),
+                          SG_DIRLOCK_OK);
     /* a second open file description conflicts even in the same process */
-    CU_ASSERT_EQUAL(conf_dirlock_take(dir, "state directory", &b, &e, err, sizeof err),
-                    CONF_DIRLOCK_BUSY);
+    CU_ASSERT_EQUAL(sg_dirlock_take(dir, "state directory", &b, &e, err, sizeof err),
+                    SG_DIRLOCK_BUSY);
     CU_ASSERT_PTR_NULL(b);
     CU_ASSERT_EQUAL(e, EWOULDBLOCK);
     snprintf(want, sizeof want, "(pid %ld,", (long)getpid());
     CU_ASSERT_PTR_NOT_NULL(strstr(err, want));
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "state directory"));
     CU_ASSERT_PTR_NOT_NULL(strstr(err, dir));
-    conf_dirlock_release(a);
-    CU_ASSERT_EQUAL(conf_dirlock_take(dir, "state directory", &b, &e, err, sizeof err),
-                    CONF_DIRLOCK_OK);
-    conf_dirlock_release(b);
+    sg_dirlock_release(a);
+    CU_ASSERT_EQUAL(sg_dirlock_take(dir, "state directory", &b, &e, err, sizeof err),
+                    SG_DIRLOCK_OK);
+    sg_dirlock_release(b);
 }
 
 /* Forks a child that takes `dir`'s lock (file or directory kind), tells us,
@@ -87,13 +77,13 @@ static pid_t child_holding(const char *dir, bool of_dir)
     pid_t pid = fork();
     if (pid == 0) {
         close(p[0]);
-        struct conf_dirlock *l;
+        struct sg_dirlock *l;
         int e;
         char err[256];
-        enum conf_dirlock_status st =
-            of_dir ? conf_dirlock_take_dir(dir, "x", &l, &e, err, sizeof err)
-                   : conf_dirlock_take(dir, "x", &l, &e, err, sizeof err);
-        char ok = st == CONF_DIRLOCK_OK ? 'y' : 'n';
+        enum sg_dirlock_status st =
+            of_dir ? sg_dirlock_take_dir(dir, "x", &l, &e, err, sizeof err)
+                   : sg_dirlock_take(dir, "x", &l, &e, err, sizeof err);
+        char ok = st == SG_DIRLOCK_OK ? 'y' : 'n';
         if (write(p[1], &ok, 1) != 1)
             _exit(1);
         for (;;)
@@ -118,18 +108,18 @@ static void lock_of_a_process_killed_with_sigkill_is_free_at_once(void)
     snprintf(dir, sizeof dir, "%s/k", g_tmp);
     pid_t child = child_holding(dir, false);
     CU_ASSERT_FATAL(child > 0);
-    struct conf_dirlock *l;
+    struct sg_dirlock *l;
     int e;
-    CU_ASSERT_EQUAL(conf_dirlock_take(dir, "cache directory", &l, &e, err, sizeof err),
-                    CONF_DIRLOCK_BUSY);
+    CU_ASSERT_EQUAL(sg_dirlock_take(dir, "cache directory", &l, &e, err, sizeof err),
+                    SG_DIRLOCK_BUSY);
     snprintf(want, sizeof want, "(pid %ld,", (long)child);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, want));
     kill(child, SIGKILL);
     waitpid(child, NULL, 0);
-    CU_ASSERT_EQUAL(conf_dirlock_take(dir, "cache directory", &l, &e, err, sizeof err),
-                    CONF_DIRLOCK_OK);
-    CU_ASSERT_EQUAL(conf_dirlock_holder(dir), (long)getpid());
-    conf_dirlock_release(l);
+    CU_ASSERT_EQUAL(sg_dirlock_take(dir, "cache directory", &l, &e, err, sizeof err),
+                    SG_DIRLOCK_OK);
+    CU_ASSERT_EQUAL(sg_dirlock_holder(dir), (long)getpid());
+    sg_dirlock_release(l);
 }
 
 static void directory_lock_names_the_holder_from_proc_locks(void)
@@ -139,10 +129,10 @@ static void directory_lock_names_the_holder_from_proc_locks(void)
     CU_ASSERT_EQUAL_FATAL(mkdir(dir, 0755), 0);
     pid_t child = child_holding(dir, true);
     CU_ASSERT_FATAL(child > 0);
-    struct conf_dirlock *l;
+    struct sg_dirlock *l;
     int e;
-    CU_ASSERT_EQUAL(conf_dirlock_take_dir(dir, "data directory", &l, &e, err, sizeof err),
-                    CONF_DIRLOCK_BUSY);
+    CU_ASSERT_EQUAL(sg_dirlock_take_dir(dir, "data directory", &l, &e, err, sizeof err),
+                    SG_DIRLOCK_BUSY);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "data directory"));
     FILE *f = fopen("/proc/locks", "r");
     if (f) {   /* the pid only where /proc shows the locks */
@@ -152,9 +142,9 @@ static void directory_lock_names_the_holder_from_proc_locks(void)
     }
     kill(child, SIGKILL);
     waitpid(child, NULL, 0);
-    CU_ASSERT_EQUAL(conf_dirlock_take_dir(dir, "data directory", &l, &e, err, sizeof err),
-                    CONF_DIRLOCK_OK);
-    conf_dirlock_release(l);
+    CU_ASSERT_EQUAL(sg_dirlock_take_dir(dir, "data directory", &l, &e, err, sizeof err),
+                    SG_DIRLOCK_OK);
+    sg_dirlock_release(l);
     /* nothing was written into the directory */
     CU_ASSERT_EQUAL(rmdir(dir), 0);
 }
@@ -167,23 +157,23 @@ static void errors_name_the_path_and_the_errno_text(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     fclose(f);
     snprintf(dir, sizeof dir, "%s/below", file);
-    struct conf_dirlock *l;
+    struct sg_dirlock *l;
     int e;
-    CU_ASSERT_EQUAL(conf_dirlock_take(dir, "cache directory", &l, &e, err, sizeof err),
-                    CONF_DIRLOCK_ERRNO);
+    CU_ASSERT_EQUAL(sg_dirlock_take(dir, "cache directory", &l, &e, err, sizeof err),
+                    SG_DIRLOCK_ERRNO);
     CU_ASSERT_PTR_NULL(l);
     CU_ASSERT_EQUAL(e, ENOTDIR);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, dir));
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "Not a directory"));
-    CU_ASSERT_EQUAL(conf_dirlock_take_dir(dir, "data directory", &l, &e, err, sizeof err),
-                    CONF_DIRLOCK_ERRNO);
+    CU_ASSERT_EQUAL(sg_dirlock_take_dir(dir, "data directory", &l, &e, err, sizeof err),
+                    SG_DIRLOCK_ERRNO);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, dir));
-    CU_ASSERT_EQUAL(conf_dirlock_holder(dir), 0);
+    CU_ASSERT_EQUAL(sg_dirlock_holder(dir), 0);
 }
 
 int register_tests(void)
 {
-    CU_pSuite s = CU_add_suite_with_setup_and_teardown("conf_dirlock", NULL, NULL, setup,
+    CU_pSuite s = CU_add_suite_with_setup_and_teardown("common_dirlock", NULL, NULL, setup,
                                                        teardown);
     if (!s)
         return -1;

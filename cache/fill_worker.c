@@ -1,0 +1,428 @@
+/* cache/fill_worker.c - the fill worker: one thread runs one fill at a
+ * time from start to end, from the cold tier through the I/O engine into
+ * the data file, then verifies, syncs and publishes it to the index.
+ *
+ * A fill is run by one worker thread from start to end: it opens the object
+ * on the cold tier, writes the header block and then the bytes to the data
+ * file through its I/O engine (engine_int.h: its own io_uring, where two
+ * 1 MiB buffers let one be read from the cold tier while the other is being
+ * written; or pwrite where io_uring is blocked), advances `filled` in order
+ * as writes complete and resumes the readers waiting for those bytes. Only a
+ * complete, verified and fdatasync'ed file is published to the index.
+ *
+ * Why one worker per fill rather than one tier thread driving every fill
+ * from a single event loop: the cold tier's interface is a blocking reader
+ * (backend_obj_read), and a worker per fill keeps each fill a straight line
+ * of code; concurrency is bounded by the number of workers. The io_uring
+ * ring per worker keeps writes asynchronous so reading the next buffer from
+ * the cold tier overlaps writing the last one. */
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "cache_index.h"
+#include "cache_int.h"
+#include "dirwatch_int.h"
+#include "engine_int.h"
+#include "log.h"
+
+enum {
+    FILL_BUF = 1024 * 1024,      /* bytes per cold-tier read and cache write */
+    FILL_BUFS = 2,               /* read one while the other is written */
+};
+
+/* ---- the fill worker ---- */
+
+/* One write in flight: owned by the engine (the kernel) from submit until
+ * reaped. */
+struct fill_slot {
+    uint64_t off;                /* file offset of the write */
+    size_t len, done;            /* bytes to write, bytes written */
+    bool complete;
+    unsigned buf;                /* which of io->buf */
+};
+
+struct fill_io {
+    struct cache_eng *eng;
+    unsigned char *buf[FILL_BUFS];
+    struct fill_slot slot[FILL_BUFS];
+    unsigned head, count;        /* in-order FIFO of slots not yet fully written */
+    unsigned sqes;               /* submitted writes whose completion is not reaped:
+                                    the buffers are the engine's until it is 0 */
+};
+
+/* Tag of the header block's write (slots are tagged with their index). */
+#define HDR_TAG UINT64_MAX
+
+/* Writes len bytes at off and waits (the header block; nothing else is in
+ * flight). 0 or a negative errno. */
+static int write_sync(struct fill_io *io, int fd, const void *buf, size_t len, uint64_t off)
+{
+    size_t done = 0;
+    while (done < len) {
+        int rc = cache_eng_write(io->eng, fd, (const char *)buf + done, len - done,
+                                 off + done, HDR_TAG);
+        if (rc < 0)
+            return rc;
+        struct cache_eng_done d;
+        if ((rc = cache_eng_wait(io->eng, &d)) < 0)
+            return rc;
+        if (d.res == -EAGAIN || d.res == -EINTR)
+            continue;
+        if (d.res <= 0)
+            return d.res < 0 ? d.res : -EIO;
+        done += (size_t)d.res;
+    }
+    return 0;
+}
+
+static int submit_write(struct fill_io *io, int fd, unsigned s)
+{
+    int rc = cache_eng_write(io->eng, fd, io->buf[io->slot[s].buf] + io->slot[s].done,
+                             io->slot[s].len - io->slot[s].done,
+                             io->slot[s].off + io->slot[s].done, s);
+    if (rc < 0)
+        return rc;
+    io->sqes++;
+    return 0;
+}
+
+/* Waits for every submitted write, whatever happened (before a failed
+ * fill's buffers are reused or its file closed). */
+static void drain(struct fill_io *io)
+{
+    while (io->sqes) {
+        struct cache_eng_done d;
+        if (cache_eng_wait(io->eng, &d) < 0)
+            break;   /* the engine is broken: nothing more will complete */
+        io->sqes--;
+    }
+    io->head = io->count = 0;
+}
+
+/* Waits for one completion; advances `filled` over the writes completed in
+ * order and wakes their readers. 0, or a negative errno. */
+static int reap_one(struct cache *c, struct fill *f, struct fill_io *io, int fd)
+{
+    struct cache_eng_done d;
+    int rc = cache_eng_wait(io->eng, &d);
+    if (rc < 0)
+        return rc;
+    unsigned s = (unsigned)d.tag;
+    int res = d.res;
+    io->sqes--;
+    if (res == -EAGAIN || res == -EINTR)
+        return submit_write(io, fd, s);
+    if (res < 0)
+        return res;
+    io->slot[s].done += (size_t)res;
+    if (io->slot[s].done < io->slot[s].len)   /* short write: the rest */
+        return res == 0 ? -EIO : submit_write(io, fd, s);
+    io->slot[s].complete = true;
+    uint64_t advance = 0;
+    while (io->count && io->slot[io->head].complete) {
+        advance += io->slot[io->head].len;
+        io->slot[io->head].complete = false;
+        io->head = (io->head + 1) % FILL_BUFS;
+        io->count--;
+    }
+    if (advance) {
+        pthread_mutex_lock(&f->mu);
+        f->filled += advance;
+        unsigned woken = cache_waiters_wake(f);
+        pthread_mutex_unlock(&f->mu);
+        atomic_fetch_sub(&c->waiters_now, woken);
+    }
+    return 0;
+}
+
+static bool stopping(struct cache *c)
+{
+    pthread_mutex_lock(&c->mu);
+    bool s = c->stopping;
+    pthread_mutex_unlock(&c->mu);
+    return s;
+}
+
+/* Makes room once a reservation takes usage above the high watermark. With
+ * LRU, eviction goes down to the low watermark (in batches, so a burst of
+ * misses does not evict one object per fill). While ordered hints guide
+ * eviction, and for staging fills, it evicts only what is needed: a batch
+ * takes victims that are still going to be read, each a miss later (the
+ * stager checked only the first victim). */
+static void make_room(struct cache *c, bool staging)
+{
+    uint64_t used, reserved, objects;
+    cidx_usage(c->idx, &used, &reserved, &objects);
+    uint64_t high = c->cf.capacity / 100 * c->cf.high_pct;
+    if (used + reserved <= high)
+        return;
+    uint64_t freed = 0;
+    unsigned count = 0;
+    bool exact = staging || cidx_get_policy(c->idx) == CIDX_POLICY_NEXT_USE;
+    cidx_evict(c->idx, exact ? high : c->cf.capacity / 100 * c->cf.low_pct, &freed, &count);
+    atomic_fetch_add(&c->evictions, count);
+}
+
+/* The disk filled up below the configured capacity (another tenant, or a
+ * capacity larger than the disk): free a quarter of what is cached so the
+ * next fills have room, instead of failing every fill from now on. */
+static void shrink_on_full_disk(struct cache *c)
+{
+    uint64_t used, reserved, objects;
+    cidx_usage(c->idx, &used, &reserved, &objects);
+    uint64_t freed = 0;
+    unsigned count = 0;
+    cidx_evict(c->idx, used / 4 * 3, &freed, &count);
+    atomic_fetch_add(&c->evictions, count);
+    log_msg(LOG_LVL_WARN, "cache", "the cache directory is full at %llu bytes cached: evicted "
+            "%u objects (%llu bytes)", (unsigned long long)used, count,
+            (unsigned long long)freed);
+}
+
+static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
+{
+    struct obj_meta meta;
+    memset(&meta, 0, sizeof meta);
+    struct backend_obj *bo = NULL;
+    int fd = -1;
+    EVP_MD_CTX *md5 = NULL;
+    uint8_t *hdr = NULL;
+
+    char why[CACHE_JOB_MSG_LEN];
+    enum backend_status bs = backend_object_open(c->cold, f->bucket, f->key, &meta, &bo);
+    if (bs != BACKEND_OK) {
+        cache_fill_fail(c, f, CACHE_BACKEND, bs, NULL);
+        goto out;
+    }
+    enum cidx_status is = cidx_fill_size(c->idx, f->id, meta.size);
+    if (is != CIDX_OK) {
+        /* larger than the whole cache, or dropped by a reset of the index:
+         * the readers go around the cache */
+        if (is == CIDX_TOOBIG)
+            snprintf(why, sizeof why, "the object (%llu bytes) is larger than the whole "
+                     "cache (%llu bytes)", (unsigned long long)meta.size,
+                     (unsigned long long)c->cf.capacity);
+        else
+            snprintf(why, sizeof why, "the cache index was reset while the fill waited");
+        cache_fill_fail(c, f, CACHE_IO, BACKEND_OK, why);
+        goto out;
+    }
+    pthread_mutex_lock(&c->mu);
+    bool staging = f->background;
+    pthread_mutex_unlock(&c->mu);
+    make_room(c, staging);
+    fd = cache_open_data(c, f->id, O_WRONLY | O_CREAT | O_TRUNC);
+    int oe = errno;
+    size_t hlen = 0;
+    hdr = calloc(1, CACHE_HDR_MAX);
+    if (fd < 0 || !hdr || cache_hdr_encode(&meta, hdr, CACHE_HDR_MAX, &hlen) != 0) {
+        snprintf(why, sizeof why, "cannot create the cache file in %s: %s", c->dir,
+                 fd < 0 ? strerror(oe) : hdr ? "metadata too large" : "out of memory");
+        log_msg(LOG_LVL_ERROR, "cache", "%s/%s: %s", f->bucket, f->key, why);
+        cache_fill_fail(c, f, CACHE_IO, BACKEND_OK, why);
+        if (fd < 0)
+            cache_dirwatch_report(c->watch, oe);
+        goto out;
+    }
+    uint64_t data_off = cache_hdr_data_offset(hlen);
+    /* the header block goes through the engine like every other write, padded
+     * to where the data starts: the file's size is then always data_off +
+     * object size, which the index's sweep checks (an empty object too) */
+    io->head = io->count = 0;
+    int rc = write_sync(io, fd, hdr, (size_t)data_off, 0);
+    if (rc < 0)
+        goto io_fail;
+    pthread_mutex_lock(&f->mu);
+    f->data_off = data_off;
+    f->meta = meta;
+    memset(&meta, 0, sizeof meta);   /* the fill owns the strings now */
+    f->meta_known = true;
+    f->state = FILL_RUNNING;
+    unsigned woken = cache_waiters_wake(f);
+    uint64_t size = f->meta.size;
+    bool verify = cache_etag_is_md5(f->meta.etag);
+    char want_md5[72];
+    memcpy(want_md5, f->meta.etag, sizeof want_md5);
+    pthread_mutex_unlock(&f->mu);
+    atomic_fetch_sub(&c->waiters_now, woken);
+
+    md5 = verify ? EVP_MD_CTX_new() : NULL;
+    if (verify && (!md5 || !EVP_DigestInit_ex(md5, EVP_md5(), NULL))) {
+        cache_fill_fail(c, f, CACHE_NOMEM, BACKEND_OK, "out of memory");
+        goto out;
+    }
+    unsigned next_buf = 0;
+    /* The first pieces are small so the first reader's first byte does not
+     * wait for a whole megabyte of a slow cold tier (20 ms at 100 MiB/s);
+     * they double up to FILL_BUF, which keeps large objects efficient. */
+    size_t piece = 64 * 1024;
+    for (uint64_t off = 0; off < size;) {
+        if (stopping(c)) {
+            cache_fill_fail(c, f, CACHE_IO, BACKEND_OK, "the gateway is stopping");
+            goto out;
+        }
+        while (io->count == FILL_BUFS)
+            if ((rc = reap_one(c, f, io, fd)) < 0)
+                goto io_fail;
+        unsigned s = (io->head + io->count) % FILL_BUFS;
+        unsigned b = next_buf;
+        next_buf = (next_buf + 1) % FILL_BUFS;
+        size_t want = size - off < piece ? (size_t)(size - off) : piece;
+        if (piece < FILL_BUF)
+            piece *= 2;
+        size_t got = 0;
+        while (got < want) {
+            size_t n = 0;
+            bs = backend_obj_read(bo, off + got, io->buf[b] + got, want - got, &n);
+            if (bs != BACKEND_OK || n == 0) {
+                log_msg(LOG_LVL_WARN, "cache", "cold read of %s/%s failed at %llu: %s",
+                        f->bucket, f->key, (unsigned long long)(off + got),
+                        bs != BACKEND_OK ? backend_status_name(bs) : "object shorter than "
+                        "its size");
+                drain(io);
+                cache_fill_fail(c, f, CACHE_BACKEND, bs != BACKEND_OK ? bs : BACKEND_IO, NULL);
+                goto out;
+            }
+            got += n;
+        }
+        atomic_fetch_add(&c->backend_bytes, got);
+        if (md5 && !EVP_DigestUpdate(md5, io->buf[b], got)) {
+            cache_fill_fail(c, f, CACHE_NOMEM, BACKEND_OK, "out of memory");
+            goto out;
+        }
+        io->slot[s] = (struct fill_slot){ data_off + off, got, 0, false, b };
+        io->count++;
+        if ((rc = submit_write(io, fd, s)) < 0)
+            goto io_fail;
+        off += got;
+    }
+    while (io->count)
+        if ((rc = reap_one(c, f, io, fd)) < 0)
+            goto io_fail;
+    if (md5) {
+        unsigned char d[16];
+        unsigned dl = 0;
+        char hex[33];
+        EVP_DigestFinal_ex(md5, d, &dl);
+        for (int i = 0; i < 16; i++)
+            snprintf(hex + 2 * i, 3, "%02x", d[i]);
+        if (strcasecmp(hex, want_md5) != 0) {
+            log_msg(LOG_LVL_ERROR, "cache", "%s/%s: bytes from the cold tier do not match its "
+                    "ETag (md5 %s, etag %s): not cached", f->bucket, f->key, hex, want_md5);
+            cache_fill_fail(c, f, CACHE_BACKEND, BACKEND_IO, NULL);
+            goto out;
+        }
+    }
+    /* durable before published: a published entry always has its bytes */
+    if ((rc = cache_eng_datasync(io->eng, fd)) < 0)
+        goto io_fail;
+    pthread_mutex_lock(&f->mu);
+    struct timespec mtime = f->meta.mtime;
+    char etag[72];
+    memcpy(etag, f->meta.etag, sizeof etag);
+    pthread_mutex_unlock(&f->mu);
+    /* The next use (and pins) go on the entry while it still fills: once
+     * published without them it would be the first victim of any other
+     * fill's eviction, and could go unread in that moment. */
+    if (c->pf)
+        cache_prefetch_on_ready(c->pf, f->bucket, f->key, f->id);
+    enum cidx_status ps = cidx_publish(c->idx, f->id, size, etag, mtime);
+    if (ps == CIDX_NOT_FOUND) {
+        /* the index was reset under the fill (its directory was recreated):
+         * the file is nobody's, the readers have had their bytes */
+        char path[4096];
+        if (cidx_data_path(c->idx, f->id, path, sizeof path) == 0)
+            unlink(path);
+    } else if (ps != CIDX_OK && ps != CIDX_STALE) {
+        log_msg(LOG_LVL_WARN, "cache", "%s/%s: publish failed (%d)", f->bucket, f->key, ps);
+    }
+    pthread_mutex_lock(&f->mu);
+    f->state = FILL_DONE;
+    woken = cache_waiters_wake(f);
+    pthread_mutex_unlock(&f->mu);
+    atomic_fetch_sub(&c->waiters_now, woken);
+    atomic_fetch_add(&c->fills_done, 1);
+    goto out;
+
+io_fail:
+    snprintf(why, sizeof why, "write to the cache file in %s failed: %s", c->dir,
+             strerror(-rc));
+    log_msg(LOG_LVL_ERROR, "cache", "%s/%s: %s", f->bucket, f->key, why);
+    drain(io);
+    cache_fill_fail(c, f, CACHE_IO, BACKEND_OK, why);
+    if (rc == -ENOSPC || rc == -EDQUOT)
+        shrink_on_full_disk(c);
+    cache_dirwatch_report(c->watch, -rc);
+out:
+    drain(io);   /* before the buffers are reused and the file closed */
+    if (md5)
+        EVP_MD_CTX_free(md5);
+    free(hdr);
+    if (fd >= 0)
+        close(fd);
+    if (bo)
+        backend_obj_close(bo);
+    obj_meta_clear(&meta);
+    cache_fill_retire(c, f);
+}
+
+void *cache_worker_main(void *arg)
+{
+    struct cache *c = arg;
+    struct fill_io io;
+    memset(&io, 0, sizeof io);
+    /* FILL_BUFS writes, and the fdatasync after them */
+    int rc = cache_eng_new(c->engine, FILL_BUFS + 1, &io.eng);
+    if (rc < 0 && c->engine == CACHE_ENGINE_URING) {
+        /* the probe's ring worked and this one does not (RLIMIT_MEMLOCK on
+         * older kernels): this worker fills with pwrite rather than not at all */
+        static atomic_flag said = ATOMIC_FLAG_INIT;
+        if (!atomic_flag_test_and_set(&said))
+            log_msg(LOG_LVL_WARN, "cache", "a fill worker cannot set up its io_uring (%s): "
+                    "it uses pread/pwrite", strerror(-rc));
+        rc = cache_eng_new(CACHE_ENGINE_THREADS, FILL_BUFS + 1, &io.eng);
+    }
+    for (int i = 0; i < FILL_BUFS; i++)
+        if (posix_memalign((void **)&io.buf[i], 4096, FILL_BUF) != 0)
+            io.buf[i] = NULL;
+    bool ok = rc == 0 && io.buf[0] && io.buf[1];
+    char why[CACHE_JOB_MSG_LEN];
+    snprintf(why, sizeof why, "the fill worker could not start: %s",
+             rc < 0 ? strerror(-rc) : "buffers: out of memory");
+    if (!ok)
+        log_msg(LOG_LVL_ERROR, "cache", "%s", why);
+    for (;;) {
+        pthread_mutex_lock(&c->mu);
+        while (!c->stopping && !c->queue_head && !c->bg_head)
+            pthread_cond_wait(&c->work, &c->mu);
+        if (c->stopping) {
+            pthread_mutex_unlock(&c->mu);
+            break;
+        }
+        struct fill *f = c->queue_head ? c->queue_head : c->bg_head;
+        if (f == c->queue_head)
+            cache_queue_remove(&c->queue_head, &c->queue_tail, f);
+        else
+            cache_queue_remove(&c->bg_head, &c->bg_tail, f);
+        pthread_mutex_unlock(&c->mu);
+        if (ok) {
+            run_fill(c, f, &io);
+        } else {
+            cache_fill_fail(c, f, CACHE_IO, BACKEND_OK, why);
+            cache_fill_retire(c, f);
+        }
+    }
+    for (int i = 0; i < FILL_BUFS; i++)
+        free(io.buf[i]);
+    cache_eng_free(io.eng);
+    return NULL;
+}

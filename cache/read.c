@@ -1,0 +1,442 @@
+/* cache/read.c - a reader's side of the cache tier: opening an object
+ * (a hit from a published entry, revalidated when its bucket asks for it;
+ * or joined to the fill in flight, a miss), reading it as the fill's bytes
+ * land, and closing it; invalidation after a write.
+ *
+ * A hit pins its index entry until the reader closes it; a reader of a
+ * fill holds a reference to the fill (fill.c) and waits as a cache_waiter
+ * for the bytes it asks for. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "cache_index.h"
+#include "cache_int.h"
+#include "dirwatch_int.h"
+#include "engine_int.h"
+#include "log.h"
+
+struct cache_obj {
+    struct cache *c;
+    struct fill *f;              /* NULL for a hit */
+    int fd;                      /* the data file, read-only */
+    uint64_t data_off, size;
+    uint64_t id;
+    bool pinned;                 /* a hit pins its entry against eviction */
+    uint8_t *inline_buf;         /* a small hit: the file's first bytes, body included */
+};
+
+/* A hit on an object this small reads header and body in one pread, and
+ * the gateway sends the body from memory together with the response
+ * headers: one syscall and one wakeup of the client instead of a send of
+ * the headers, a sendfile and a dup/close of the descriptor
+ * (bench/results/ab-small-hits.md). Data starts at CACHE_HDR_ALIGN. */
+enum { INLINE_MAX = 16 * 1024 };
+
+/* Reads and decodes the header block of an open data file: one read of
+ * cap bytes into buf (the header is usually well under 1 KiB), and a second
+ * only for a longer one. *got is what the first read returned. */
+static int read_header(int fd, uint8_t *first, size_t cap, size_t *got, struct obj_meta *m,
+                       uint64_t *data_off)
+{
+    ssize_t n = pread(fd, first, cap, 0);
+    size_t need = n > 0 ? cache_hdr_length(first, (size_t)n) : 0;
+    if (need == 0 || need > CACHE_HDR_MAX)
+        return -1;
+    *got = (size_t)n;
+    uint8_t *buf = first;
+    if (need > (size_t)n) {
+        buf = malloc(need);
+        if (!buf || pread(fd, buf, need, 0) != (ssize_t)need) {
+            free(buf);
+            return -1;
+        }
+    }
+    int rc = cache_hdr_decode(buf, need, m);
+    if (buf != first)
+        free(buf);
+    if (rc != 0)
+        return -1;
+    *data_off = cache_hdr_data_offset(need);
+    return 0;
+}
+
+/* A hit on a READY entry (pinned by the lookup). CACHE_OK, or CACHE_AGAIN
+ * meaning "treat as a miss" (the entry was dropped). */
+static enum cache_status open_hit(struct cache *c, const char *bucket, const char *key,
+                                  const struct cidx_info *info, bool count_hit,
+                                  struct obj_meta *meta, enum backend_status *bst,
+                                  struct cache_obj **out)
+{
+    struct obj_meta cold;   /* kept when revalidated: its tags are compared below */
+    memset(&cold, 0, sizeof cold);
+    bool revalidated = false;
+    if (cache_needs_revalidation(c, bucket, info->validated_at)) {
+        bool asked;
+        enum backend_status st = cache_reval_head(&c->reval, c->cold, bucket, key, &cold,
+                                                  &asked);
+        if (asked)
+            atomic_fetch_add(&c->revalidations, 1);
+        bool same = st == BACKEND_OK && strcmp(cold.etag, info->etag) == 0 &&
+                    cold.size == info->size;
+        revalidated = st == BACKEND_OK && same;
+        if (!revalidated)
+            obj_meta_clear(&cold);
+        if (st == BACKEND_OK && same) {
+            cidx_touch_validated(c->idx, info->id, cidx_wall_ms());
+        } else if (st == BACKEND_OK || st == BACKEND_NO_KEY || st == BACKEND_NO_BUCKET) {
+            /* changed or gone in the cold tier: the cached copy is stale */
+            cidx_unpin(c->idx, info->id);
+            cidx_invalidate(c->idx, bucket, key);
+            if (st != BACKEND_OK) {
+                *bst = st;
+                return CACHE_BACKEND;
+            }
+            return CACHE_AGAIN;
+        } else if (st != BACKEND_TIMEOUT) {   /* a timeout was logged by revalidate.c */
+            /* The cold tier cannot answer: serving the copy we have beats
+             * failing the read (availability over freshness, logged). */
+            log_msg(LOG_LVL_WARN, "cache", "revalidation of %s/%s failed (%s): serving the "
+                    "cached copy", bucket, key, backend_status_name(st));
+        }
+    }
+    int fd = cache_open_data(c, info->id, O_RDONLY);
+    int open_err = fd < 0 ? errno : 0;
+    struct obj_meta m;
+    memset(&m, 0, sizeof m);
+    uint64_t data_off = 0;
+    uint8_t small[2048];
+    uint8_t *first = small;
+    size_t cap = sizeof small, got = 0;
+    if (info->size <= INLINE_MAX && !c->cf.read_uring) {
+        cap = CACHE_HDR_ALIGN + (size_t)info->size;
+        first = malloc(cap);
+        if (!first) {
+            first = small;
+            cap = sizeof small;
+        }
+    }
+    bool bad = fd < 0 || read_header(fd, first, cap, &got, &m, &data_off) != 0 ||
+               m.size != info->size;
+    bool retagged = !bad && revalidated && cache_reval_tags_differ(&cold, &m);
+    obj_meta_clear(&cold);
+    if (bad || retagged) {
+        if (retagged)
+            log_msg(LOG_LVL_INFO, "cache", "%s/%s: its tags changed in the cold tier: the "
+                    "cached copy is dropped", bucket, key);
+        else
+            log_msg(LOG_LVL_WARN, "cache", "entry %s/%s has no usable data file (%s): "
+                    "dropped", bucket, key, fd < 0 ? strerror(open_err) : "bad header");
+        if (fd >= 0)
+            close(fd);
+        if (first != small)
+            free(first);
+        obj_meta_clear(&m);
+        cidx_unpin(c->idx, info->id);
+        cidx_invalidate(c->idx, bucket, key);
+        return CACHE_AGAIN;
+    }
+    if (first != small && data_off + m.size > got) {
+        free(first);    /* a long header: the body was not in the read */
+        first = small;
+    }
+    struct cache_obj *o = calloc(1, sizeof *o);
+    if (!o) {
+        close(fd);
+        if (first != small)
+            free(first);
+        obj_meta_clear(&m);
+        cidx_unpin(c->idx, info->id);
+        return CACHE_NOMEM;
+    }
+    o->c = c;
+    o->fd = fd;
+    o->inline_buf = first != small ? first : NULL;
+    o->data_off = data_off;
+    o->size = m.size;
+    o->id = info->id;
+    o->pinned = true;
+    *meta = m;
+    *out = o;
+    if (count_hit)
+        atomic_fetch_add(&c->hits, 1);
+    return CACHE_OK;
+}
+
+static enum cache_status obj_open(struct cache *c, const char *bucket, const char *key,
+                                  struct cache_waiter *w, struct obj_meta *meta,
+                                  enum backend_status *bst, struct cache_obj **out,
+                                  bool may_fill);
+
+enum cache_status cache_obj_open(struct cache *c, const char *bucket, const char *key,
+                                 struct cache_waiter *w, struct obj_meta *meta,
+                                 enum backend_status *bst, struct cache_obj **out)
+{
+    return obj_open(c, bucket, key, w, meta, bst, out, true);
+}
+
+enum cache_status cache_obj_open_existing(struct cache *c, const char *bucket,
+                                          const char *key, struct cache_waiter *w,
+                                          struct obj_meta *meta, enum backend_status *bst,
+                                          struct cache_obj **out)
+{
+    return obj_open(c, bucket, key, w, meta, bst, out, false);
+}
+
+static enum cache_status obj_open(struct cache *c, const char *bucket, const char *key,
+                                  struct cache_waiter *w, struct obj_meta *meta,
+                                  enum backend_status *bst, struct cache_obj **out,
+                                  bool may_fill)
+{
+    *out = NULL;
+    *bst = BACKEND_OK;
+    if (w->expired) {
+        w->expired = false;
+        return CACHE_TIMEOUT;
+    }
+    if (w->result != CACHE_OK) {   /* the fill this waiter waited for failed */
+        enum cache_status r = w->result;
+        *bst = w->bst;
+        w->result = CACHE_OK;
+        return r;
+    }
+    if (!cache_dirwatch_up(c->watch))
+        return CACHE_IO;   /* the cache directory is unusable: read around the cache */
+    for (int attempt = 0; attempt < 4; attempt++) {
+        struct cidx_info info;
+        enum cidx_status is = cidx_lookup_pin(c->idx, bucket, key, &info);
+        if (is == CIDX_OK) {
+            /* a reader that waited on the fill that published this entry
+             * was counted as a miss already */
+            enum cache_status st = open_hit(c, bucket, key, &info, !w->missed, meta, bst, out);
+            if (st != CACHE_AGAIN)
+                return st;
+            continue;   /* dropped: miss */
+        }
+
+        pthread_mutex_lock(&c->mu);
+        if (c->stopping) {
+            pthread_mutex_unlock(&c->mu);
+            return CACHE_IO;
+        }
+        struct fill *f = cache_table_find(c, bucket, key);
+        if (!f && !may_fill) {
+            pthread_mutex_unlock(&c->mu);
+            return CACHE_END;
+        }
+        if (!f) {
+            uint64_t id;
+            enum cidx_state state;
+            is = cidx_begin_fill(c->idx, bucket, key, &id, &state);
+            if (is == CIDX_EXISTS && state == CIDX_STATE_READY) {
+                pthread_mutex_unlock(&c->mu);
+                continue;   /* published meanwhile: a hit after all */
+            }
+            if (is != CIDX_OK) {
+                /* a FILLING entry without a fill (cannot happen while the
+                 * table is right), or no memory: read around the cache */
+                pthread_mutex_unlock(&c->mu);
+                return CACHE_IO;
+            }
+            f = cache_fill_new_locked(c, bucket, key, id, false);
+            if (!f) {
+                cidx_fill_abort(c->idx, id);
+                pthread_mutex_unlock(&c->mu);
+                return CACHE_NOMEM;
+            }
+            w->started_fill = true;
+        }
+        if (may_fill)
+            cache_fill_promote_locked(c, f);
+        f->refs++;
+        pthread_mutex_unlock(&c->mu);
+
+        pthread_mutex_lock(&f->mu);
+        if (f->state == FILL_FAILED) {
+            enum cache_status r = f->err;
+            *bst = f->bst;
+            pthread_mutex_unlock(&f->mu);
+            cache_fill_unref(c, f);
+            return r;
+        }
+        if (!f->meta_known) {
+            cache_waiter_add(f, w, true, 0);
+            atomic_fetch_add(&c->waiters_now, 1);
+            pthread_mutex_unlock(&f->mu);
+            cache_fill_unref(c, f);
+            return CACHE_AGAIN;
+        }
+        struct cache_obj *o = calloc(1, sizeof *o);
+        int fd = o ? cache_open_data(c, f->id, O_RDONLY) : -1;
+        if (o && fd < 0 && errno == ENOENT && f->state == FILL_DONE) {
+            /* Published, then evicted before its worker let go of the fill
+             * (eviction under staging pressure): the object is not cached
+             * any more. Drop the finished fill from the table and look
+             * again - a new miss - rather than read around the cache. */
+            pthread_mutex_unlock(&f->mu);
+            free(o);
+            pthread_mutex_lock(&c->mu);
+            cache_fill_untable_locked(c, f);
+            cache_fill_unref_locked(f);   /* ours; the worker's remains */
+            pthread_mutex_unlock(&c->mu);
+            continue;
+        }
+        if (!o || fd < 0 || obj_meta_copy_hdrs(meta, &f->meta) != 0) {
+            pthread_mutex_unlock(&f->mu);
+            if (fd >= 0)
+                close(fd);
+            free(o);
+            cache_fill_unref(c, f);
+            return fd < 0 && o ? CACHE_IO : CACHE_NOMEM;
+        }
+        meta->size = f->meta.size;
+        meta->mtime = f->meta.mtime;
+        memcpy(meta->etag, f->meta.etag, sizeof meta->etag);
+        o->c = c;
+        o->f = f;   /* keeps our reference */
+        o->fd = fd;
+        o->data_off = f->data_off;
+        o->size = f->meta.size;
+        o->id = f->id;
+        pthread_mutex_unlock(&f->mu);
+        *out = o;
+        return CACHE_OK;
+    }
+    return CACHE_IO;   /* entries keep vanishing under us: read around the cache */
+}
+
+bool cache_obj_complete(const struct cache_obj *o)
+{
+    if (!o->f)
+        return true;
+    pthread_mutex_lock(&o->f->mu);
+    bool done = o->f->state == FILL_DONE;
+    pthread_mutex_unlock(&o->f->mu);
+    return done;
+}
+
+int cache_obj_fd(const struct cache_obj *o)
+{
+    return o->fd;
+}
+
+uint64_t cache_obj_data_offset(const struct cache_obj *o)
+{
+    return o->data_off;
+}
+
+bool cache_reads_uring(const struct cache *c)
+{
+    return c->cf.read_uring;
+}
+
+static enum cache_status read_file(struct cache_obj *o, uint64_t off, void *buf, size_t len,
+                                   size_t *got)
+{
+    /* cache.read_path io_uring reads through the engine's ring; the threads
+     * engine (no io_uring here) reads with pread whatever the setting */
+    enum cache_engine k = o->c->cf.read_uring ? o->c->engine : CACHE_ENGINE_THREADS;
+    ssize_t n;
+    do
+        n = cache_eng_pread(k, o->fd, buf, len, o->data_off + off);
+    while (n < 0 && (errno == EINTR || errno == EAGAIN));
+    if (n <= 0) {
+        log_msg(LOG_LVL_ERROR, "cache", "read of cache file %016llx at %llu: %s",
+                (unsigned long long)o->id, (unsigned long long)off,
+                n < 0 ? strerror(errno) : "unexpected end of file");
+        return CACHE_IO;
+    }
+    *got = (size_t)n;
+    return CACHE_OK;
+}
+
+enum cache_status cache_obj_read(struct cache_obj *o, uint64_t off, void *buf, size_t len,
+                                 size_t *got, struct cache_waiter *w)
+{
+    *got = 0;
+    if (off >= o->size || len == 0)
+        return CACHE_END;
+    if (o->size - off < len)
+        len = (size_t)(o->size - off);
+    if (!o->f)
+        return read_file(o, off, buf, len, got);
+    if (w->expired) {
+        w->expired = false;
+        return CACHE_TIMEOUT;
+    }
+    struct fill *f = o->f;
+    pthread_mutex_lock(&f->mu);
+    if (f->filled > off) {
+        uint64_t avail = f->filled - off;
+        pthread_mutex_unlock(&f->mu);
+        return read_file(o, off, buf, avail < len ? (size_t)avail : len, got);
+    }
+    if (f->state == FILL_FAILED) {
+        enum cache_status r = f->err;
+        pthread_mutex_unlock(&f->mu);
+        return r;
+    }
+    cache_waiter_add(f, w, false, off);
+    atomic_fetch_add(&o->c->waiters_now, 1);
+    pthread_mutex_unlock(&f->mu);
+    return CACHE_AGAIN;
+}
+
+void cache_obj_cancel_wait(struct cache_obj *o, struct cache_waiter *w)
+{
+    if (!o || !o->f || !w->queued)
+        return;
+    pthread_mutex_lock(&o->f->mu);
+    for (struct cache_waiter **pp = &o->f->waiters; *pp; pp = &(*pp)->next) {
+        if (*pp == w) {
+            *pp = w->next;
+            w->queued = false;
+            atomic_fetch_sub(&o->c->waiters_now, 1);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&o->f->mu);
+}
+
+void *cache_obj_take_body(struct cache_obj *o, const uint8_t **body)
+{
+    void *buf = o->inline_buf;
+    if (buf)
+        *body = o->inline_buf + o->data_off;
+    o->inline_buf = NULL;
+    return buf;
+}
+
+void cache_obj_close(struct cache_obj *o)
+{
+    if (!o)
+        return;
+    free(o->inline_buf);
+    if (o->fd >= 0)
+        close(o->fd);
+    if (o->pinned)
+        cidx_unpin(o->c->idx, o->id);
+    if (o->f)
+        cache_fill_unref(o->c, o->f);
+    free(o);
+}
+
+void cache_invalidate(struct cache *c, const char *bucket, const char *key)
+{
+    /* The index dooms a FILLING entry (its publish is refused) and drops a
+     * READY one; the fill in the table goes on for the readers attached to
+     * it, who asked before the write. The next open starts a fresh fill. */
+    pthread_mutex_lock(&c->mu);
+    struct fill *f = cache_table_find(c, bucket, key);
+    if (f) {
+        cache_table_remove(c, f);
+        cache_fill_unref_locked(f);   /* the table's reference */
+    }
+    pthread_mutex_unlock(&c->mu);
+    cidx_invalidate(c->idx, bucket, key);
+}
