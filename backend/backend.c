@@ -20,7 +20,7 @@ static atomic_uint_fast64_t st_lat[BACKEND_LAT_BUCKETS + 1], st_lat_count, st_la
 const char *backend_op_name(enum backend_op op)
 {
     static const char *const names[BACKEND_OP_COUNT] = {
-        "head", "get", "put", "copy", "delete", "list", "bucket", "multipart",
+        "head", "get", "put", "copy", "delete", "list", "bucket", "multipart", "tagging",
     };
     return op < BACKEND_OP_COUNT ? names[op] : "?";
 }
@@ -167,7 +167,36 @@ enum backend_status backend_object_copy(struct backend *b, const char *src_bucke
                                         const char *dst_key, const struct obj_meta *meta,
                                         struct obj_meta *out)
 {
-    COUNT(BACKEND_OP_COPY, b->ops->object_copy(b, src_bucket, src_key, dst_bucket, dst_key, meta, out));
+    COUNT(BACKEND_OP_COPY, b->ops->object_copy(b, src_bucket, src_key, dst_bucket, dst_key, meta,
+                                               NULL, out));
+}
+
+enum backend_status backend_object_copy_tags(struct backend *b, const char *src_bucket,
+                                             const char *src_key, const char *dst_bucket,
+                                             const char *dst_key, const struct obj_meta *meta,
+                                             const char *tagging, struct obj_meta *out)
+{
+    COUNT(BACKEND_OP_COPY, b->ops->object_copy(b, src_bucket, src_key, dst_bucket, dst_key, meta,
+                                               tagging, out));
+}
+
+enum backend_status backend_tagging_get(struct backend *b, const char *bucket,
+                                        const char *key, struct obj_tags *out)
+{
+    COUNT(BACKEND_OP_TAGGING, b->ops->tagging_get(b, bucket, key, out));
+}
+
+enum backend_status backend_tagging_put(struct backend *b, const char *bucket,
+                                        const char *key, const struct obj_tags *tags)
+{
+    static const struct obj_tags none = { NULL, 0 };
+    COUNT(BACKEND_OP_TAGGING, b->ops->tagging_put(b, bucket, key, tags ? tags : &none));
+}
+
+enum backend_status backend_tagging_delete(struct backend *b, const char *bucket,
+                                           const char *key)
+{
+    COUNT(BACKEND_OP_TAGGING, b->ops->tagging_put(b, bucket, key, NULL));
 }
 
 enum backend_status backend_object_delete(struct backend *b, const char *bucket,

@@ -48,6 +48,10 @@ enum backend_status {
                                   process may not write): a write is refused */
     BACKEND_TIMEOUT,           /* s3: connected, but the answer did not begin within
                                   the call's deadline (a hung or overloaded tier) */
+    BACKEND_NO_TAG_SET,        /* the bucket has no tags (NoSuchTagSet) */
+    BACKEND_META_TOO_LARGE,    /* posix: an object's metadata and tags (or a bucket's
+                                  tags) are more than the file system keeps with one
+                                  file (ext4: about 4 KiB of extended attributes) */
 };
 
 const char *backend_status_name(enum backend_status st);
@@ -76,6 +80,65 @@ int obj_meta_copy_hdrs(struct obj_meta *dst, const struct obj_meta *src);
 int obj_meta_add_hdr(struct obj_meta *m, const char *name, const char *value);
 /* The value of header `name` (lower case), or NULL. Borrowed. */
 const char *obj_meta_get_hdr(const struct obj_meta *m, const char *name);
+
+/* ---- tag sets (backend/tags.c) ----
+ * An object's tags travel with its headers: the header OBJ_TAGGING_HDR holds
+ * the tag set as an S3 x-amz-tagging value ("k=v&k2=v2", each key and value
+ * percent-encoded, obj_tags_to_query), which the posix store keeps with the
+ * object's metadata and the s3 tier sends on a put. A cold S3 answers a
+ * HEAD/GET with the count only (OBJ_TAGGING_COUNT_HDR). Pure functions. */
+#define OBJ_TAGGING_HDR "x-amz-tagging"
+#define OBJ_TAGGING_COUNT_HDR "x-amz-tagging-count"
+#define OBJ_TAGS_MAX_OBJECT 10u     /* S3's limits on a tag set */
+#define OBJ_TAGS_MAX_BUCKET 50u
+#define OBJ_TAG_KEY_MAX 128u        /* Unicode characters */
+#define OBJ_TAG_VALUE_MAX 256u
+
+struct obj_tag {
+    char *key;
+    char *value;
+};
+/* A tag set in the order given. Owns its strings: obj_tags_clear(). */
+struct obj_tags {
+    struct obj_tag *v;
+    size_t n;
+};
+
+enum obj_tags_status {
+    OBJ_TAGS_OK = 0,
+    OBJ_TAGS_MALFORMED,    /* not a Tagging document / not a URL query */
+    OBJ_TAGS_TOO_MANY,     /* more tags than the limit */
+    OBJ_TAGS_BAD_KEY,      /* empty, over 128 characters, not UTF-8 or a character
+                              S3 refuses (it allows letters, digits, white space
+                              and _ . : / = + - @) */
+    OBJ_TAGS_BAD_VALUE,    /* over 256 characters, or as for a key */
+    OBJ_TAGS_SYSTEM_KEY,   /* starts with "aws:" */
+    OBJ_TAGS_DUPLICATE,    /* two tags with one key */
+    OBJ_TAGS_NOMEM,
+};
+
+void obj_tags_clear(struct obj_tags *t);
+/* Appends a tag (copies both). OBJ_TAGS_OK or OBJ_TAGS_NOMEM. */
+enum obj_tags_status obj_tags_add(struct obj_tags *t, const char *key, const char *value);
+/* Parses a <Tagging><TagSet><Tag><Key/><Value/></Tag>...</TagSet></Tagging>
+ * document (libxml2, no network, no entities; elements matched by local
+ * name) into *out (caller clears). MALFORMED or NOMEM; nothing is checked
+ * against S3's limits here (obj_tags_check). */
+enum obj_tags_status obj_tags_from_xml(const char *xml, size_t len, struct obj_tags *out);
+/* The document S3 answers GetObjectTagging / GetBucketTagging with (and
+ * Put*Tagging sends): *xml is new (free()), *len its length. 0 or -1. */
+int obj_tags_to_xml(const struct obj_tags *t, char **xml, size_t *len);
+/* Parses an x-amz-tagging value (empty parts skipped, "k" alone is a tag
+ * with an empty value, '+' is a space) into *out (caller clears).
+ * MALFORMED for a bad %-escape, an escaped NUL or an empty key before '='. */
+enum obj_tags_status obj_tags_from_query(const char *q, struct obj_tags *out);
+/* The canonical x-amz-tagging value of t (new; "" for no tags), or NULL. */
+char *obj_tags_to_query(const struct obj_tags *t);
+/* The number of tags in an x-amz-tagging value (non-empty '&' parts). */
+size_t obj_tags_query_count(const char *q);
+/* Checks t against S3's rules in S3's order: the count (max), then each tag
+ * in turn. *at (may be NULL) receives the index of the tag at fault. */
+enum obj_tags_status obj_tags_check(const struct obj_tags *t, size_t max, size_t *at);
 
 /* ---- opening ---- */
 
@@ -236,10 +299,37 @@ enum backend_status backend_object_copy(struct backend *b, const char *src_bucke
                                         const char *dst_key, const struct obj_meta *meta,
                                         struct obj_meta *out);
 
+/* backend_object_copy with the destination's tags chosen apart from its
+ * headers, as S3's x-amz-tagging-directive: `tagging` NULL keeps the
+ * source's tags (COPY), else that x-amz-tagging value ("" for none)
+ * replaces them (REPLACE). meta->hdrs hold no OBJ_TAGGING_HDR. */
+enum backend_status backend_object_copy_tags(struct backend *b, const char *src_bucket,
+                                             const char *src_key, const char *dst_bucket,
+                                             const char *dst_key, const struct obj_meta *meta,
+                                             const char *tagging, struct obj_meta *out);
+
 /* Deletes an object; BACKEND_NO_KEY when it was not there. Empty parent
  * directories the store created are removed. */
 enum backend_status backend_object_delete(struct backend *b, const char *bucket,
                                           const char *key);
+
+/* ---- tags of objects and buckets (posix_tagging.c, s3_tagging.c) ----
+ * `key` NULL names the bucket itself. */
+
+/* The tag set of an object (empty when it has none) or of a bucket
+ * (BACKEND_NO_TAG_SET when it has none) into *out (caller clears).
+ * BACKEND_NO_KEY / BACKEND_NO_BUCKET when the object / bucket is missing. */
+enum backend_status backend_tagging_get(struct backend *b, const char *bucket,
+                                        const char *key, struct obj_tags *out);
+/* Replaces the whole tag set (checked by the caller; an empty set removes
+ * the tags). posix: the object's metadata is rewritten at once (one
+ * xattr, then fsync), never the data; s3: PutObjectTagging /
+ * PutBucketTagging on the cold tier. */
+enum backend_status backend_tagging_put(struct backend *b, const char *bucket,
+                                        const char *key, const struct obj_tags *tags);
+/* Removes the tags (none is not an error). */
+enum backend_status backend_tagging_delete(struct backend *b, const char *bucket,
+                                           const char *key);
 
 /* ---- listing ---- */
 
@@ -395,7 +485,8 @@ void backend_uploads_page_free(struct backend_uploads_page *p);
 
 enum backend_op {
     BACKEND_OP_HEAD, BACKEND_OP_GET, BACKEND_OP_PUT, BACKEND_OP_COPY, BACKEND_OP_DELETE,
-    BACKEND_OP_LIST, BACKEND_OP_BUCKET, BACKEND_OP_MULTIPART, BACKEND_OP_COUNT
+    BACKEND_OP_LIST, BACKEND_OP_BUCKET, BACKEND_OP_MULTIPART, BACKEND_OP_TAGGING,
+    BACKEND_OP_COUNT
 };
 #define BACKEND_LAT_BUCKETS 14   /* upper bounds in backend_lat_bounds_s, then +Inf */
 

@@ -33,7 +33,7 @@ struct backend_ops {
     enum backend_status (*object_copy)(struct backend *b, const char *src_bucket,
                                        const char *src_key, const char *dst_bucket,
                                        const char *dst_key, const struct obj_meta *meta,
-                                       struct obj_meta *out);
+                                       const char *tagging, struct obj_meta *out);
     enum backend_status (*object_delete)(struct backend *b, const char *bucket, const char *key);
     enum backend_status (*list_objects)(struct backend *b, const char *bucket,
                                         const struct backend_list_req *req,
@@ -66,6 +66,11 @@ struct backend_ops {
                                             const char *key_marker,
                                             const char *upload_id_marker, unsigned max_uploads,
                                             struct backend_uploads_page *out);
+    /* backend_tagging_get / _put; tags NULL: backend_tagging_delete */
+    enum backend_status (*tagging_get)(struct backend *b, const char *bucket, const char *key,
+                                       struct obj_tags *out);
+    enum backend_status (*tagging_put)(struct backend *b, const char *bucket, const char *key,
+                                       const struct obj_tags *tags);
     /* Optional (NULL: see backend.c/probe.c for what stands in). */
     enum backend_status (*object_head_timed)(struct backend *b, const char *bucket,
                                              const char *key, unsigned timeout_ms,

@@ -37,6 +37,8 @@ const char *backend_status_name(enum backend_status st)
     case BACKEND_INVALID_REQUEST: return "INVALID_REQUEST";
     case BACKEND_READ_ONLY: return "READ_ONLY";
     case BACKEND_TIMEOUT: return "TIMEOUT";
+    case BACKEND_NO_TAG_SET: return "NO_TAG_SET";
+    case BACKEND_META_TOO_LARGE: return "META_TOO_LARGE";
     }
     return "?";
 }
@@ -240,7 +242,7 @@ enum backend_status posix_meta_encode(const char *etag, const struct obj_hdr *hd
     for (size_t i = 0; i < n_hdrs; i++)
         need += 4 + strlen(hdrs[i].name) + strlen(hdrs[i].value);
     if (need > cap)
-        return BACKEND_TOO_LARGE;
+        return BACKEND_META_TOO_LARGE;
     size_t o = 0;
     memcpy(buf, "SGM1", 4);
     o = 4;

@@ -16,7 +16,8 @@
  *   posix_mpu.c          multipart uploads: the upload directory and its info
  *                        file; create, head, abort, ListMultipartUploads
  *   posix_mpu_part.c     the parts of an upload: writing, copying, listing
- *   posix_mpu_complete.c Complete: checking the parts, assembling the object */
+ *   posix_mpu_complete.c Complete: checking the parts, assembling the object
+ *   posix_tagging.c      object and bucket tags; the writer of the metadata xattr */
 #include "posix_int.h"
 
 /* ---- the ops table ----
@@ -125,9 +126,10 @@ static void op_put_abort(struct backend_put *p)
 static enum backend_status op_object_copy(struct backend *b, const char *src_bucket,
                                           const char *src_key, const char *dst_bucket,
                                           const char *dst_key, const struct obj_meta *meta,
-                                          struct obj_meta *out)
+                                          const char *tagging, struct obj_meta *out)
 {
-    return posix_object_copy(store_of(b), src_bucket, src_key, dst_bucket, dst_key, meta, out);
+    return posix_object_copy(store_of(b), src_bucket, src_key, dst_bucket, dst_key, meta,
+                             tagging, out);
 }
 
 static enum backend_status op_object_delete(struct backend *b, const char *bucket,
@@ -210,6 +212,18 @@ static enum backend_status op_mpu_list_uploads(struct backend *b, const char *bu
                                   upload_id_marker, max_uploads, out);
 }
 
+static enum backend_status op_tagging_get(struct backend *b, const char *bucket,
+                                          const char *key, struct obj_tags *out)
+{
+    return posix_tagging_get(store_of(b), bucket, key, out);
+}
+
+static enum backend_status op_tagging_put(struct backend *b, const char *bucket,
+                                          const char *key, const struct obj_tags *tags)
+{
+    return posix_tagging_put(store_of(b), bucket, key, tags);
+}
+
 const struct backend_ops posix_ops = {
     .name = "posix",
     .close = op_close,
@@ -237,5 +251,7 @@ const struct backend_ops posix_ops = {
     .mpu_abort = op_mpu_abort,
     .mpu_list_parts = op_mpu_list_parts,
     .mpu_list_uploads = op_mpu_list_uploads,
+    .tagging_get = op_tagging_get,
+    .tagging_put = op_tagging_put,
     .probe = posix_probe,
 };

@@ -32,9 +32,14 @@
 /* Worst case of the mapping: 1024 '/' give 1025 empty segments of 5 bytes
  * plus 1024 separators; 8 KiB holds any mapped key. */
 #define POSIX_PATH_MAX   8192u
-/* Cap of the encoded metadata xattr. ext4 keeps an xattr in one block, and
- * S3 itself caps user metadata at 2 KiB, so 4 KiB is plenty. */
-#define POSIX_META_MAX   4000u
+/* Cap of the encoded metadata xattr: Linux's largest xattr value. User
+ * metadata is capped at 2 KiB by the gateway (as S3 does), but a tag set
+ * (10 tags of up to 128 + 256 characters, percent-encoded) can be several
+ * KiB more; what the file system itself keeps is its own limit (ext4: one
+ * 4 KiB block for all of a file's xattrs; see posix_tagging.c). */
+#define POSIX_META_MAX   65535u
+/* Reads of the metadata xattr try this much on the stack first. */
+#define POSIX_META_INLINE 4096u
 #define POSIX_COPY_BUF   (1024u * 1024u)
 #define POSIX_MAX_PUT    (5ull * 1024 * 1024 * 1024)      /* single PUT / part */
 #define POSIX_MAX_OBJECT (5ull * 1024 * 1024 * 1024 * 1024) /* 5 TiB */
@@ -170,6 +175,24 @@ enum backend_status posix_bucket_open(struct posix_store *b, const char *bucket,
 enum backend_status posix_key_bucket_open(struct posix_store *b, const char *bucket,
                                           const char *key, char path[POSIX_PATH_MAX], int *fd);
 
+/* Encodes etag and hdrs as the metadata xattr and sets it on fd (replacing
+ * any older one in one step). BACKEND_OK with *stored false when the file
+ * system has no user xattrs (logged; the object then has no metadata);
+ * META_TOO_LARGE when it is over POSIX_META_MAX or more than the file system
+ * keeps with one file; NO_SPACE, READ_ONLY, IO, NOMEM. */
+enum backend_status posix_meta_set(int fd, const char *etag, const struct obj_hdr *hdrs,
+                                   size_t n_hdrs, bool *stored);
+/* The value of xattr `name` of fd, whatever its size: *out is new (free();
+ * one byte longer than the value, for a NUL). Its length, or -1 with errno
+ * (ENODATA: none). */
+ssize_t posix_xattr_get(int fd, const char *name, unsigned char **out);
+/* The headers a copy stores: those of m (the source's, or a REPLACE set)
+ * without any tag set, then `tagging` (an x-amz-tagging value; "" for
+ * none), or with tagging NULL the source's (src) tag set. New in *out
+ * (caller clears). 0 or -1 (no memory). */
+int posix_meta_tagged(const struct obj_meta *m, const struct obj_meta *src,
+                      const char *tagging, struct obj_meta *out);
+
 /* Fills meta (size, mtime, etag, hdrs) from an open regular file. */
 enum backend_status posix_meta_from_fd(int fd, const struct stat *st, struct obj_meta *meta);
 /* Opens an object of a bucket for reading: regular file check included. */
@@ -289,7 +312,7 @@ void posix_put_abort(struct posix_put *p);
 enum backend_status posix_object_copy(struct posix_store *b, const char *src_bucket,
                                       const char *src_key, const char *dst_bucket,
                                       const char *dst_key, const struct obj_meta *meta,
-                                      struct obj_meta *out);
+                                      const char *tagging, struct obj_meta *out);
 enum backend_status posix_object_delete(struct posix_store *b, const char *bucket,
                                         const char *key);
 enum backend_status posix_list_objects(struct posix_store *b, const char *bucket,
@@ -322,6 +345,11 @@ enum backend_status posix_mpu_list_uploads(struct posix_store *b, const char *bu
                                            const char *prefix, const char *delimiter,
                                            const char *key_marker, const char *upload_id_marker,
                                            unsigned max_uploads, struct backend_uploads_page *out);
+/* backend_tagging_get / _put (tags NULL: delete) (posix_tagging.c). */
+enum backend_status posix_tagging_get(struct posix_store *b, const char *bucket,
+                                      const char *key, struct obj_tags *out);
+enum backend_status posix_tagging_put(struct posix_store *b, const char *bucket,
+                                      const char *key, const struct obj_tags *tags);
 /* backend_probe of the store (posix_probe.c): the root is there and readable. */
 enum backend_status posix_probe(struct backend *base, unsigned timeout_ms, char *why,
                                 size_t len);

@@ -18,11 +18,15 @@ enum backend_status posix_meta_from_fd(int fd, const struct stat *st, struct obj
     memset(meta, 0, sizeof *meta);
     meta->size = (uint64_t)st->st_size;
     meta->mtime = st->st_mtim;
-    unsigned char buf[POSIX_META_MAX];
-    ssize_t n = fgetxattr(fd, POSIX_META_XATTR, buf, sizeof buf);
+    unsigned char small[POSIX_META_INLINE], *buf = small, *big = NULL;
+    ssize_t n = fgetxattr(fd, POSIX_META_XATTR, small, sizeof small);
+    if (n < 0 && errno == ERANGE) {   /* a long one (a large tag set) */
+        n = posix_xattr_get(fd, POSIX_META_XATTR, &big);
+        buf = big;
+    }
     if (n < 0) {
         int e = errno;
-        if (e != ENODATA && e != ENOTSUP && e != ERANGE) {
+        if (e != ENODATA && e != ENOTSUP) {
             log_msg(LOG_LVL_ERROR, "backend", "read metadata: %s", strerror(e));
             return BACKEND_IO;
         }
@@ -33,6 +37,7 @@ enum backend_status posix_meta_from_fd(int fd, const struct stat *st, struct obj
         meta->size = (uint64_t)st->st_size;
         meta->mtime = st->st_mtim;
     }
+    free(big);
     if (meta->etag[0] == '\0')
         posix_pseudo_etag(st, meta->etag);
     return BACKEND_OK;

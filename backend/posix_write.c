@@ -15,7 +15,6 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 int posix_random_chars(char *out, size_t n)
@@ -271,22 +270,12 @@ enum backend_status posix_put_commit(struct posix_put *p, const struct obj_meta 
         s = p->fail_st;
         goto done;
     }
-    unsigned char buf[POSIX_META_MAX];
-    size_t len = 0;
     const char *etag = meta ? meta->etag : "";
-    s = posix_meta_encode(etag, meta ? meta->hdrs : NULL, meta ? meta->n_hdrs : 0, buf,
-                          sizeof buf, &len);
+    bool stored;
+    s = posix_meta_set(p->fd, etag, meta ? meta->hdrs : NULL, meta ? meta->n_hdrs : 0, &stored);
     if (s != BACKEND_OK)
         goto done;
-    if (fsetxattr(p->fd, POSIX_META_XATTR, buf, len, 0) == 0) {
-        have_xattr = etag[0] != '\0';
-    } else if (errno == ENOTSUP) {
-        log_msg(LOG_LVL_WARN, "backend", "no user xattrs on this filesystem: "
-                "object stored without metadata");
-    } else {
-        s = io_status("set metadata", errno);
-        goto done;
-    }
+    have_xattr = stored && etag[0] != '\0';
     if (fsync(p->fd) != 0) {
         s = io_status("fsync", errno);
         goto done;
@@ -408,9 +397,9 @@ out:
 enum backend_status posix_object_copy(struct posix_store *b, const char *src_bucket,
                                         const char *src_key, const char *dst_bucket,
                                         const char *dst_key, const struct obj_meta *meta,
-                                        struct obj_meta *out)
+                                        const char *tagging, struct obj_meta *out)
 {
-    struct obj_meta smeta = { 0 };
+    struct obj_meta smeta = { 0 }, nm = { 0 };
     struct posix_put *p = NULL;
     int sfd;
     struct stat st;
@@ -435,13 +424,15 @@ enum backend_status posix_object_copy(struct posix_store *b, const char *src_buc
         posix_put_abort(p);
         goto out;
     }
-    struct obj_meta nm = { 0 };
+    if (posix_meta_tagged(meta ? meta : &smeta, &smeta, tagging, &nm) != 0) {
+        posix_put_abort(p);
+        s = BACKEND_NOMEM;
+        goto out;
+    }
     posix_md5_to_hex(md5, nm.etag);
-    const struct obj_meta *hsrc = meta ? meta : &smeta;
-    nm.hdrs = hsrc->hdrs;
-    nm.n_hdrs = hsrc->n_hdrs;
-    s = posix_put_commit(p, &nm, out);   /* nm borrows the headers */
+    s = posix_put_commit(p, &nm, out);
 out:
+    obj_meta_clear(&nm);
     obj_meta_clear(&smeta);
     close(sfd);
     return s;

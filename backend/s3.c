@@ -16,7 +16,8 @@
  *                upload parts; copy, delete
  *   s3_mpu.c     multipart uploads: create, part copy, Complete, abort,
  *                listings
- *   s3_xml.c     parsing the XML the cold tier answers with */
+ *   s3_xml.c     parsing the XML the cold tier answers with
+ *   s3_tagging.c Get/Put/DeleteObjectTagging and ...BucketTagging, passed on */
 #include "s3_int.h"
 #include "posix_int.h"   /* posix_rollup: a pure helper */
 #include "log.h"
@@ -365,6 +366,8 @@ const struct backend_ops s3_ops = {
     .mpu_abort = s3_mpu_abort,
     .mpu_list_parts = s3_mpu_list_parts,
     .mpu_list_uploads = s3_mpu_list_uploads,
+    .tagging_get = s3_tagging_get,
+    .tagging_put = s3_tagging_put,
     .object_head_timed = s3_object_head_timed,
     .probe = s3_probe,
     .info = s3_info,

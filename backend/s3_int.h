@@ -75,7 +75,8 @@ bool s3_retryable(const char *code, long http_status);
  * `rnd` (any random number). */
 uint64_t s3_backoff_ms(unsigned attempt, uint64_t base_ms, uint64_t cap_ms, uint64_t rnd);
 
-/* Is a (lower-case) header name one the store keeps with an object? */
+/* Is a (lower-case) header name one the store keeps with an object (and a
+ * put sends)? OBJ_TAGGING_HDR is; OBJ_TAGGING_COUNT_HDR is only read. */
 bool s3_stored_header(const char *name);
 /* Response headers (lower-case names, as collected in an obj_meta) ->
  * size (content-length), etag (bare), mtime (last-modified) and the stored
@@ -303,7 +304,7 @@ void s3_put_abort(struct backend_put *base);
 enum backend_status s3_object_copy(struct backend *base, const char *src_bucket,
                                    const char *src_key, const char *dst_bucket,
                                    const char *dst_key, const struct obj_meta *meta,
-                                   struct obj_meta *out);
+                                   const char *tagging, struct obj_meta *out);
 enum backend_status s3_object_delete(struct backend *base, const char *bucket, const char *key);
 enum backend_status s3_mpu_create(struct backend *base, const char *bucket, const char *key,
                                   const struct obj_meta *meta,
@@ -327,6 +328,10 @@ enum backend_status s3_mpu_abort(struct backend *base, const char *bucket, const
 enum backend_status s3_mpu_list_parts(struct backend *base, const char *bucket, const char *key,
                                       const char *upload_id, unsigned marker,
                                       unsigned max_parts, struct backend_parts_page *out);
+enum backend_status s3_tagging_get(struct backend *base, const char *bucket, const char *key,
+                                   struct obj_tags *out);
+enum backend_status s3_tagging_put(struct backend *base, const char *bucket, const char *key,
+                                   const struct obj_tags *tags);
 enum backend_status s3_mpu_list_uploads(struct backend *base, const char *bucket,
                                         const char *prefix, const char *delimiter,
                                         const char *key_marker, const char *upload_id_marker,

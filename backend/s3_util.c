@@ -94,6 +94,7 @@ enum backend_status s3_status_from_code(const char *code, long http_status)
         { "ServiceUnavailable", BACKEND_UNAVAILABLE },
         { "InternalError", BACKEND_UNAVAILABLE },
         { "RequestTimeout", BACKEND_UNAVAILABLE },
+        { "NoSuchTagSet", BACKEND_NO_TAG_SET },
     };
     if (code && *code)
         for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
@@ -140,7 +141,9 @@ bool s3_stored_header(const char *name)
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         if (strcmp(name, fixed[i]) == 0)
             return true;
-    return strncmp(name, "x-amz-meta-", 11) == 0 || strncmp(name, "x-amz-checksum-", 15) == 0;
+    /* OBJ_TAGGING_HDR: a put's tag set, sent as S3's x-amz-tagging header */
+    return strncmp(name, "x-amz-meta-", 11) == 0 || strncmp(name, "x-amz-checksum-", 15) == 0 ||
+           strcmp(name, OBJ_TAGGING_HDR) == 0;
 }
 
 void s3_etag_bare(const char *in, char out[72])
@@ -197,7 +200,9 @@ int s3_meta_from_headers(const struct obj_meta *resp, struct obj_meta *m)
                 m->mtime.tv_sec = t;
                 m->mtime.tv_nsec = 0;
             }
-        } else if (s3_stored_header(n) && !obj_meta_get_hdr(m, n)) {
+        } else if ((s3_stored_header(n) || strcmp(n, OBJ_TAGGING_COUNT_HDR) == 0) &&
+                   !obj_meta_get_hdr(m, n)) {
+            /* the count of the object's tags is answered on GET/HEAD */
             if (obj_meta_add_hdr(m, n, v) != 0)
                 return -1;
         }

@@ -314,11 +314,12 @@ void s3_put_abort(struct backend_put *base)
 enum backend_status s3_object_copy(struct backend *base, const char *src_bucket,
                                    const char *src_key, const char *dst_bucket,
                                    const char *dst_key, const struct obj_meta *meta,
-                                   struct obj_meta *out)
+                                   const char *tagging, struct obj_meta *out)
 {
     struct s3_store *s = (struct s3_store *)base;
     struct curl_slist *hl = NULL, *t;
     char *cs = s3_copy_source_header(s3_cold_bucket(s, src_bucket), src_key);
+    char *tl = NULL;
     enum backend_status st = BACKEND_NOMEM;
     if (!cs || !(t = curl_slist_append(hl, cs)))
         goto out;
@@ -329,6 +330,20 @@ enum backend_status s3_object_copy(struct backend *base, const char *src_bucket,
     hl = t;
     if (meta && s3_add_meta_headers(&hl, meta, true) != 0)
         goto out;
+    /* The tags, as the client chose them (without a directive the cold
+     * tier copies the source's, S3's default). */
+    if (tagging) {
+        if (asprintf(&tl, "%s: %s", OBJ_TAGGING_HDR, tagging) < 0) {
+            tl = NULL;
+            goto out;
+        }
+        if (!(t = curl_slist_append(hl, "x-amz-tagging-directive: REPLACE")))
+            goto out;
+        hl = t;
+        if (*tagging && !(t = curl_slist_append(hl, tl)))   /* none: no header */
+            goto out;
+        hl = t;
+    }
     struct s3_call c = { .method = "PUT", .bucket = s3_cold_bucket(s, dst_bucket), .key = dst_key,
                          .hdrs = hl, .body_fd = -1, .body = "", .idempotent = true,
                          .long_transfer = true,
@@ -351,6 +366,7 @@ enum backend_status s3_object_copy(struct backend *base, const char *src_bucket,
 out:
     curl_slist_free_all(hl);
     free(cs);
+    free(tl);
     return st;
 }
 

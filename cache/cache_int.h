@@ -54,6 +54,11 @@ enum backend_status cache_reval_head(struct cache_reval *rv, struct backend *col
                                      const char *bucket, const char *key,
                                      struct obj_meta *meta, bool *asked);
 void cache_reval_stats(struct cache_reval *rv, uint64_t *timeouts, uint64_t *skipped);
+/* Do a revalidation's answer (cold) and a cached copy's metadata disagree
+ * on the object's tags? PutObjectTagging changes neither ETag nor size, so
+ * the tags a GET/HEAD reports - a cold S3's x-amz-tagging-count, a
+ * directory store's x-amz-tagging - are compared too. */
+bool cache_reval_tags_differ(const struct obj_meta *cold, const struct obj_meta *cached);
 
 /* ---- the engine's state, shared by cache.c, read.c, fill.c, fill_worker.c,
  * stage.c and revalidate.c ---- */

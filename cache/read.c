@@ -73,8 +73,10 @@ static enum cache_status open_hit(struct cache *c, const char *bucket, const cha
                                   struct obj_meta *meta, enum backend_status *bst,
                                   struct cache_obj **out)
 {
+    struct obj_meta cold;   /* kept when revalidated: its tags are compared below */
+    memset(&cold, 0, sizeof cold);
+    bool revalidated = false;
     if (cache_needs_revalidation(c, bucket, info->validated_at)) {
-        struct obj_meta cold;
         bool asked;
         enum backend_status st = cache_reval_head(&c->reval, c->cold, bucket, key, &cold,
                                                   &asked);
@@ -82,7 +84,9 @@ static enum cache_status open_hit(struct cache *c, const char *bucket, const cha
             atomic_fetch_add(&c->revalidations, 1);
         bool same = st == BACKEND_OK && strcmp(cold.etag, info->etag) == 0 &&
                     cold.size == info->size;
-        obj_meta_clear(&cold);
+        revalidated = st == BACKEND_OK && same;
+        if (!revalidated)
+            obj_meta_clear(&cold);
         if (st == BACKEND_OK && same) {
             cidx_touch_validated(c->idx, info->id, cidx_wall_ms());
         } else if (st == BACKEND_OK || st == BACKEND_NO_KEY || st == BACKEND_NO_BUCKET) {
@@ -102,6 +106,7 @@ static enum cache_status open_hit(struct cache *c, const char *bucket, const cha
         }
     }
     int fd = cache_open_data(c, info->id, O_RDONLY);
+    int open_err = fd < 0 ? errno : 0;
     struct obj_meta m;
     memset(&m, 0, sizeof m);
     uint64_t data_off = 0;
@@ -116,10 +121,17 @@ static enum cache_status open_hit(struct cache *c, const char *bucket, const cha
             cap = sizeof small;
         }
     }
-    if (fd < 0 || read_header(fd, first, cap, &got, &m, &data_off) != 0 ||
-        m.size != info->size) {
-        log_msg(LOG_LVL_WARN, "cache", "entry %s/%s has no usable data file (%s): dropped",
-                bucket, key, fd < 0 ? strerror(errno) : "bad header");
+    bool bad = fd < 0 || read_header(fd, first, cap, &got, &m, &data_off) != 0 ||
+               m.size != info->size;
+    bool retagged = !bad && revalidated && cache_reval_tags_differ(&cold, &m);
+    obj_meta_clear(&cold);
+    if (bad || retagged) {
+        if (retagged)
+            log_msg(LOG_LVL_INFO, "cache", "%s/%s: its tags changed in the cold tier: the "
+                    "cached copy is dropped", bucket, key);
+        else
+            log_msg(LOG_LVL_WARN, "cache", "entry %s/%s has no usable data file (%s): "
+                    "dropped", bucket, key, fd < 0 ? strerror(open_err) : "bad header");
         if (fd >= 0)
             close(fd);
         if (first != small)

@@ -10,6 +10,10 @@
  * read per change (stale-while-revalidate), a weaker contract. A HEAD to a
  * healthy tier takes milliseconds, so only a sick tier costs the wait.
  *
+ * The check compares the ETag and size, and then the tags (their count),
+ * which S3 changes without a new ETag: a copy whose tags changed in the
+ * cold tier is dropped and read again, as a changed object is.
+ *
  * After a check timed out, checks are skipped for REVAL_HOLDOFF_MS and the
  * cached copies served as they are: the check runs on the HTTP thread that
  * serves the hit, and with a handful of such threads a storm of hits each
@@ -69,6 +73,18 @@ void cache_reval_stats(struct cache_reval *rv, uint64_t *timeouts, uint64_t *ski
 {
     *timeouts = atomic_load(&rv->timeouts);
     *skipped = atomic_load(&rv->skipped);
+}
+
+static bool same_hdr(const struct obj_meta *a, const struct obj_meta *b, const char *name)
+{
+    const char *x = obj_meta_get_hdr(a, name), *y = obj_meta_get_hdr(b, name);
+    return x == y || (x && y && strcmp(x, y) == 0);
+}
+
+bool cache_reval_tags_differ(const struct obj_meta *cold, const struct obj_meta *cached)
+{
+    return !same_hdr(cold, cached, OBJ_TAGGING_COUNT_HDR) ||
+           !same_hdr(cold, cached, OBJ_TAGGING_HDR);
 }
 
 /* ---- whether a hit is checked: its bucket's consistency (cache.buckets) ---- */

@@ -50,6 +50,7 @@ enum s3_err {
     S3E_AUTH_HEADER_MALFORMED,
     S3E_AUTH_QUERY_ERROR,
     S3E_BAD_DIGEST,
+    S3E_BAD_REQUEST,           /* S3's BadRequest: too many tags */
     S3E_BUCKET_EXISTS,
     S3E_BUCKET_NOT_EMPTY,
     S3E_ENTITY_TOO_LARGE,
@@ -64,6 +65,7 @@ enum s3_err {
     S3E_INVALID_PART_ORDER,
     S3E_INVALID_RANGE,
     S3E_INVALID_REQUEST,
+    S3E_INVALID_TAG,
     S3E_KEY_CONFLICT,
     S3E_KEY_TOO_LONG,
     S3E_MALFORMED_XML,
@@ -74,6 +76,7 @@ enum s3_err {
     S3E_NO_SUCH_KEY,
     S3E_NO_SUCH_JOB,
     S3E_NO_SUCH_UPLOAD,
+    S3E_NO_SUCH_TAG_SET,
     S3E_NOT_IMPLEMENTED,
     S3E_NOT_MODIFIED,
     S3E_PRECONDITION_FAILED,
@@ -108,6 +111,12 @@ const char *s3_error_job_code(enum cache_status cst, enum backend_status bst);
  * for any other status (the code's default message applies). */
 const char *s3_error_cold_message(struct backend *b, enum backend_status st, char *buf,
                                   size_t len);
+/* Where a tag set came from, for the error of a bad one. */
+enum gw_tags_from { GW_TAGS_OBJECT_XML, GW_TAGS_BUCKET_XML, GW_TAGS_HEADER };
+/* The S3 error (and its message, in *msg) of a tag set refused by
+ * obj_tags_from_xml / _from_query / _check. */
+enum s3_err s3_error_from_tags(enum obj_tags_status st, enum gw_tags_from from,
+                               const char **msg);
 /* The message of a reader that waited wait_ms for a fill's bytes. */
 const char *s3_error_fill_wait_message(struct backend *b, unsigned wait_ms, char *buf,
                                        size_t len);
@@ -139,6 +148,12 @@ enum gw_op {
     GW_OP_COMPLETE_UPLOAD,
     GW_OP_ABORT_UPLOAD,
     GW_OP_LIST_PARTS,
+    GW_OP_GET_OBJECT_TAGGING,
+    GW_OP_PUT_OBJECT_TAGGING,
+    GW_OP_DELETE_OBJECT_TAGGING,
+    GW_OP_GET_BUCKET_TAGGING,
+    GW_OP_PUT_BUCKET_TAGGING,
+    GW_OP_DELETE_BUCKET_TAGGING,
     GW_OP_NOT_IMPLEMENTED,   /* a known S3 sub-resource we do not serve */
     GW_OP_METRICS,           /* GET/HEAD /metrics (Prometheus) */
     GW_OP_PREFETCH_SUBMIT,   /* POST /bucket?prefetch */
@@ -324,8 +339,11 @@ char *gw_pct_decode(struct gw_arena *a, const char *s, size_t n, bool plus_is_sp
 int gw_req_parse(struct gw_req *r, const char *raw_uri, enum s3_err *err, const char **msg);
 
 /* The S3 sub-resource that made this request GW_OP_NOT_IMPLEMENTED ("acl",
- * "tagging", ...), for the access log; NULL when there is none. */
+ * "website", ...), for the access log; NULL when there is none. */
 const char *gw_req_unsupported(const struct gw_req *r);
+/* The sub-resource of the request for the access log: "tagging" for the
+ * tagging operations, else gw_req_unsupported(r). */
+const char *gw_req_subresource(const struct gw_req *r);
 
 /* ---- the front end's connections (listen.c, conn_guard.c, framing.c) ---- */
 
@@ -403,6 +421,22 @@ void gw_h_mpu_part_copy(struct gw_req *r);
 void gw_h_mpu_complete(struct gw_req *r);
 void gw_h_mpu_abort(struct gw_req *r);
 void gw_h_mpu_list_parts(struct gw_req *r);
+/* Get/Put/Delete of object and bucket tags (gateway/h_tagging.c): r->key
+ * NULL for the bucket's. */
+void gw_h_tagging_get(struct gw_req *r);
+void gw_h_tagging_put(struct gw_req *r);
+void gw_h_tagging_delete(struct gw_req *r);
+
+/* The x-amz-tagging header of a PutObject, CreateMultipartUpload or
+ * CopyObject (REPLACE), parsed and checked as S3 does: 0 with *canon the
+ * canonical x-amz-tagging value (arena; "" for no tags) or NULL when the
+ * header is absent; -1 with the error in *err and *msg. */
+int gw_tagging_header(struct gw_req *r, const char **canon, enum s3_err *err,
+                      const char **msg);
+/* Adds the x-amz-tagging header's tags to what a put or upload stores
+ * (OBJ_TAGGING_HDR). 0, or -1 with the error in *err and *msg. */
+int gw_tagging_collect(struct gw_req *r, struct obj_meta *m, enum s3_err *err,
+                       const char **msg);
 
 /* Collects the headers of a PUT / CreateMultipartUpload that S3 stores
  * (Content-Type, x-amz-meta-*, ...) into m. 0, or an S3 error through *err. */

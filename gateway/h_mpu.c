@@ -140,9 +140,10 @@ void gw_h_mpu_create(struct gw_req *r)
     struct obj_meta m;
     memset(&m, 0, sizeof m);
     enum s3_err err;
-    if (gw_collect_put_headers(r, &m, &err) != 0) {
+    const char *msg = NULL;
+    if (gw_collect_put_headers(r, &m, &err) != 0 || gw_tagging_collect(r, &m, &err, &msg) != 0) {
         obj_meta_clear(&m);
-        gw_reply_error(r, err, NULL, NULL);
+        gw_reply_error(r, err, msg, NULL);
         return;
     }
     const struct ck_algo *algo;

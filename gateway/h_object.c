@@ -107,8 +107,10 @@ void gw_h_object_put_begin(struct gw_req *r)
     enum s3_err err;
     if (gw_check_put_length(r) != 0)
         return;
-    if (gw_collect_put_headers(r, &r->put_meta, &err) != 0) {
-        gw_req_fail(r, err, NULL);
+    const char *msg = NULL;
+    if (gw_collect_put_headers(r, &r->put_meta, &err) != 0 ||
+        gw_tagging_collect(r, &r->put_meta, &err, &msg) != 0) {
+        gw_req_fail(r, err, msg);
         return;
     }
     enum backend_status st = backend_put_begin(r->backend, r->bucket, r->key, &r->put);
@@ -172,6 +174,13 @@ static void object_headers(struct gw_req *r, struct MHD_Response *resp, const st
         const char *n = m->hdrs[i].name;
         if (strncmp(n, "x-amz-checksum-", 15) == 0 && !with_checksum)
             continue;
+        if (strcmp(n, OBJ_TAGGING_HDR) == 0) {   /* the tags: S3 answers their count */
+            size_t tags = obj_tags_query_count(m->hdrs[i].value);
+            snprintf(buf, sizeof buf, "%zu", tags);
+            if (tags)
+                MHD_add_response_header(resp, OBJ_TAGGING_COUNT_HDR, buf);
+            continue;
+        }
         /* response-* query parameters override what is stored */
         if (strncmp(n, "content-", 8) == 0 || strcmp(n, "cache-control") == 0 ||
             strcmp(n, "expires") == 0) {
@@ -651,8 +660,21 @@ void gw_h_object_copy(struct gw_req *r)
         gw_reply_error(r, err, NULL, NULL);
         goto out;
     }
-    st = backend_object_copy(r->backend, sb, sk, r->bucket, r->key, replace ? &repl : NULL,
-                             &out);
+    /* The tags: the source's (COPY, the default) or x-amz-tagging's. */
+    const char *tdir = gw_req_header(r, "x-amz-tagging-directive");
+    bool treplace = tdir && strcasecmp(tdir, "REPLACE") == 0;
+    const char *tagging = NULL, *msg = NULL;
+    if (tdir && !treplace && strcasecmp(tdir, "COPY") != 0) {
+        gw_reply_error(r, S3E_INVALID_ARGUMENT, "Unknown tagging directive.", NULL);
+        goto out;
+    }
+    if (treplace && gw_tagging_header(r, &tagging, &err, &msg) != 0) {
+        gw_reply_error(r, err, msg, NULL);
+        goto out;
+    }
+    st = backend_object_copy_tags(r->backend, sb, sk, r->bucket, r->key,
+                                  replace ? &repl : NULL, treplace && !tagging ? "" : tagging,
+                                  &out);
     if (st != BACKEND_OK) {
         gw_reply_backend_error(r, st);
         goto out;

@@ -32,6 +32,9 @@ void gw_handle_begin(struct gw_req *r)
     case GW_OP_GET_OBJECT: case GW_OP_HEAD_OBJECT: case GW_OP_COPY_OBJECT:
     case GW_OP_DELETE_OBJECT: case GW_OP_CREATE_UPLOAD: case GW_OP_UPLOAD_PART_COPY:
     case GW_OP_COMPLETE_UPLOAD: case GW_OP_ABORT_UPLOAD: case GW_OP_LIST_PARTS:
+    case GW_OP_GET_OBJECT_TAGGING: case GW_OP_PUT_OBJECT_TAGGING:
+    case GW_OP_DELETE_OBJECT_TAGGING: case GW_OP_GET_BUCKET_TAGGING:
+    case GW_OP_PUT_BUCKET_TAGGING: case GW_OP_DELETE_BUCKET_TAGGING:
     case GW_OP_NOT_IMPLEMENTED: case GW_OP_METRICS: case GW_OP_PREFETCH_SUBMIT:
     case GW_OP_PREFETCH_GET: case GW_OP_PREFETCH_CANCEL: case GW_OP_COUNT:
         return;
@@ -62,6 +65,12 @@ void gw_handle_end(struct gw_req *r)
     case GW_OP_COMPLETE_UPLOAD: gw_h_mpu_complete(r); return;
     case GW_OP_ABORT_UPLOAD: gw_h_mpu_abort(r); return;
     case GW_OP_LIST_PARTS: gw_h_mpu_list_parts(r); return;
+    case GW_OP_GET_OBJECT_TAGGING:
+    case GW_OP_GET_BUCKET_TAGGING: gw_h_tagging_get(r); return;
+    case GW_OP_PUT_OBJECT_TAGGING:
+    case GW_OP_PUT_BUCKET_TAGGING: gw_h_tagging_put(r); return;
+    case GW_OP_DELETE_OBJECT_TAGGING:
+    case GW_OP_DELETE_BUCKET_TAGGING: gw_h_tagging_delete(r); return;
     case GW_OP_METRICS: gw_h_metrics(r); return;
     case GW_OP_PREFETCH_SUBMIT:
     case GW_OP_PREFETCH_GET:

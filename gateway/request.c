@@ -52,6 +52,12 @@ static const char *const op_names[] = {
     [GW_OP_COMPLETE_UPLOAD] = "CompleteMultipartUpload",
     [GW_OP_ABORT_UPLOAD] = "AbortMultipartUpload",
     [GW_OP_LIST_PARTS] = "ListParts",
+    [GW_OP_GET_OBJECT_TAGGING] = "GetObjectTagging",
+    [GW_OP_PUT_OBJECT_TAGGING] = "PutObjectTagging",
+    [GW_OP_DELETE_OBJECT_TAGGING] = "DeleteObjectTagging",
+    [GW_OP_GET_BUCKET_TAGGING] = "GetBucketTagging",
+    [GW_OP_PUT_BUCKET_TAGGING] = "PutBucketTagging",
+    [GW_OP_DELETE_BUCKET_TAGGING] = "DeleteBucketTagging",
     [GW_OP_NOT_IMPLEMENTED] = "NotImplemented",
     [GW_OP_METRICS] = "Metrics",
     [GW_OP_PREFETCH_SUBMIT] = "PrefetchSubmit",
@@ -68,7 +74,7 @@ const char *gw_op_name(enum gw_op op)
 /* Sub-resources S3 has and shardgate does not serve: asking for one gets
  * 501 NotImplemented rather than being mistaken for a plain GET or PUT. */
 static const char *const unsupported_subresources[] = {
-    "acl", "policy", "policyStatus", "cors", "lifecycle", "tagging", "website", "logging",
+    "acl", "policy", "policyStatus", "cors", "lifecycle", "website", "logging",
     "notification", "replication", "encryption", "object-lock", "retention", "legal-hold",
     "torrent", "restore", "select", "accelerate", "requestPayment", "ownershipControls",
     "publicAccessBlock", "inventory", "metrics", "analytics", "intelligent-tiering",
@@ -93,6 +99,25 @@ const char *gw_req_unsupported(const struct gw_req *r)
         if (gw_req_has_query(r, unsupported_subresources[i]))
             return unsupported_subresources[i];
     return gw_req_has_query(r, "versioning") ? "versioning" : NULL;   /* PUT ?versioning */
+}
+
+const char *gw_req_subresource(const struct gw_req *r)
+{
+    if (r->op >= GW_OP_GET_OBJECT_TAGGING && r->op <= GW_OP_DELETE_BUCKET_TAGGING)
+        return "tagging";   /* the six are declared together in gw_int.h */
+    return gw_req_unsupported(r);
+}
+
+/* ?tagging of an object (key) or a bucket: by method. */
+static enum gw_op tagging_op(bool get, bool put, bool del, bool key)
+{
+    if (get)
+        return key ? GW_OP_GET_OBJECT_TAGGING : GW_OP_GET_BUCKET_TAGGING;
+    if (put)
+        return key ? GW_OP_PUT_OBJECT_TAGGING : GW_OP_PUT_BUCKET_TAGGING;
+    if (del)
+        return key ? GW_OP_DELETE_OBJECT_TAGGING : GW_OP_DELETE_BUCKET_TAGGING;
+    return GW_OP_UNKNOWN;
 }
 
 static enum gw_op route(const struct gw_req *r)
@@ -120,6 +145,8 @@ static enum gw_op route(const struct gw_req *r)
             return GW_OP_GET_BUCKET_VERSIONING;
         if (has_unsupported(r))
             return GW_OP_NOT_IMPLEMENTED;
+        if (gw_req_has_query(r, "tagging"))
+            return tagging_op(get, put, del, false);
         if (get && gw_req_has_query(r, "uploads"))
             return GW_OP_LIST_UPLOADS;
         if (get) {
@@ -139,6 +166,8 @@ static enum gw_op route(const struct gw_req *r)
     }
     if (has_unsupported(r))
         return GW_OP_NOT_IMPLEMENTED;
+    if (gw_req_has_query(r, "tagging"))
+        return tagging_op(get, put, del, true);
     bool upload = gw_req_has_query(r, "uploadId");
     if (get)
         return upload ? GW_OP_LIST_PARTS : GW_OP_GET_OBJECT;
@@ -167,6 +196,8 @@ static enum gw_body body_kind(enum gw_op op)
     case GW_OP_CREATE_BUCKET:
     case GW_OP_DELETE_OBJECTS:
     case GW_OP_COMPLETE_UPLOAD:
+    case GW_OP_PUT_OBJECT_TAGGING:
+    case GW_OP_PUT_BUCKET_TAGGING:
     case GW_OP_PREFETCH_SUBMIT:   /* JSON, buffered the same way */
         return GW_BODY_XML;
     case GW_OP_PUT_OBJECT:
@@ -180,6 +211,8 @@ static enum gw_body body_kind(enum gw_op op)
     case GW_OP_DELETE_OBJECT: case GW_OP_CREATE_UPLOAD: case GW_OP_UPLOAD_PART_COPY:
     case GW_OP_ABORT_UPLOAD: case GW_OP_LIST_PARTS: case GW_OP_NOT_IMPLEMENTED:
     case GW_OP_METRICS: case GW_OP_PREFETCH_GET: case GW_OP_PREFETCH_CANCEL:
+    case GW_OP_GET_OBJECT_TAGGING: case GW_OP_DELETE_OBJECT_TAGGING:
+    case GW_OP_GET_BUCKET_TAGGING: case GW_OP_DELETE_BUCKET_TAGGING:
     case GW_OP_COUNT:
         return GW_BODY_NONE;
     }
@@ -194,18 +227,22 @@ bool gw_op_permission(enum gw_op op, enum auth_perm *need)
         return false;
     case GW_OP_CREATE_BUCKET:
     case GW_OP_DELETE_BUCKET:
+    case GW_OP_PUT_BUCKET_TAGGING:     /* the bucket's own settings */
+    case GW_OP_DELETE_BUCKET_TAGGING:
     case GW_OP_METRICS:            /* service level; open when metrics_public */
         *need = AUTH_PERM_ADMIN;
         return true;
     case GW_OP_DELETE_OBJECTS: case GW_OP_PUT_OBJECT: case GW_OP_COPY_OBJECT:
     case GW_OP_DELETE_OBJECT: case GW_OP_CREATE_UPLOAD: case GW_OP_UPLOAD_PART:
     case GW_OP_UPLOAD_PART_COPY: case GW_OP_COMPLETE_UPLOAD: case GW_OP_ABORT_UPLOAD:
+    case GW_OP_PUT_OBJECT_TAGGING: case GW_OP_DELETE_OBJECT_TAGGING:
         *need = AUTH_PERM_WRITE;   /* copies also need READ on the source */
         return true;
     case GW_OP_UNKNOWN: case GW_OP_LIST_BUCKETS: case GW_OP_HEAD_BUCKET:
     case GW_OP_GET_BUCKET_LOCATION: case GW_OP_GET_BUCKET_VERSIONING: case GW_OP_LIST_OBJECTS:
     case GW_OP_LIST_OBJECTS_V2: case GW_OP_LIST_UPLOADS: case GW_OP_GET_OBJECT:
     case GW_OP_HEAD_OBJECT: case GW_OP_LIST_PARTS: case GW_OP_NOT_IMPLEMENTED: case GW_OP_COUNT:
+    case GW_OP_GET_OBJECT_TAGGING: case GW_OP_GET_BUCKET_TAGGING:
     case GW_OP_PREFETCH_SUBMIT: case GW_OP_PREFETCH_GET: case GW_OP_PREFETCH_CANCEL:
         *need = AUTH_PERM_READ;   /* a hint is a read, early */
         return true;

@@ -13,6 +13,7 @@ static const struct s3_error table[] = {
         "Query-string authentication parameters are malformed." },
     [S3E_BAD_DIGEST] = { "BadDigest", 400,
         "The Content-MD5 you specified did not match what we received." },
+    [S3E_BAD_REQUEST] = { "BadRequest", 400, "Object tags cannot be greater than 10" },
     [S3E_BUCKET_EXISTS] = { "BucketAlreadyOwnedByYou", 409,
         "Your previous request to create the named bucket succeeded and you already own it." },
     [S3E_BUCKET_NOT_EMPTY] = { "BucketNotEmpty", 409,
@@ -39,6 +40,7 @@ static const struct s3_error table[] = {
         "The list of parts was not in ascending order. Parts must be ordered by part number." },
     [S3E_INVALID_RANGE] = { "InvalidRange", 416, "The requested range is not satisfiable" },
     [S3E_INVALID_REQUEST] = { "InvalidRequest", 400, "Invalid Request" },
+    [S3E_INVALID_TAG] = { "InvalidTag", 400, "The TagKey you have provided is invalid" },
     [S3E_KEY_CONFLICT] = { "KeyConflict", 409,
         "The key conflicts with an existing object: on shardgate's directory store a key "
         "cannot be both an object and the prefix of another key at a '/'." },
@@ -58,6 +60,7 @@ static const struct s3_error table[] = {
     [S3E_NO_SUCH_UPLOAD] = { "NoSuchUpload", 404,
         "The specified upload does not exist. The upload ID may be invalid, or the upload "
         "may have been aborted or completed." },
+    [S3E_NO_SUCH_TAG_SET] = { "NoSuchTagSet", 404, "The TagSet does not exist" },
     [S3E_NOT_IMPLEMENTED] = { "NotImplemented", 501,
         "A header or query you provided implies functionality that is not implemented." },
     [S3E_NOT_MODIFIED] = { "NotModified", 304, "Not Modified" },
@@ -120,6 +123,44 @@ enum s3_err s3_error_from_backend(enum backend_status st)
     case BACKEND_INVALID_REQUEST: return S3E_INVALID_REQUEST;
     case BACKEND_READ_ONLY: return S3E_READ_ONLY;
     case BACKEND_TIMEOUT: return S3E_SERVICE_UNAVAILABLE;
+    case BACKEND_NO_TAG_SET: return S3E_NO_SUCH_TAG_SET;
+    case BACKEND_META_TOO_LARGE: return S3E_METADATA_TOO_LARGE;
+    }
+    return S3E_INTERNAL;
+}
+
+/* S3's words for a refused tag set (as AWS answers them). */
+enum s3_err s3_error_from_tags(enum obj_tags_status st, enum gw_tags_from from,
+                               const char **msg)
+{
+    static const char header_msg[] = "The header 'x-amz-tagging' shall be encoded as UTF-8 "
+                                     "then URLEncoded URL query parameters without tag name "
+                                     "duplicates.";
+    bool bucket = from == GW_TAGS_BUCKET_XML, header = from == GW_TAGS_HEADER;
+    *msg = NULL;
+    switch (st) {
+    case OBJ_TAGS_OK: return S3E_INTERNAL;   /* not an error: a caller bug */
+    case OBJ_TAGS_MALFORMED:
+        *msg = header ? header_msg : NULL;
+        return header ? S3E_INVALID_ARGUMENT : S3E_MALFORMED_XML;
+    case OBJ_TAGS_TOO_MANY:
+        *msg = bucket ? "Bucket tag count cannot be greater than 50"
+                      : "Object tags cannot be greater than 10";
+        return S3E_BAD_REQUEST;
+    case OBJ_TAGS_BAD_KEY:
+        *msg = "The TagKey you have provided is invalid";
+        return S3E_INVALID_TAG;
+    case OBJ_TAGS_BAD_VALUE:
+        *msg = "The TagValue you have provided is invalid";
+        return S3E_INVALID_TAG;
+    case OBJ_TAGS_SYSTEM_KEY:
+        *msg = bucket ? "System tags cannot be added/updated by requester"
+                      : "Your TagKey cannot be prefixed with aws:";
+        return S3E_INVALID_TAG;
+    case OBJ_TAGS_DUPLICATE:
+        *msg = header ? header_msg : "Cannot provide multiple Tags with the same key";
+        return header ? S3E_INVALID_ARGUMENT : S3E_INVALID_TAG;
+    case OBJ_TAGS_NOMEM: return S3E_SLOW_DOWN;
     }
     return S3E_INTERNAL;
 }
@@ -161,7 +202,7 @@ const char *s3_error_cold_message(struct backend *b, enum backend_status st, cha
     case BACKEND_BAD_RANGE: case BACKEND_INVALID_PART: case BACKEND_INVALID_PART_ORDER:
     case BACKEND_ENTITY_TOO_SMALL: case BACKEND_TOO_LARGE: case BACKEND_NO_SPACE:
     case BACKEND_DENIED: case BACKEND_IO: case BACKEND_NOMEM: case BACKEND_INVALID_REQUEST:
-    case BACKEND_READ_ONLY:
+    case BACKEND_READ_ONLY: case BACKEND_NO_TAG_SET: case BACKEND_META_TOO_LARGE:
         return NULL;
     }
     return NULL;

@@ -164,6 +164,10 @@ void gw_reply_backend_error(struct gw_req *r, enum backend_status st)
     case BACKEND_DENIED:
         msg = "Access Denied: the path crosses a symbolic link or leaves the store.";
         break;
+    case BACKEND_META_TOO_LARGE:
+        msg = "The metadata and tags are more than this store's file system keeps with one "
+              "file (ext4: about 4 KiB of extended attributes for all of them).";
+        break;
     default:
         break;
     }
@@ -531,8 +535,8 @@ static void access_log(const struct gw_req *r, struct MHD_Connection *conn, doub
     kv[n++] = LOG_KV_U("in", r->body_bytes);
     kv[n++] = LOG_KV_MS("ms", ms);
     kv[n++] = LOG_KV_S("read", read_name(r->read));
-    if (r->op == GW_OP_NOT_IMPLEMENTED)
-        kv[n++] = LOG_KV_S("subresource", gw_req_unsupported(r));
+    if (gw_req_subresource(r))
+        kv[n++] = LOG_KV_S("subresource", gw_req_subresource(r));
     if (aborted)
         kv[n++] = LOG_KV_U("aborted", 1);
     log_kv(LOG_LVL_INFO, "access", kv, n);

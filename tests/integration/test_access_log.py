@@ -125,8 +125,8 @@ def t_text_and_reads():
         c4.close()
         eq("HEAD of an uncached object", r4.status, 200)
         # a sub-resource shardgate does not serve
-        st, _ = F.signed_get(g.port, "/%s/big" % BUCKET, "tagging")
-        eq("GET ?tagging is 501", st, 501)
+        st, _ = F.signed_get(g.port, "/%s/big" % BUCKET, "website")
+        eq("GET ?website is 501", st, 501)
         # an access line is written just after its response went out
         def all_in(text):
             ls = access_lines(text)
@@ -164,7 +164,7 @@ def t_text_and_reads():
         eq("non-reads log read=-", {l.get("read") for l in find(lines, op="Health")}, {"-"})
         nimp = find(lines, status="501")
         eq("the 501 names the sub-resource asked for", [l.get("subresource") for l in nimp],
-           ["tagging"])
+           ["website"])
         eq("gateway exits 0 on SIGTERM", g.stop(), 0)
     finally:
         link.stop()

@@ -7,7 +7,8 @@ Permissions (auth_common.USERS): root admin on "*"; reader read on "*";
 writer write on ckpt, read on data; badmin admin on ckpt, read on "*", none
 on private. Bucket "public" is public_read. Operation -> level expected of
 the gateway: reads (ListObjects, HeadBucket, GetObject, HeadObject) READ;
-PutObject, DeleteObject WRITE; CreateBucket, DeleteBucket ADMIN on that
+PutObject, DeleteObject WRITE; Get...Tagging READ, Put/DeleteObjectTagging
+WRITE; CreateBucket, DeleteBucket, Put/DeleteBucketTagging ADMIN on that
 bucket; ListBuckets any user, showing only buckets the user may read."""
 
 import os
@@ -61,12 +62,24 @@ def main():
                 ("HeadObject", 1, lambda: c.head_object(Bucket=b, Key="obj")),
                 ("PutObject", 2, lambda: c.put_object(Bucket=b, Key="w-" + user, Body=b"x")),
                 ("DeleteObject", 2, lambda: c.delete_object(Bucket=b, Key="w-" + user)),
+                ("GetObjectTagging", 1, lambda: c.get_object_tagging(Bucket=b, Key="obj")),
+                ("PutObjectTagging", 2, lambda: c.put_object_tagging(
+                    Bucket=b, Key="obj", Tagging={"TagSet": [{"Key": "by", "Value": user}]})),
+                ("DeleteObjectTagging", 2,
+                 lambda: c.delete_object_tagging(Bucket=b, Key="obj")),
+                ("GetBucketTagging", 1, lambda: c.get_bucket_tagging(Bucket=b)),
+                ("PutBucketTagging", 3, lambda: c.put_bucket_tagging(
+                    Bucket=b, Tagging={"TagSet": [{"Key": "by", "Value": user}]})),
+                ("DeleteBucketTagging", 3, lambda: c.delete_bucket_tagging(Bucket=b)),
             ]
             for op, need, fn in ops:
                 got = allowed(fn)
                 # HEAD answers 403 without a body: botocore gives code "403"
                 if got == "403/403":
                     got = False
+                # an untagged bucket: allowed, and answered NoSuchTagSet
+                if got == "NoSuchTagSet/404":
+                    got = True
                 H.eq("%s %s on %s" % (user, op, b), got, want >= need)
         # bucket admin: create and delete a bucket of its own name space
         want = lv.get("newb", 0) >= 3

@@ -182,7 +182,7 @@ def t_not_implemented(b):
     if not H.shardgate_only("501 for unimplemented sub-resources"):
         return
     for method, path, query in (("GET", "/%s" % b, "acl"), ("PUT", "/%s" % b, "versioning"),
-                                ("GET", "/%s/obj" % b, "tagging"),
+                                ("GET", "/%s/obj" % b, "website"),
                                 ("GET", "/%s/obj" % b, "versionId=abc")):
         r = raw(method, path, query=query)
         e = r.error() or {}

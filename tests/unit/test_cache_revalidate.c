@@ -67,6 +67,40 @@ static void timed_out_check_serves_the_copy_and_holds_off(void)
     close(lfd);
 }
 
+/* PutObjectTagging changes neither ETag nor size: the check also compares
+ * the tags a GET reports (a cold S3's count, a directory store's set). */
+static void a_tag_change_is_a_change(void)
+{
+    static const struct {
+        const char *cold_count, *cached_count, *cold_set, *cached_set;
+        bool differ;
+    } cases[] = {
+        { NULL, NULL, NULL, NULL, false },
+        { "2", "2", NULL, NULL, false },
+        { "3", "2", NULL, NULL, true },
+        { "1", NULL, NULL, NULL, true },     /* tagged since */
+        { NULL, "1", NULL, NULL, true },     /* untagged since */
+        { NULL, NULL, "a=1", "a=1", false },
+        { NULL, NULL, "a=2", "a=1", true },
+        { NULL, NULL, NULL, "a=1", true },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct obj_meta cold = { 0 }, cached = { 0 };
+        if (cases[i].cold_count)
+            obj_meta_add_hdr(&cold, OBJ_TAGGING_COUNT_HDR, cases[i].cold_count);
+        if (cases[i].cached_count)
+            obj_meta_add_hdr(&cached, OBJ_TAGGING_COUNT_HDR, cases[i].cached_count);
+        if (cases[i].cold_set)
+            obj_meta_add_hdr(&cold, OBJ_TAGGING_HDR, cases[i].cold_set);
+        if (cases[i].cached_set)
+            obj_meta_add_hdr(&cached, OBJ_TAGGING_HDR, cases[i].cached_set);
+        obj_meta_add_hdr(&cold, "content-type", "a/b");   /* other headers do not count */
+        CU_ASSERT_EQUAL(cache_reval_tags_differ(&cold, &cached), cases[i].differ);
+        obj_meta_clear(&cold);
+        obj_meta_clear(&cached);
+    }
+}
+
 int register_tests(void)
 {
     CU_pSuite s = CU_add_suite("cache_revalidate", NULL, NULL);
@@ -74,6 +108,8 @@ int register_tests(void)
         return -1;
     if (!CU_add_test(s, "timed_out_check_serves_the_copy_and_holds_off",
                      timed_out_check_serves_the_copy_and_holds_off))
+        return -1;
+    if (!CU_add_test(s, "a_tag_change_is_a_change", a_tag_change_is_a_change))
         return -1;
     return 0;
 }
