@@ -19,6 +19,7 @@ const char *backend_status_name(enum backend_status st)
     case BACKEND_NO_KEY: return "NO_KEY";
     case BACKEND_NO_UPLOAD: return "NO_UPLOAD";
     case BACKEND_BUCKET_EXISTS: return "BUCKET_EXISTS";
+    case BACKEND_BUCKET_TAKEN: return "BUCKET_TAKEN";
     case BACKEND_BUCKET_NOT_EMPTY: return "BUCKET_NOT_EMPTY";
     case BACKEND_BAD_BUCKET_NAME: return "BAD_BUCKET_NAME";
     case BACKEND_BAD_KEY: return "BAD_KEY";
