@@ -22,6 +22,7 @@ enum backend_status {
     BACKEND_NO_KEY,            /* NoSuchKey */
     BACKEND_NO_UPLOAD,         /* NoSuchUpload */
     BACKEND_BUCKET_EXISTS,     /* BucketAlreadyOwnedByYou */
+    BACKEND_BUCKET_TAKEN,      /* s3: BucketAlreadyExists, another owner's bucket */
     BACKEND_BUCKET_NOT_EMPTY,  /* BucketNotEmpty */
     BACKEND_BAD_BUCKET_NAME,   /* InvalidBucketName */
     BACKEND_BAD_KEY,           /* key the store cannot hold safely: "." or ".."

@@ -19,6 +19,7 @@ const char *backend_status_name(enum backend_status st)
     case BACKEND_NO_KEY: return "NO_KEY";
     case BACKEND_NO_UPLOAD: return "NO_UPLOAD";
     case BACKEND_BUCKET_EXISTS: return "BUCKET_EXISTS";
+    case BACKEND_BUCKET_TAKEN: return "BUCKET_TAKEN";
     case BACKEND_BUCKET_NOT_EMPTY: return "BUCKET_NOT_EMPTY";
     case BACKEND_BAD_BUCKET_NAME: return "BAD_BUCKET_NAME";
     case BACKEND_BAD_KEY: return "BAD_KEY";
@@ -104,39 +105,6 @@ const char *obj_meta_get_hdr(const struct obj_meta *m, const char *name)
 }
 
 /* ---- names ---- */
-
-bool posix_bucket_name_valid(const char *name)
-{
-    size_t len = strlen(name);
-    if (len < 3 || len > 63)
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        char c = name[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-'))
-            return false;
-    }
-    char f = name[0], l = name[len - 1];
-    if (f == '.' || f == '-' || l == '.' || l == '-')
-        return false;
-    if (strstr(name, ".."))
-        return false;
-    if (strncmp(name, "xn--", 4) == 0)
-        return false;
-    if (len >= 8 && strcmp(name + len - 8, "-s3alias") == 0)
-        return false;
-    /* formatted like an IPv4 address: four dot-separated runs of digits */
-    unsigned dots = 0;
-    bool digits_only = true;
-    for (size_t i = 0; i < len; i++) {
-        if (name[i] == '.')
-            dots++;
-        else if (name[i] < '0' || name[i] > '9')
-            digits_only = false;
-    }
-    if (digits_only && dots == 3)
-        return false;
-    return true;
-}
 
 enum backend_status posix_key_to_path(const char *key, char *out, size_t outsz)
 {

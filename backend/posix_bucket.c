@@ -17,7 +17,7 @@
 enum backend_status posix_bucket_open(struct posix_store *b, const char *bucket, int *fd)
 {
     *fd = -1;
-    if (!posix_bucket_name_valid(bucket))
+    if (!sg_bucket_name_valid(bucket))
         return BACKEND_BAD_BUCKET_NAME;
     int r = posix_open_beneath(b->rootfd, bucket, O_DIRECTORY | O_RDONLY, 0);
     if (r < 0) {
@@ -80,7 +80,7 @@ enum backend_status posix_bucket_list(struct posix_store *b, backend_bucket_cb c
         rewinddir(d);
         struct dirent *de;
         while ((de = readdir(d)) != NULL) {
-            if (!posix_bucket_name_valid(de->d_name) || strcmp(de->d_name, last) <= 0)
+            if (!sg_bucket_name_valid(de->d_name) || strcmp(de->d_name, last) <= 0)
                 continue;
             if (posix_entry_type(b->rootfd, de) != DT_DIR)
                 continue;
@@ -111,7 +111,7 @@ out:
 
 enum backend_status posix_bucket_create(struct posix_store *b, const char *bucket)
 {
-    if (!posix_bucket_name_valid(bucket))
+    if (!sg_bucket_name_valid(bucket))
         return BACKEND_BAD_BUCKET_NAME;
     if (b->read_only)
         return BACKEND_READ_ONLY;

@@ -9,6 +9,7 @@
 
 #include "backend.h"
 #include "backend_int.h"
+#include "s3name.h"   /* sg_bucket_name_valid: which directories are buckets */
 
 #include <dirent.h>
 #include <stdbool.h>
@@ -86,9 +87,6 @@ struct posix_obj {
 };
 
 /* ---- pure helpers (meta.c) ---- */
-
-/* S3 bucket naming rules (3-63 chars, [a-z0-9.-], ...). */
-bool posix_bucket_name_valid(const char *name);
 
 /* Maps key to a path relative to the bucket dir ("dir/" -> "dir/.sg~e").
  * BACKEND_OK, BACKEND_BAD_KEY or BACKEND_KEY_TOO_LONG. `out` must hold

@@ -55,7 +55,7 @@ static void reclaim_buckets(struct posix_store *b, struct posix_reclaim_stats *s
         return;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
-        if (!posix_bucket_name_valid(de->d_name))
+        if (!sg_bucket_name_valid(de->d_name))
             continue;
         int bfd = openat(b->rootfd, de->d_name, O_DIRECTORY | O_NOFOLLOW | O_RDONLY |
                                                     O_CLOEXEC);
@@ -85,7 +85,7 @@ static void each_upload(struct posix_store *b, bool prune, upload_fn fn, void *a
         return;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
-        if (!posix_bucket_name_valid(de->d_name))
+        if (!sg_bucket_name_valid(de->d_name))
             continue;
         int pfd = openat(b->mpufd, de->d_name, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
         DIR *pd = pfd >= 0 ? posix_dir_stream(pfd) : NULL;

@@ -66,7 +66,7 @@ static void warn_skipped_dirs(int rootfd, const char *root)
     while ((de = readdir(d)) != NULL) {
         const char *nm = de->d_name;
         if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0 || strcmp(nm, POSIX_STATE_DIR) == 0 ||
-            posix_bucket_name_valid(nm))
+            sg_bucket_name_valid(nm))
             continue;
         struct stat st;
         bool is_dir = de->d_type == DT_DIR ||

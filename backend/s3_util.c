@@ -76,7 +76,7 @@ enum backend_status s3_status_from_code(const char *code, long http_status)
         { "NoSuchBucket", BACKEND_NO_BUCKET },
         { "NoSuchUpload", BACKEND_NO_UPLOAD },
         { "BucketAlreadyOwnedByYou", BACKEND_BUCKET_EXISTS },
-        { "BucketAlreadyExists", BACKEND_BUCKET_EXISTS },
+        { "BucketAlreadyExists", BACKEND_BUCKET_TAKEN },
         { "BucketNotEmpty", BACKEND_BUCKET_NOT_EMPTY },
         { "InvalidBucketName", BACKEND_BAD_BUCKET_NAME },
         { "KeyTooLongError", BACKEND_KEY_TOO_LONG },

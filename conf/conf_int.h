@@ -141,8 +141,6 @@ bool conf_consistency_ok(enum conf_consistency mode, unsigned ttl);
 
 /* 1 when `s` may name a bucket in "permissions" and "buckets". */
 int conf_bucket_name_ok(const char *s);
-/* 1 when `s` is a bucket name S3 accepts for a new bucket (cold_bucket). */
-int conf_s3_bucket_name_ok(const char *s);
 /* Finds two users with the same access key; returns 1 and their indexes. */
 int conf_users_find_duplicate(const struct conf_user *users, size_t n, size_t *first,
                               size_t *second);

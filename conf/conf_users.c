@@ -4,8 +4,8 @@
  * the bucket-name rules both use. */
 #include "conf.h"
 #include "conf_int.h"
+#include "s3name.h"   /* sg_bucket_name_valid: a cold_bucket follows S3's rule */
 
-#include <arpa/inet.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,37 +47,6 @@ int conf_bucket_name_ok(const char *s)
         char ch = *p;
         if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9')
               || ch == '-' || ch == '_' || ch == '.'))
-            return 0;
-    }
-    return 1;
-}
-
-/* The cold tier's own bucket names follow S3's rules for new buckets: 3 to
- * 63 lowercase letters, digits, '.' and '-', a letter or digit at both ends,
- * no "..", not an IPv4 address, none of the reserved prefixes and suffixes.
- * A name S3 would refuse could only fail later, on the first request. */
-int conf_s3_bucket_name_ok(const char *s)
-{
-    static const char *const bad_prefix[] = { "xn--", "sthree-" };
-    static const char *const bad_suffix[] = { "-s3alias", "--ol-s3" };
-    size_t n = strlen(s);
-    unsigned char bin[sizeof(struct in_addr)];
-    if (n < 3 || n > 63)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char ch = s[i];
-        bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
-        if (!alnum && ((i == 0 || i == n - 1) || (ch != '.' && ch != '-')))
-            return 0;
-    }
-    if (strstr(s, "..") != NULL || inet_pton(AF_INET, s, bin) == 1)
-        return 0;
-    for (size_t i = 0; i < sizeof bad_prefix / sizeof bad_prefix[0]; i++)
-        if (strncmp(s, bad_prefix[i], strlen(bad_prefix[i])) == 0)
-            return 0;
-    for (size_t i = 0; i < sizeof bad_suffix / sizeof bad_suffix[0]; i++) {
-        size_t k = strlen(bad_suffix[i]);
-        if (n >= k && strcmp(s + n - k, bad_suffix[i]) == 0)
             return 0;
     }
     return 1;
@@ -329,7 +298,7 @@ int conf_buckets_from_json(struct conf *c, const json_t *v, char *err, size_t er
         const json_t *cb = json_object_get(o, "cold_bucket");
         if (cb != NULL && !json_is_null(cb)) {
             const char *str = conf_json_cstr(cb);
-            if (str == NULL || !conf_s3_bucket_name_ok(str)) {
+            if (str == NULL || !sg_bucket_name_valid(str)) {
                 conf_fail(err, errlen, "buckets.%s.cold_bucket: " S3_BUCKET_NAME_HELP, name);
                 goto bad;
             }

@@ -4,6 +4,7 @@
  * state_dir, the cold key pair) and uniqueness across users and buckets. */
 #include "conf.h"
 #include "conf_int.h"
+#include "s3name.h"
 
 #include <string.h>
 
@@ -141,7 +142,7 @@ int conf_validate(const struct conf *c, char *err, size_t errlen)
         if (bk->has_consistency && !conf_consistency_ok(bk->consistency, bk->ttl_s))
             return conf_fail(err, errlen, "buckets.%s.consistency: " CONSISTENCY_HELP, bk->name,
                              TTL_MAX_S);
-        if (bk->cold_bucket != NULL && !conf_s3_bucket_name_ok(bk->cold_bucket))
+        if (bk->cold_bucket != NULL && !sg_bucket_name_valid(bk->cold_bucket))
             return conf_fail(err, errlen, "buckets.%s.cold_bucket: " S3_BUCKET_NAME_HELP, bk->name);
     }
     if (buckets_find_cold_alias(c->buckets, c->n_buckets, &a, &b))

@@ -47,11 +47,13 @@ void gw_buf_free(struct gw_buf *b);
 
 enum s3_err {
     S3E_ACCESS_DENIED,
+    S3E_ACL_NOT_SUPPORTED,     /* AccessControlListNotSupported: ACLs are disabled */
     S3E_AUTH_HEADER_MALFORMED,
     S3E_AUTH_QUERY_ERROR,
     S3E_BAD_DIGEST,
     S3E_BAD_REQUEST,           /* S3's BadRequest: too many tags */
     S3E_BUCKET_EXISTS,
+    S3E_BUCKET_TAKEN,          /* BucketAlreadyExists: someone else's */
     S3E_BUCKET_NOT_EMPTY,
     S3E_ENTITY_TOO_LARGE,
     S3E_ENTITY_TOO_SMALL,
@@ -59,6 +61,7 @@ enum s3_err {
     S3E_INTERNAL,
     S3E_INVALID_ACCESS_KEY,
     S3E_INVALID_ARGUMENT,
+    S3E_INVALID_BUCKET_ACL,    /* InvalidBucketAclWithObjectOwnership */
     S3E_INVALID_BUCKET_NAME,
     S3E_INVALID_DIGEST,
     S3E_INVALID_PART,
@@ -68,9 +71,11 @@ enum s3_err {
     S3E_INVALID_TAG,
     S3E_KEY_CONFLICT,
     S3E_KEY_TOO_LONG,
+    S3E_MALFORMED_ACL,
     S3E_MALFORMED_XML,
     S3E_METADATA_TOO_LARGE,
     S3E_METHOD_NOT_ALLOWED,
+    S3E_MISSING_SECURITY_HEADER,
     S3E_MISSING_CONTENT_LENGTH,
     S3E_NO_SUCH_BUCKET,
     S3E_NO_SUCH_KEY,
@@ -154,6 +159,11 @@ enum gw_op {
     GW_OP_GET_BUCKET_TAGGING,
     GW_OP_PUT_BUCKET_TAGGING,
     GW_OP_DELETE_BUCKET_TAGGING,
+    GW_OP_GET_BUCKET_ACL,    /* ?acl: answered as a bucket with ACLs disabled */
+    GW_OP_PUT_BUCKET_ACL,
+    GW_OP_GET_OBJECT_ACL,
+    GW_OP_PUT_OBJECT_ACL,
+    GW_OP_LIST_OBJECT_VERSIONS,   /* GET ?versions: the current objects, VersionId null */
     GW_OP_NOT_IMPLEMENTED,   /* a known S3 sub-resource we do not serve */
     GW_OP_METRICS,           /* GET/HEAD /metrics (Prometheus) */
     GW_OP_PREFETCH_SUBMIT,   /* POST /bucket?prefetch */
@@ -299,6 +309,10 @@ int gw_xml_parse_delete(const char *xml, size_t len, size_t max_keys, struct gw_
 void gw_xml_delete_free(struct gw_xml_delete *d);
 /* CreateBucketConfiguration: *region gets a malloc'd LocationConstraint or NULL. */
 int gw_xml_parse_create_bucket(const char *xml, size_t len, char **region);
+/* AccessControlPolicy (PutBucketAcl / PutObjectAcl): 0 with *owner_only
+ * true when it has grants and each gives FULL_CONTROL to the canonical user
+ * `owner`; -1 when it is not such a document (MalformedACLError). */
+int gw_xml_parse_acl(const char *xml, size_t len, const char *owner, bool *owner_only);
 
 /* ---- HTTP helpers (gateway/http.c) ---- */
 
@@ -337,6 +351,12 @@ char *gw_pct_decode(struct gw_arena *a, const char *s, size_t n, bool plus_is_sp
 /* Splits the raw URI, decodes path and query, finds bucket and key (path or
  * virtual-hosted style), and the operation. Returns 0 or an S3 error. */
 int gw_req_parse(struct gw_req *r, const char *raw_uri, enum s3_err *err, const char **msg);
+
+/* What S3 checks of every request before its operation runs, after auth:
+ * the bucket name (InvalidBucketName), versionId (only "null" on an
+ * unversioned bucket: InvalidArgument) and the ACL headers of a write
+ * (gw_acl_headers_check). 0, or -1 with the error in *err and *msg. */
+int gw_req_check(const struct gw_req *r, enum s3_err *err, const char **msg);
 
 /* The S3 sub-resource that made this request GW_OP_NOT_IMPLEMENTED ("acl",
  * "website", ...), for the access log; NULL when there is none. */
@@ -437,6 +457,51 @@ int gw_tagging_header(struct gw_req *r, const char **canon, enum s3_err *err,
  * (OBJ_TAGGING_HDR). 0, or -1 with the error in *err and *msg. */
 int gw_tagging_collect(struct gw_req *r, struct obj_meta *m, enum s3_err *err,
                        const char **msg);
+
+/* ACLs as a bucket with ObjectOwnership BucketOwnerEnforced answers them
+ * (gateway/h_acl.c): reading gives the owner's FULL_CONTROL; setting only
+ * what changes nothing. */
+void gw_h_acl_get(struct gw_req *r);
+void gw_h_acl_put(struct gw_req *r);
+/* x-amz-acl / x-amz-grant-* on PutObject, CopyObject, CreateMultipartUpload
+ * and CreateBucket: "private" and "bucket-owner-full-control" pass, any
+ * other ACL is AccessControlListNotSupported (CreateBucket:
+ * InvalidBucketAclWithObjectOwnership). 0, or -1 with *err and *msg. */
+int gw_acl_headers_check(const struct gw_req *r, enum s3_err *err, const char **msg);
+/* <Owner><ID/><DisplayName/></Owner> of the requesting user (the name
+ * ListBuckets and the listings give as owner). */
+int gw_owner_xml(struct gw_buf *b, const struct gw_req *r);
+/* The owner's ID, as gw_owner_xml writes it. */
+const char *gw_owner_id(const struct gw_req *r);
+
+/* ListObjectVersions (gateway/h_versions.c) on buckets that are never
+ * versioned: the current objects, each its one version "null". */
+void gw_h_list_versions(struct gw_req *r);
+
+/* The listing machinery of ListObjects v1/v2 (h_bucket.c), shared with
+ * ListObjectVersions: the common parameters and one page of the backend's
+ * listing. */
+struct gw_listing {
+    const char *prefix;        /* "" when absent */
+    const char *delim;         /* NULL when absent */
+    unsigned max_keys;
+    bool url;                  /* encoding-type=url */
+    struct backend_list_page page;   /* backend_list_page_free() */
+};
+/* Reads prefix, delimiter, max-keys and encoding-type. 0, or -1 after
+ * replying with the error. */
+int gw_list_params(struct gw_req *r, struct gw_listing *l);
+/* Lists the page of keys after `start` (NULL: from the first) into l->page.
+ * 0, or -1 after replying with the error. */
+int gw_list_fetch(struct gw_req *r, struct gw_listing *l, const char *start);
+/* Ends a listing begun in b (rc: what writing its head gave): the page's
+ * objects as <Contents> (or <Version>, VersionId null, IsLatest true, when
+ * version; with <Owner> when owner) and <CommonPrefixes>, the root's end
+ * tag (ListBucketResult / ListVersionsResult), then replies; frees the page. */
+void gw_list_reply(struct gw_req *r, struct gw_buf *b, struct gw_listing *l, int rc,
+                   bool owner, bool version);
+/* "<tag>v</tag>", v URL-encoded when url (encoding-type=url). */
+int gw_list_elem(struct gw_buf *b, const char *tag, const char *v, bool url);
 
 /* Collects the headers of a PUT / CreateMultipartUpload that S3 stores
  * (Content-Type, x-amz-meta-*, ...) into m. 0, or an S3 error through *err. */

@@ -12,10 +12,15 @@
 
 enum { XML_CAP = 8 * 1024 * 1024 };   /* a 1000-key page with 1 KiB keys fits */
 
-static int owner_xml(struct gw_buf *b, const struct gw_req *r)
+const char *gw_owner_id(const struct gw_req *r)
 {
     const struct conf_user *u = r->auth ? auth_ctx_user(r->auth) : NULL;
-    const char *name = u && u->name ? u->name : "shardgate";
+    return u && u->name ? u->name : "shardgate";
+}
+
+int gw_owner_xml(struct gw_buf *b, const struct gw_req *r)
+{
+    const char *name = gw_owner_id(r);
     int rc = gw_buf_puts(b, "<Owner>");
     rc |= gw_xml_elem(b, "ID", name);
     rc |= gw_xml_elem(b, "DisplayName", name);
@@ -49,7 +54,7 @@ void gw_h_service(struct gw_req *r)
     gw_buf_init(&b, XML_CAP);
     struct bucket_walk w = { r, &b, 0 };
     w.rc |= gw_xml_begin(&b, "ListAllMyBucketsResult");
-    w.rc |= owner_xml(&b, r);
+    w.rc |= gw_owner_xml(&b, r);
     w.rc |= gw_buf_puts(&b, "<Buckets>");
     enum backend_status st = backend_bucket_list(r->backend, add_bucket, &w);
     w.rc |= gw_buf_puts(&b, "</Buckets></ListAllMyBucketsResult>");
@@ -87,6 +92,11 @@ static void create_bucket(struct gw_req *r)
         }
     }
     enum backend_status st = backend_bucket_create(r->backend, r->bucket);
+    /* In us-east-1, S3 answers a CreateBucket of a bucket you own with 200
+     * (a no-op); elsewhere with 409 BucketAlreadyOwnedByYou. The cold
+     * tier's answer is read by the gateway's region, as the client sees it. */
+    if (st == BACKEND_BUCKET_EXISTS && strcmp(r->conf->region, "us-east-1") == 0)
+        st = BACKEND_OK;
     if (st != BACKEND_OK) {
         gw_reply_backend_error(r, st);
         return;
@@ -164,8 +174,7 @@ void gw_h_bucket_end(struct gw_req *r)
 
 /* ---- listings ---- */
 
-/* Appends an element whose text is URL-encoded when encoding-type=url. */
-static int elem_enc(struct gw_buf *b, const char *tag, const char *v, bool url)
+int gw_list_elem(struct gw_buf *b, const char *tag, const char *v, bool url)
 {
     if (!url)
         return gw_xml_elem(b, tag, v);
@@ -214,27 +223,96 @@ static char *token_decode(struct gw_arena *a, const char *tok)
     return out;
 }
 
-void gw_h_list_objects(struct gw_req *r, bool v2)
+int gw_list_params(struct gw_req *r, struct gw_listing *l)
 {
+    memset(l, 0, sizeof *l);
     const char *prefix = gw_req_query(r, "prefix");
-    const char *delim = gw_req_query(r, "delimiter");
     const char *enc = gw_req_query(r, "encoding-type");
-    const char *marker = gw_req_query(r, v2 ? "start-after" : "marker");
-    const char *token = v2 ? gw_req_query(r, "continuation-token") : NULL;
-    bool fetch_owner = v2 && gw_req_query(r, "fetch-owner") &&
-                       strcmp(gw_req_query(r, "fetch-owner"), "true") == 0;
-    unsigned max_keys;
-    if (!parse_max(r, "max-keys", 1000, 1000, &max_keys)) {
+    l->prefix = prefix ? prefix : "";
+    l->delim = gw_req_query(r, "delimiter");
+    if (!parse_max(r, "max-keys", 1000, 1000, &l->max_keys)) {
         gw_reply_error(r, S3E_INVALID_ARGUMENT, "Provided max-keys not an integer or within "
                        "integer range", NULL);
-        return;
+        return -1;
     }
     if (enc && strcmp(enc, "url") != 0) {
         gw_reply_error(r, S3E_INVALID_ARGUMENT, "Invalid Encoding Method specified in Request",
                        NULL);
+        return -1;
+    }
+    l->url = enc != NULL;
+    return 0;
+}
+
+/* The page's objects (<Contents>, or <Version> with VersionId null and
+ * IsLatest true when version; each with <Owner> when owner), then its
+ * <CommonPrefixes>. 0, or -1 when the buffer's cap is reached. */
+static int list_entries(struct gw_buf *b, const struct gw_req *r,
+                        const struct backend_list_page *page, bool url, bool owner,
+                        bool version)
+{
+    int rc = 0;
+    for (size_t i = 0; i < page->n_objs && !rc; i++) {
+        const struct backend_list_entry *e = &page->objs[i];
+        char date[32];
+        gw_iso_date(&e->mtime, date, sizeof date);
+        rc |= gw_buf_puts(b, version ? "<Version>" : "<Contents>");
+        rc |= gw_list_elem(b, "Key", e->key, url);
+        if (version)
+            rc |= gw_buf_puts(b, "<VersionId>null</VersionId><IsLatest>true</IsLatest>");
+        rc |= gw_xml_elem(b, "LastModified", date);
+        rc |= gw_buf_printf(b, "<ETag>&quot;%s&quot;</ETag>", e->etag);
+        rc |= gw_buf_printf(b, "<Size>%llu</Size>", (unsigned long long)e->size);
+        if (owner)
+            rc |= gw_owner_xml(b, r);
+        rc |= gw_buf_puts(b, "<StorageClass>STANDARD</StorageClass>");
+        rc |= gw_buf_puts(b, version ? "</Version>" : "</Contents>");
+    }
+    for (size_t i = 0; i < page->n_prefixes && !rc; i++) {
+        rc |= gw_buf_puts(b, "<CommonPrefixes>");
+        rc |= gw_list_elem(b, "Prefix", page->prefixes[i], url);
+        rc |= gw_buf_puts(b, "</CommonPrefixes>");
+    }
+    return rc;
+}
+
+void gw_list_reply(struct gw_req *r, struct gw_buf *b, struct gw_listing *l, int rc,
+                   bool owner, bool version)
+{
+    if (!rc)
+        rc |= list_entries(b, r, &l->page, l->url, owner, version);
+    rc |= gw_buf_puts(b, version ? "</ListVersionsResult>" : "</ListBucketResult>");
+    backend_list_page_free(&l->page);
+    if (rc) {
+        gw_buf_free(b);
+        gw_reply_error(r, S3E_INTERNAL, "The listing page is too large.", NULL);
         return;
     }
-    bool url = enc != NULL;
+    gw_reply_xml_buf(r, 200, b);
+}
+
+int gw_list_fetch(struct gw_req *r, struct gw_listing *l, const char *start)
+{
+    struct backend_list_req lr = { l->prefix, l->delim, start, l->max_keys };
+    enum backend_status st = backend_list_objects(r->backend, r->bucket, &lr, &l->page);
+    if (st != BACKEND_OK) {
+        gw_reply_backend_error(r, st);
+        return -1;
+    }
+    return 0;
+}
+
+void gw_h_list_objects(struct gw_req *r, bool v2)
+{
+    const char *marker = gw_req_query(r, v2 ? "start-after" : "marker");
+    const char *token = v2 ? gw_req_query(r, "continuation-token") : NULL;
+    bool fetch_owner = v2 && gw_req_query(r, "fetch-owner") &&
+                       strcmp(gw_req_query(r, "fetch-owner"), "true") == 0;
+    struct gw_listing l;
+    if (gw_list_params(r, &l) != 0)
+        return;
+    const char *delim = l.delim;
+    bool url = l.url;
     const char *start = marker;
     if (token) {
         start = token_decode(&r->arena, token);
@@ -244,32 +322,27 @@ void gw_h_list_objects(struct gw_req *r, bool v2)
             return;
         }
     }
-    struct backend_list_req lr = { prefix ? prefix : "", delim, start, max_keys };
-    struct backend_list_page page;
-    memset(&page, 0, sizeof page);
-    enum backend_status st = backend_list_objects(r->backend, r->bucket, &lr, &page);
-    if (st != BACKEND_OK) {
-        gw_reply_backend_error(r, st);
+    if (gw_list_fetch(r, &l, start) != 0)
         return;
-    }
+    const struct backend_list_page page = l.page;
 
     struct gw_buf b;
     gw_buf_init(&b, XML_CAP);
     int rc = gw_xml_begin(&b, "ListBucketResult");
     rc |= gw_xml_elem(&b, "Name", r->bucket);
-    rc |= elem_enc(&b, "Prefix", prefix ? prefix : "", url);
+    rc |= gw_list_elem(&b, "Prefix", l.prefix, url);
     if (v2) {
         if (token)
             rc |= gw_xml_elem(&b, "ContinuationToken", token);
         if (marker)
-            rc |= elem_enc(&b, "StartAfter", marker, url);
+            rc |= gw_list_elem(&b, "StartAfter", marker, url);
         rc |= gw_buf_printf(&b, "<KeyCount>%zu</KeyCount>", page.n_objs + page.n_prefixes);
     } else {
-        rc |= elem_enc(&b, "Marker", marker ? marker : "", url);
+        rc |= gw_list_elem(&b, "Marker", marker ? marker : "", url);
     }
-    rc |= gw_buf_printf(&b, "<MaxKeys>%u</MaxKeys>", max_keys);
+    rc |= gw_buf_printf(&b, "<MaxKeys>%u</MaxKeys>", l.max_keys);
     if (delim && *delim)
-        rc |= elem_enc(&b, "Delimiter", delim, url);
+        rc |= gw_list_elem(&b, "Delimiter", delim, url);
     if (url)
         rc |= gw_xml_elem(&b, "EncodingType", "url");
     rc |= gw_buf_printf(&b, "<IsTruncated>%s</IsTruncated>", page.truncated ? "true" : "false");
@@ -279,35 +352,10 @@ void gw_h_list_objects(struct gw_req *r, bool v2)
             rc |= t ? gw_xml_elem(&b, "NextContinuationToken", t) : -1;
             free(t);
         } else if (delim && *delim) {
-            rc |= elem_enc(&b, "NextMarker", page.next_marker, url);
+            rc |= gw_list_elem(&b, "NextMarker", page.next_marker, url);
         }
     }
-    for (size_t i = 0; i < page.n_objs && !rc; i++) {
-        const struct backend_list_entry *e = &page.objs[i];
-        char date[32];
-        gw_iso_date(&e->mtime, date, sizeof date);
-        rc |= gw_buf_puts(&b, "<Contents>");
-        rc |= elem_enc(&b, "Key", e->key, url);
-        rc |= gw_xml_elem(&b, "LastModified", date);
-        rc |= gw_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag>", e->etag);
-        rc |= gw_buf_printf(&b, "<Size>%llu</Size>", (unsigned long long)e->size);
-        if (!v2 || fetch_owner)
-            rc |= owner_xml(&b, r);
-        rc |= gw_buf_puts(&b, "<StorageClass>STANDARD</StorageClass></Contents>");
-    }
-    for (size_t i = 0; i < page.n_prefixes && !rc; i++) {
-        rc |= gw_buf_puts(&b, "<CommonPrefixes>");
-        rc |= elem_enc(&b, "Prefix", page.prefixes[i], url);
-        rc |= gw_buf_puts(&b, "</CommonPrefixes>");
-    }
-    rc |= gw_buf_puts(&b, "</ListBucketResult>");
-    backend_list_page_free(&page);
-    if (rc) {
-        gw_buf_free(&b);
-        gw_reply_error(r, S3E_INTERNAL, "The listing page is too large.", NULL);
-        return;
-    }
-    gw_reply_xml_buf(r, 200, &b);
+    gw_list_reply(r, &b, &l, rc, !v2 || fetch_owner, false);
 }
 
 void gw_h_delete_objects(struct gw_req *r)

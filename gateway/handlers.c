@@ -35,6 +35,8 @@ void gw_handle_begin(struct gw_req *r)
     case GW_OP_GET_OBJECT_TAGGING: case GW_OP_PUT_OBJECT_TAGGING:
     case GW_OP_DELETE_OBJECT_TAGGING: case GW_OP_GET_BUCKET_TAGGING:
     case GW_OP_PUT_BUCKET_TAGGING: case GW_OP_DELETE_BUCKET_TAGGING:
+    case GW_OP_GET_BUCKET_ACL: case GW_OP_PUT_BUCKET_ACL: case GW_OP_GET_OBJECT_ACL:
+    case GW_OP_PUT_OBJECT_ACL: case GW_OP_LIST_OBJECT_VERSIONS:
     case GW_OP_NOT_IMPLEMENTED: case GW_OP_METRICS: case GW_OP_PREFETCH_SUBMIT:
     case GW_OP_PREFETCH_GET: case GW_OP_PREFETCH_CANCEL: case GW_OP_COUNT:
         return;
@@ -71,6 +73,11 @@ void gw_handle_end(struct gw_req *r)
     case GW_OP_PUT_BUCKET_TAGGING: gw_h_tagging_put(r); return;
     case GW_OP_DELETE_OBJECT_TAGGING:
     case GW_OP_DELETE_BUCKET_TAGGING: gw_h_tagging_delete(r); return;
+    case GW_OP_GET_BUCKET_ACL:
+    case GW_OP_GET_OBJECT_ACL: gw_h_acl_get(r); return;
+    case GW_OP_PUT_BUCKET_ACL:
+    case GW_OP_PUT_OBJECT_ACL: gw_h_acl_put(r); return;
+    case GW_OP_LIST_OBJECT_VERSIONS: gw_h_list_versions(r); return;
     case GW_OP_METRICS: gw_h_metrics(r); return;
     case GW_OP_PREFETCH_SUBMIT:
     case GW_OP_PREFETCH_GET:

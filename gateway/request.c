@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "gw_int.h"
+#include "s3name.h"
 
 const char *gw_req_header(const struct gw_req *r, const char *name)
 {
@@ -58,6 +59,11 @@ static const char *const op_names[] = {
     [GW_OP_GET_BUCKET_TAGGING] = "GetBucketTagging",
     [GW_OP_PUT_BUCKET_TAGGING] = "PutBucketTagging",
     [GW_OP_DELETE_BUCKET_TAGGING] = "DeleteBucketTagging",
+    [GW_OP_GET_BUCKET_ACL] = "GetBucketAcl",
+    [GW_OP_PUT_BUCKET_ACL] = "PutBucketAcl",
+    [GW_OP_GET_OBJECT_ACL] = "GetObjectAcl",
+    [GW_OP_PUT_OBJECT_ACL] = "PutObjectAcl",
+    [GW_OP_LIST_OBJECT_VERSIONS] = "ListObjectVersions",
     [GW_OP_NOT_IMPLEMENTED] = "NotImplemented",
     [GW_OP_METRICS] = "Metrics",
     [GW_OP_PREFETCH_SUBMIT] = "PrefetchSubmit",
@@ -72,13 +78,15 @@ const char *gw_op_name(enum gw_op op)
 }
 
 /* Sub-resources S3 has and shardgate does not serve: asking for one gets
- * 501 NotImplemented rather than being mistaken for a plain GET or PUT. */
+ * 501 NotImplemented rather than being mistaken for a plain GET or PUT.
+ * ("versions" is served for GET only; versionId=null is the one version of
+ * an unversioned object, any other is refused in gw_req_check.) */
 static const char *const unsupported_subresources[] = {
-    "acl", "policy", "policyStatus", "cors", "lifecycle", "website", "logging",
+    "policy", "policyStatus", "cors", "lifecycle", "website", "logging",
     "notification", "replication", "encryption", "object-lock", "retention", "legal-hold",
     "torrent", "restore", "select", "accelerate", "requestPayment", "ownershipControls",
     "publicAccessBlock", "inventory", "metrics", "analytics", "intelligent-tiering",
-    "attributes", "versions", "versionId", "renameObject",
+    "attributes", "versions", "renameObject",
 };
 
 static bool has_unsupported(const struct gw_req *r)
@@ -105,7 +113,21 @@ const char *gw_req_subresource(const struct gw_req *r)
 {
     if (r->op >= GW_OP_GET_OBJECT_TAGGING && r->op <= GW_OP_DELETE_BUCKET_TAGGING)
         return "tagging";   /* the six are declared together in gw_int.h */
+    if (r->op >= GW_OP_GET_BUCKET_ACL && r->op <= GW_OP_PUT_OBJECT_ACL)
+        return "acl";       /* and these four */
+    if (r->op == GW_OP_LIST_OBJECT_VERSIONS)
+        return "versions";
     return gw_req_unsupported(r);
+}
+
+/* ?acl of an object (key) or a bucket: GET and PUT. */
+static enum gw_op acl_op(bool get, bool put, bool key)
+{
+    if (get)
+        return key ? GW_OP_GET_OBJECT_ACL : GW_OP_GET_BUCKET_ACL;
+    if (put)
+        return key ? GW_OP_PUT_OBJECT_ACL : GW_OP_PUT_BUCKET_ACL;
+    return GW_OP_UNKNOWN;
 }
 
 /* ?tagging of an object (key) or a bucket: by method. */
@@ -143,6 +165,10 @@ static enum gw_op route(const struct gw_req *r)
             return GW_OP_GET_BUCKET_LOCATION;
         if (get && gw_req_has_query(r, "versioning"))
             return GW_OP_GET_BUCKET_VERSIONING;
+        if (get && gw_req_has_query(r, "versions"))
+            return GW_OP_LIST_OBJECT_VERSIONS;
+        if (gw_req_has_query(r, "acl"))
+            return acl_op(get, put, false);
         if (has_unsupported(r))
             return GW_OP_NOT_IMPLEMENTED;
         if (gw_req_has_query(r, "tagging"))
@@ -164,6 +190,8 @@ static enum gw_op route(const struct gw_req *r)
             return GW_OP_DELETE_OBJECTS;
         return GW_OP_UNKNOWN;
     }
+    if (gw_req_has_query(r, "acl"))
+        return acl_op(get, put, true);
     if (has_unsupported(r))
         return GW_OP_NOT_IMPLEMENTED;
     if (gw_req_has_query(r, "tagging"))
@@ -198,6 +226,8 @@ static enum gw_body body_kind(enum gw_op op)
     case GW_OP_COMPLETE_UPLOAD:
     case GW_OP_PUT_OBJECT_TAGGING:
     case GW_OP_PUT_BUCKET_TAGGING:
+    case GW_OP_PUT_BUCKET_ACL:
+    case GW_OP_PUT_OBJECT_ACL:
     case GW_OP_PREFETCH_SUBMIT:   /* JSON, buffered the same way */
         return GW_BODY_XML;
     case GW_OP_PUT_OBJECT:
@@ -213,6 +243,7 @@ static enum gw_body body_kind(enum gw_op op)
     case GW_OP_METRICS: case GW_OP_PREFETCH_GET: case GW_OP_PREFETCH_CANCEL:
     case GW_OP_GET_OBJECT_TAGGING: case GW_OP_DELETE_OBJECT_TAGGING:
     case GW_OP_GET_BUCKET_TAGGING: case GW_OP_DELETE_BUCKET_TAGGING:
+    case GW_OP_GET_BUCKET_ACL: case GW_OP_GET_OBJECT_ACL: case GW_OP_LIST_OBJECT_VERSIONS:
     case GW_OP_COUNT:
         return GW_BODY_NONE;
     }
@@ -229,6 +260,7 @@ bool gw_op_permission(enum gw_op op, enum auth_perm *need)
     case GW_OP_DELETE_BUCKET:
     case GW_OP_PUT_BUCKET_TAGGING:     /* the bucket's own settings */
     case GW_OP_DELETE_BUCKET_TAGGING:
+    case GW_OP_PUT_BUCKET_ACL:         /* s3:PutBucketAcl */
     case GW_OP_METRICS:            /* service level; open when metrics_public */
         *need = AUTH_PERM_ADMIN;
         return true;
@@ -236,6 +268,7 @@ bool gw_op_permission(enum gw_op op, enum auth_perm *need)
     case GW_OP_DELETE_OBJECT: case GW_OP_CREATE_UPLOAD: case GW_OP_UPLOAD_PART:
     case GW_OP_UPLOAD_PART_COPY: case GW_OP_COMPLETE_UPLOAD: case GW_OP_ABORT_UPLOAD:
     case GW_OP_PUT_OBJECT_TAGGING: case GW_OP_DELETE_OBJECT_TAGGING:
+    case GW_OP_PUT_OBJECT_ACL:         /* s3:PutObjectAcl */
         *need = AUTH_PERM_WRITE;   /* copies also need READ on the source */
         return true;
     case GW_OP_UNKNOWN: case GW_OP_LIST_BUCKETS: case GW_OP_HEAD_BUCKET:
@@ -243,6 +276,8 @@ bool gw_op_permission(enum gw_op op, enum auth_perm *need)
     case GW_OP_LIST_OBJECTS_V2: case GW_OP_LIST_UPLOADS: case GW_OP_GET_OBJECT:
     case GW_OP_HEAD_OBJECT: case GW_OP_LIST_PARTS: case GW_OP_NOT_IMPLEMENTED: case GW_OP_COUNT:
     case GW_OP_GET_OBJECT_TAGGING: case GW_OP_GET_BUCKET_TAGGING:
+    case GW_OP_GET_BUCKET_ACL: case GW_OP_GET_OBJECT_ACL:   /* s3:GetBucketAcl, GetObjectAcl */
+    case GW_OP_LIST_OBJECT_VERSIONS:                         /* s3:ListBucketVersions */
     case GW_OP_PREFETCH_SUBMIT: case GW_OP_PREFETCH_GET: case GW_OP_PREFETCH_CANCEL:
         *need = AUTH_PERM_READ;   /* a hint is a read, early */
         return true;
@@ -276,6 +311,25 @@ static int parse_query(struct gw_req *r, const char *q)
         q += len + (amp ? 1 : 0);
     }
     return 0;
+}
+
+int gw_req_check(const struct gw_req *r, enum s3_err *err, const char **msg)
+{
+    *msg = NULL;
+    /* one rule for both modes: a cold S3 would check its own names, but
+     * after a rename (cold_bucket) or with laxer rules than AWS's */
+    if (r->bucket && !sg_bucket_name_valid(r->bucket)) {
+        *err = S3E_INVALID_BUCKET_NAME;
+        return -1;
+    }
+    /* Buckets are never versioned: an object's one version is "null". */
+    const char *vid = r->key ? gw_req_query(r, "versionId") : NULL;
+    if (vid && strcmp(vid, "null") != 0) {
+        *err = S3E_INVALID_ARGUMENT;
+        *msg = "Invalid version id specified";
+        return -1;
+    }
+    return gw_acl_headers_check(r, err, msg);
 }
 
 /* The bucket named by a virtual-hosted Host header, or NULL. */

@@ -7,6 +7,8 @@
 
 static const struct s3_error table[] = {
     [S3E_ACCESS_DENIED] = { "AccessDenied", 403, "Access Denied" },
+    [S3E_ACL_NOT_SUPPORTED] = { "AccessControlListNotSupported", 400,
+        "The bucket does not allow ACLs" },
     [S3E_AUTH_HEADER_MALFORMED] = { "AuthorizationHeaderMalformed", 400,
         "The authorization header is malformed." },
     [S3E_AUTH_QUERY_ERROR] = { "AuthorizationQueryParametersError", 400,
@@ -16,6 +18,9 @@ static const struct s3_error table[] = {
     [S3E_BAD_REQUEST] = { "BadRequest", 400, "Object tags cannot be greater than 10" },
     [S3E_BUCKET_EXISTS] = { "BucketAlreadyOwnedByYou", 409,
         "Your previous request to create the named bucket succeeded and you already own it." },
+    [S3E_BUCKET_TAKEN] = { "BucketAlreadyExists", 409,
+        "The requested bucket name is not available. The bucket namespace is shared by all "
+        "users of the system. Please select a different name and try again." },
     [S3E_BUCKET_NOT_EMPTY] = { "BucketNotEmpty", 409,
         "The bucket you tried to delete is not empty" },
     [S3E_ENTITY_TOO_LARGE] = { "EntityTooLarge", 400,
@@ -29,6 +34,8 @@ static const struct s3_error table[] = {
     [S3E_INVALID_ACCESS_KEY] = { "InvalidAccessKeyId", 403,
         "The AWS Access Key Id you provided does not exist in our records." },
     [S3E_INVALID_ARGUMENT] = { "InvalidArgument", 400, "Invalid Argument" },
+    [S3E_INVALID_BUCKET_ACL] = { "InvalidBucketAclWithObjectOwnership", 400,
+        "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting" },
     [S3E_INVALID_BUCKET_NAME] = { "InvalidBucketName", 400,
         "The specified bucket is not valid." },
     [S3E_INVALID_DIGEST] = { "InvalidDigest", 400,
@@ -45,6 +52,9 @@ static const struct s3_error table[] = {
         "The key conflicts with an existing object: on shardgate's directory store a key "
         "cannot be both an object and the prefix of another key at a '/'." },
     [S3E_KEY_TOO_LONG] = { "KeyTooLongError", 400, "Your key is too long" },
+    [S3E_MALFORMED_ACL] = { "MalformedACLError", 400,
+        "The XML you provided was not well-formed or did not validate against our "
+        "published schema" },
     [S3E_MALFORMED_XML] = { "MalformedXML", 400,
         "The XML you provided was not well-formed or did not validate against our "
         "published schema" },
@@ -52,6 +62,8 @@ static const struct s3_error table[] = {
         "Your metadata headers exceed the maximum allowed metadata size" },
     [S3E_METHOD_NOT_ALLOWED] = { "MethodNotAllowed", 405,
         "The specified method is not allowed against this resource." },
+    [S3E_MISSING_SECURITY_HEADER] = { "MissingSecurityHeader", 400,
+        "Your request was missing a required header" },
     [S3E_MISSING_CONTENT_LENGTH] = { "MissingContentLength", 411,
         "You must provide the Content-Length HTTP header." },
     [S3E_NO_SUCH_BUCKET] = { "NoSuchBucket", 404, "The specified bucket does not exist" },
@@ -105,6 +117,7 @@ enum s3_err s3_error_from_backend(enum backend_status st)
     case BACKEND_NO_KEY: return S3E_NO_SUCH_KEY;
     case BACKEND_NO_UPLOAD: return S3E_NO_SUCH_UPLOAD;
     case BACKEND_BUCKET_EXISTS: return S3E_BUCKET_EXISTS;
+    case BACKEND_BUCKET_TAKEN: return S3E_BUCKET_TAKEN;
     case BACKEND_BUCKET_NOT_EMPTY: return S3E_BUCKET_NOT_EMPTY;
     case BACKEND_BAD_BUCKET_NAME: return S3E_INVALID_BUCKET_NAME;
     case BACKEND_BAD_KEY: return S3E_INVALID_ARGUMENT;
@@ -197,7 +210,8 @@ const char *s3_error_cold_message(struct backend *b, enum backend_status st, cha
                  "failed with server errors.", where);
         return buf;
     case BACKEND_OK: case BACKEND_NO_BUCKET: case BACKEND_NO_KEY: case BACKEND_NO_UPLOAD:
-    case BACKEND_BUCKET_EXISTS: case BACKEND_BUCKET_NOT_EMPTY: case BACKEND_BAD_BUCKET_NAME:
+    case BACKEND_BUCKET_EXISTS: case BACKEND_BUCKET_TAKEN: case BACKEND_BUCKET_NOT_EMPTY:
+    case BACKEND_BAD_BUCKET_NAME:
     case BACKEND_BAD_KEY: case BACKEND_KEY_TOO_LONG: case BACKEND_KEY_CONFLICT:
     case BACKEND_BAD_RANGE: case BACKEND_INVALID_PART: case BACKEND_INVALID_PART_ORDER:
     case BACKEND_ENTITY_TOO_SMALL: case BACKEND_TOO_LARGE: case BACKEND_NO_SPACE:

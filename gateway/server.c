@@ -333,6 +333,10 @@ static void start(struct gw_req *r, struct MHD_Connection *conn, const char *met
         gw_req_fail(r, S3E_ACCESS_DENIED, NULL);
         return;
     }
+    if (gw_req_check(r, &err, &msg) != 0) {
+        gw_req_fail(r, err, msg);
+        return;
+    }
     as = auth_body_begin(r->auth, &ar, &r->body);
     if (as != AUTH_OK) {
         gw_req_fail(r, s3_error_from_auth(as), s3_error_auth_message(as));

@@ -1,6 +1,6 @@
 /* gateway/xml.c - S3 XML: a small escaping writer for responses (every
  * response is a flat, known shape, so a writer over a capped buffer is both
- * simpler and faster than building a DOM), and libxml2 parsers for the three
+ * simpler and faster than building a DOM), and libxml2 parsers for the
  * request bodies we accept. Parsing never touches the network and never
  * expands entities (no XXE). */
 #include <stdlib.h>
@@ -286,5 +286,74 @@ out:
         free(*region);
         *region = NULL;
     }
+    return rc;
+}
+
+/* Parses a document whose root element must be `name`: the root, with the
+ * document in *doc (xmlFreeDoc it, NULL is fine); NULL when it is not such
+ * a document. */
+static xmlNode *parse_root(const char *xml, size_t len, const char *name, xmlDocPtr *doc)
+{
+    *doc = parse_doc(xml, len);
+    xmlNode *root = *doc ? xmlDocGetRootElement(*doc) : NULL;
+    return root && is_elem(root, name) ? root : NULL;
+}
+
+/* One <Grant>: true when it gives FULL_CONTROL to the canonical user `owner`;
+ * *bad when it lacks its Grantee or Permission. */
+static bool grant_is_owner_full(const xmlNode *g, const char *owner, bool *bad)
+{
+    bool owner_grantee = false, full = false, have_grantee = false, have_perm = false;
+    for (const xmlNode *f = g->children; f; f = f->next) {
+        if (is_elem(f, "Grantee")) {
+            have_grantee = true;
+            for (const xmlNode *id = f->children; id; id = id->next) {
+                if (!is_elem(id, "ID"))
+                    continue;
+                char *t = elem_text(id);
+                owner_grantee = t && strcmp(t, owner) == 0;
+                free(t);
+            }
+        } else if (is_elem(f, "Permission")) {
+            have_perm = true;
+            char *t = elem_text(f);
+            full = t && strcmp(t, "FULL_CONTROL") == 0;
+            free(t);
+        }
+    }
+    *bad = !have_grantee || !have_perm;
+    return owner_grantee && full;
+}
+
+int gw_xml_parse_acl(const char *xml, size_t len, const char *owner, bool *owner_only)
+{
+    *owner_only = false;
+    xmlDocPtr doc;
+    xmlNode *root = parse_root(xml, len, "AccessControlPolicy", &doc);
+    int rc = -1;
+    if (!root)
+        goto out;
+    size_t grants = 0, owners = 0;
+    bool have_list = false;
+    for (xmlNode *c = root->children; c; c = c->next) {
+        if (!is_elem(c, "AccessControlList"))
+            continue;
+        have_list = true;
+        for (xmlNode *g = c->children; g; g = g->next) {
+            if (!is_elem(g, "Grant"))
+                continue;
+            bool bad;
+            grants++;
+            owners += grant_is_owner_full(g, owner, &bad);
+            if (bad)
+                goto out;
+        }
+    }
+    if (!have_list)
+        goto out;
+    *owner_only = grants > 0 && owners == grants;
+    rc = 0;
+out:
+    xmlFreeDoc(doc);
     return rc;
 }

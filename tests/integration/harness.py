@@ -537,3 +537,13 @@ def run_cmd(argv, env=None, timeout=300, input=None):
         return (-999, (e.stdout or b"").decode("utf-8", "replace"),
                 "TIMEOUT after %ss: %s" % (timeout, (e.stderr or b"").decode("utf-8", "replace")))
     return (p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace"))
+
+
+def awscli_v1():
+    """The path of aws-cli v1 (`aws` on PATH answering aws-cli/1.x), or None."""
+    import shutil
+    v1 = shutil.which("aws")
+    if not v1:
+        return None
+    rc, out, er = run_cmd([v1, "--version"], env=aws_env(), timeout=60)
+    return v1 if rc == 0 and (out + er).startswith("aws-cli/1.") else None

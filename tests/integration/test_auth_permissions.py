@@ -8,8 +8,9 @@ writer write on ckpt, read on data; badmin admin on ckpt, read on "*", none
 on private. Bucket "public" is public_read. Operation -> level expected of
 the gateway: reads (ListObjects, HeadBucket, GetObject, HeadObject) READ;
 PutObject, DeleteObject WRITE; Get...Tagging READ, Put/DeleteObjectTagging
-WRITE; CreateBucket, DeleteBucket, Put/DeleteBucketTagging ADMIN on that
-bucket; ListBuckets any user, showing only buckets the user may read."""
+WRITE; ListObjectVersions, GetBucketAcl, GetObjectAcl READ; PutObjectAcl
+WRITE; CreateBucket, DeleteBucket, Put/DeleteBucketTagging, PutBucketAcl
+ADMIN on that bucket; ListBuckets any user, showing only buckets the user may read."""
 
 import os
 import sys
@@ -71,6 +72,12 @@ def main():
                 ("PutBucketTagging", 3, lambda: c.put_bucket_tagging(
                     Bucket=b, Tagging={"TagSet": [{"Key": "by", "Value": user}]})),
                 ("DeleteBucketTagging", 3, lambda: c.delete_bucket_tagging(Bucket=b)),
+                ("ListObjectVersions", 1, lambda: c.list_object_versions(Bucket=b)),
+                ("GetBucketAcl", 1, lambda: c.get_bucket_acl(Bucket=b)),
+                ("PutBucketAcl", 3, lambda: c.put_bucket_acl(Bucket=b, ACL="private")),
+                ("GetObjectAcl", 1, lambda: c.get_object_acl(Bucket=b, Key="obj")),
+                ("PutObjectAcl", 2, lambda: c.put_object_acl(Bucket=b, Key="obj",
+                                                             ACL="private")),
             ]
             for op, need, fn in ops:
                 got = allowed(fn)

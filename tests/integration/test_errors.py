@@ -181,9 +181,9 @@ def t_not_implemented(b):
     (moto implements them: shardgate only)."""
     if not H.shardgate_only("501 for unimplemented sub-resources"):
         return
-    for method, path, query in (("GET", "/%s" % b, "acl"), ("PUT", "/%s" % b, "versioning"),
+    for method, path, query in (("GET", "/%s" % b, "cors"), ("PUT", "/%s" % b, "versioning"),
                                 ("GET", "/%s/obj" % b, "website"),
-                                ("GET", "/%s/obj" % b, "versionId=abc")):
+                                ("PUT", "/%s" % b, "versions")):
         r = raw(method, path, query=query)
         e = r.error() or {}
         check("%s %s?%s -> 501 NotImplemented with a message" % (method, path, query),

@@ -210,27 +210,6 @@ static void key_mapping_table(void)
     CU_ASSERT_EQUAL(posix_name_to_spelling(".sg~tmp.x", false, sp, sizeof sp), -1);
 }
 
-static void bucket_name_rules_table(void)
-{
-    static const struct {
-        const char *name;
-        bool ok;
-    } cases[] = {
-        { "abc", true }, { "my.bucket-1", true }, { "a1b", true },
-        { "ab", false }, { "Abc", false }, { "a_b", false }, { ".abc", false },
-        { "abc-", false }, { "a..b", false }, { "192.168.1.1", false },
-        { "1.2.3", true }, { "xn--abc", false }, { "abc-s3alias", false },
-        { ".shardgate", false }, { "a/b", false },
-        { "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", true },
-        { "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", false },
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        CU_ASSERT_EQUAL(posix_bucket_name_valid(cases[i].name), cases[i].ok);
-        if (posix_bucket_name_valid(cases[i].name) != cases[i].ok)
-            fprintf(stderr, "\nbucket '%s'\n", cases[i].name);
-    }
-}
-
 static void meta_encoding_round_trips_and_rejects_garbage(void)
 {
     struct obj_meta m = { 0 }, d = { 0 };
@@ -1415,7 +1394,6 @@ int register_tests(void)
     if (!pure || !s)
         return -1;
     CU_add_test(pure, "key_mapping_table", key_mapping_table);
-    CU_add_test(pure, "bucket_name_rules_table", bucket_name_rules_table);
     CU_add_test(pure, "meta_encoding_round_trips_and_rejects_garbage",
                 meta_encoding_round_trips_and_rejects_garbage);
 #define T(fn) CU_add_test(s, #fn, fn)

@@ -74,7 +74,7 @@ static void error_codes_map_to_statuses(void)
         { "NoSuchBucket", 404, BACKEND_NO_BUCKET, false },
         { "NoSuchUpload", 404, BACKEND_NO_UPLOAD, false },
         { "BucketAlreadyOwnedByYou", 409, BACKEND_BUCKET_EXISTS, false },
-        { "BucketAlreadyExists", 409, BACKEND_BUCKET_EXISTS, false },
+        { "BucketAlreadyExists", 409, BACKEND_BUCKET_TAKEN, false },
         { "BucketNotEmpty", 409, BACKEND_BUCKET_NOT_EMPTY, false },
         { "InvalidPart", 400, BACKEND_INVALID_PART, false },
         { "InvalidPartOrder", 400, BACKEND_INVALID_PART_ORDER, false },
