@@ -53,6 +53,7 @@ enum s3_err {
     S3E_BAD_REQUEST,           /* S3's BadRequest: too many tags */
     S3E_BUCKET_EXISTS,
     S3E_BUCKET_NOT_EMPTY,
+    S3E_CONDITIONAL_CONFLICT,  /* ConditionalRequestConflict (409), from a cold tier */
     S3E_ENTITY_TOO_LARGE,
     S3E_ENTITY_TOO_SMALL,
     S3E_INCOMPLETE_BODY,
