@@ -23,9 +23,6 @@ a PUT over 64 MiB (a multipart upload to the cold tier) carries its condition
 on the Complete, and a refused one leaves no upload behind.
 Skips (77) when boto3 is missing or too old to send IfNoneMatch (< 1.35)."""
 
-import atexit
-import hashlib
-import json
 import os
 import shutil
 import sys
@@ -134,7 +131,7 @@ def uploads(m, c, b):
        body(c, b, "mp-new"), b"only part")
 
 
-def race(m, b):
+def race(m, c, b):
     """RACERS clients PUT one new key with If-None-Match: * at once."""
     clients = [H.boto3_client() for _ in range(RACERS)]
     for rnd in range(ROUNDS):
@@ -158,7 +155,7 @@ def race(m, b):
               % (m, rnd, RACERS), ok, out)
         if ok:
             eq("[%s] round %d: the key holds the winner's bytes" % (m, rnd),
-               body(clients[0], b, key), ("writer %d" % winners[0]).encode())
+               body(c, b, key), ("writer %d" % winners[0]).encode())
 
 
 DEBIAN_SCRIPT = r"""
@@ -184,13 +181,11 @@ print(json.dumps(out))
 
 
 def other_clients(m, c, b):
-    if os.path.exists("/usr/bin/python3"):
-        env = dict(os.environ, EP=H.S.endpoint, AK=H.ACCESS_KEY, SK=H.SECRET_KEY, B=b)
-        rc, out, er = H.run_cmd(["/usr/bin/python3", "-c", DEBIAN_SCRIPT], env=env, timeout=120)
-        got = json.loads(out) if rc == 0 and out.strip() else None
+    if os.path.exists(H.DEBIAN_PYTHON):
+        got, detail = H.debian_boto3(DEBIAN_SCRIPT, B=b)
         check("[%s] Debian boto3 1.26 with If-None-Match: * added: 200 then 412" % m,
               got and got[0].startswith("1.26") and got[1:] == [200, ["PreconditionFailed", 412]],
-              (rc, out, er[-800:]))
+              detail)
         eq("[%s] and the first write stayed" % m, body(c, b, "deb"), b"deb 1")
     else:
         H.skip("[%s] Debian boto3 1.26 conditional PUT" % m, "no /usr/bin/python3")
@@ -216,11 +211,8 @@ def other_clients(m, c, b):
 def suite(m, b):
     c = H.boto3_client()
     c.create_bucket(Bucket=b)
-    puts(m, c, b)
-    copies(m, c, b)
-    uploads(m, c, b)
-    race(m, b)
-    other_clients(m, c, b)
+    for checks in (puts, copies, uploads, race, other_clients):
+        checks(m, c, b)
     return c
 
 
@@ -291,13 +283,7 @@ def main():
     ops = boto3.session.Session().client("s3", region_name=H.REGION).meta.service_model
     if "IfNoneMatch" not in ops.operation_model("PutObject").input_shape.members:
         H.skip_file("boto3 %s cannot send IfNoneMatch (needs 1.35 or later)" % boto3.__version__)
-    C.init("test_conditional_writes")
-    atexit.register(C.stop_all)
-    local_store()
-    # the cache mode's gateway logs into a file of its own
-    H.S.log_file.close()
-    H.S.log_file = None
-    cache_over_shardgate()
+    C.both_modes("test_conditional_writes", local_store, cache_over_shardgate)
 
 
 H.run(main)

@@ -22,24 +22,25 @@ int register_tests(void);
 static char g_tmp[64];
 static struct backend *g_b;
 
-static void setup(void)
+/* One store for the suite: the tests use keys of their own. */
+static int suite_init(void)
 {
     snprintf(g_tmp, sizeof g_tmp, "/tmp/sgcond.XXXXXX");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(g_tmp));
+    if (!mkdtemp(g_tmp))
+        return -1;
     char root[128];
     snprintf(root, sizeof root, "%s/data", g_tmp);
     struct backend_posix_conf cf = { .root = root };
-    CU_ASSERT_EQUAL_FATAL(backend_posix_open(&cf, &g_b), BACKEND_OK);
-    CU_ASSERT_EQUAL_FATAL(backend_bucket_create(g_b, "bkt"), BACKEND_OK);
+    if (backend_posix_open(&cf, &g_b) != BACKEND_OK)
+        return -1;
+    return backend_bucket_create(g_b, "bkt") == BACKEND_OK ? 0 : -1;
 }
 
-static void teardown(void)
+static int suite_clean(void)
 {
     backend_close(g_b);
     g_b = NULL;
-    char cmd[128];   /* g_tmp is ours, from mkdtemp: no quoting needed */
-    snprintf(cmd, sizeof cmd, "rm -rf -- %s", g_tmp);
-    CU_ASSERT_EQUAL(system(cmd), 0);
+    return cu_rm_tree(g_tmp);
 }
 
 static const struct backend_cond absent = { BACKEND_COND_ABSENT, "" };
@@ -51,7 +52,8 @@ static struct backend_cond if_match(const char *etag)
     return c;
 }
 
-/* PUTs data as key with ETag etag (32 hex) under condition c (NULL: none). */
+/* PUTs data as key with ETag etag (32 hex) under condition c (NULL: none).
+ * No CUnit asserts: threads call it. */
 static enum backend_status put_cond(const char *key, const char *data, const char *etag,
                                     const struct backend_cond *c)
 {
@@ -59,7 +61,11 @@ static enum backend_status put_cond(const char *key, const char *data, const cha
     enum backend_status st = backend_put_begin(g_b, "bkt", key, &p);
     if (st != BACKEND_OK)
         return st;
-    CU_ASSERT_EQUAL(backend_put_write(p, data, strlen(data)), BACKEND_OK);
+    st = backend_put_write(p, data, strlen(data));
+    if (st != BACKEND_OK) {
+        backend_put_abort(p);
+        return st;
+    }
     backend_put_set_cond(p, c);
     struct obj_meta m = { 0 };
     snprintf(m.etag, sizeof m.etag, "%s", etag);
@@ -292,19 +298,7 @@ static enum backend_status cas_once(void)
     char data[32], etag[40];
     snprintf(data, sizeof data, "%d", next);
     snprintf(etag, sizeof etag, "%032d", next);   /* one ETag per value */
-    struct backend_put *p;
-    st = backend_put_begin(g_b, "bkt", "counter", &p);
-    if (st != BACKEND_OK)
-        return st;
-    st = backend_put_write(p, data, strlen(data));
-    if (st != BACKEND_OK) {
-        backend_put_abort(p);
-        return st;
-    }
-    backend_put_set_cond(p, &c);
-    struct obj_meta nm = { 0 };
-    snprintf(nm.etag, sizeof nm.etag, "%s", etag);
-    return backend_put_commit(p, &nm, NULL);
+    return put_cond("counter", data, etag, &c);
 }
 
 static void *cas_increments(void *arg)
@@ -386,13 +380,8 @@ static const struct cu_test pure_tests[] = {
 
 int register_tests(void)
 {
-    CU_pSuite pure = CU_add_suite("backend_cond_pure", NULL, NULL);
-    CU_pSuite s = CU_add_suite_with_setup_and_teardown("backend_cond_posix", NULL, NULL,
-                                                        setup, teardown);
-    bool ok = pure && s;
-    for (size_t i = 0; ok && i < CU_N(pure_tests); i++)
-        ok = CU_add_test(pure, pure_tests[i].name, pure_tests[i].fn) != NULL;
-    for (size_t i = 0; ok && i < CU_N(posix_tests); i++)
-        ok = CU_add_test(s, posix_tests[i].name, posix_tests[i].fn) != NULL;
-    return ok ? 0 : -1;
+    if (cu_add_suite("backend_cond_pure", NULL, NULL, pure_tests, CU_N(pure_tests)) != 0)
+        return -1;
+    return cu_add_suite("backend_cond_posix", suite_init, suite_clean, posix_tests,
+                        CU_N(posix_tests));
 }
