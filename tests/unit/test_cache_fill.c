@@ -542,6 +542,7 @@ static void a_reader_woken_for_metadata_takes_the_failure_that_followed(void)
     unsigned char *src = pattern(n, 13);
     put_object("m", src, n);
     gate_set(&gate.fail_reads, true);   /* the open answers, the reads fail */
+    gate_set(&gate.hold_open, true);    /* not before the reader waits for it */
 
     struct test_waiter a;
     tw_init(&a);
@@ -550,6 +551,7 @@ static void a_reader_woken_for_metadata_takes_the_failure_that_followed(void)
     struct cache_obj *o = NULL;
     enum backend_status bst = BACKEND_OK;
     CU_ASSERT_EQUAL(cache_obj_open(cache, "bkt", "m", &a.w, &m, &bst, &o), CACHE_AGAIN);
+    gate_set(&gate.hold_open, false);
     tw_wait(&a);                              /* woken: the metadata is known */
     struct cache_stats s = stats_when_ended(1);   /* and then the fill failed */
     CU_ASSERT_EQUAL(s.fills_failed, 1);
