@@ -156,6 +156,14 @@ enum backend_status backend_put_commit(struct backend_put *p, const struct obj_m
     COUNT(BACKEND_OP_PUT, p->ops->put_commit(p, meta, out));
 }
 
+void backend_put_set_cond(struct backend_put *p, const struct backend_cond *c)
+{
+    if (c)
+        p->cond = *c;
+    else
+        p->cond.kind = BACKEND_COND_NONE;
+}
+
 void backend_put_abort(struct backend_put *p)
 {
     if (p)
@@ -168,7 +176,7 @@ enum backend_status backend_object_copy(struct backend *b, const char *src_bucke
                                         struct obj_meta *out)
 {
     COUNT(BACKEND_OP_COPY, b->ops->object_copy(b, src_bucket, src_key, dst_bucket, dst_key, meta,
-                                               NULL, out));
+                                               NULL, NULL, out));
 }
 
 enum backend_status backend_object_copy_tags(struct backend *b, const char *src_bucket,
@@ -177,7 +185,18 @@ enum backend_status backend_object_copy_tags(struct backend *b, const char *src_
                                              const char *tagging, struct obj_meta *out)
 {
     COUNT(BACKEND_OP_COPY, b->ops->object_copy(b, src_bucket, src_key, dst_bucket, dst_key, meta,
-                                               tagging, out));
+                                               tagging, NULL, out));
+}
+
+enum backend_status backend_object_copy_cond(struct backend *b, const char *src_bucket,
+                                             const char *src_key, const char *dst_bucket,
+                                             const char *dst_key, const struct obj_meta *meta,
+                                             const char *tagging,
+                                             const struct backend_cond *cond,
+                                             struct obj_meta *out)
+{
+    COUNT(BACKEND_OP_COPY, b->ops->object_copy(b, src_bucket, src_key, dst_bucket, dst_key, meta,
+                                               tagging, cond, out));
 }
 
 enum backend_status backend_tagging_get(struct backend *b, const char *bucket,
@@ -243,7 +262,7 @@ enum backend_status backend_mpu_complete(struct backend *b, const char *bucket, 
                                          struct obj_meta *out)
 {
     COUNT(BACKEND_OP_MULTIPART, b->ops->mpu_complete(b, bucket, key, upload_id, parts, n_parts,
-                                                     NULL, out));
+                                                     NULL, NULL, out));
 }
 
 enum backend_status backend_mpu_complete_meta(struct backend *b, const char *bucket,
@@ -253,7 +272,18 @@ enum backend_status backend_mpu_complete_meta(struct backend *b, const char *buc
                                               struct obj_meta *out)
 {
     COUNT(BACKEND_OP_MULTIPART, b->ops->mpu_complete(b, bucket, key, upload_id, parts, n_parts,
-                                                     meta, out));
+                                                     meta, NULL, out));
+}
+
+enum backend_status backend_mpu_complete_cond(struct backend *b, const char *bucket,
+                                              const char *key, const char *upload_id,
+                                              const struct backend_part *parts, size_t n_parts,
+                                              const struct obj_meta *meta,
+                                              const struct backend_cond *cond,
+                                              struct obj_meta *out)
+{
+    COUNT(BACKEND_OP_MULTIPART, b->ops->mpu_complete(b, bucket, key, upload_id, parts, n_parts,
+                                                     meta, cond, out));
 }
 
 enum backend_status backend_mpu_head(struct backend *b, const char *bucket, const char *key,

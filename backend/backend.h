@@ -53,6 +53,10 @@ enum backend_status {
     BACKEND_META_TOO_LARGE,    /* posix: an object's metadata and tags (or a bucket's
                                   tags) are more than the file system keeps with one
                                   file (ext4: about 4 KiB of extended attributes) */
+    BACKEND_PRECONDITION_FAILED, /* a conditional write's condition did not hold
+                                  (PreconditionFailed) */
+    BACKEND_COND_CONFLICT,     /* s3: the cold tier refused a conditional write that
+                                  raced another write (ConditionalRequestConflict) */
 };
 
 const char *backend_status_name(enum backend_status st);
@@ -291,6 +295,29 @@ enum backend_status backend_put_commit(struct backend_put *p, const struct obj_m
 /* Drops what was written. Frees `p`. */
 void backend_put_abort(struct backend_put *p);
 
+/* ---- conditional writes (AWS, 2024) ----
+ * A condition on the object a write replaces, checked atomically with the
+ * commit: posix under the key's commit lock (every commit and delete of
+ * that key takes it), s3 sent to the cold tier as If-None-Match / If-Match,
+ * which decides. A failed condition changes nothing. */
+enum backend_cond_kind {
+    BACKEND_COND_NONE = 0,
+    BACKEND_COND_ABSENT,       /* If-None-Match: *  the key must not exist, else
+                                  BACKEND_PRECONDITION_FAILED */
+    BACKEND_COND_ETAG,         /* If-Match: the key must exist (else BACKEND_NO_KEY)
+                                  with ETag `etag` (else BACKEND_PRECONDITION_FAILED) */
+};
+struct backend_cond {
+    enum backend_cond_kind kind;
+    char etag[72];             /* BACKEND_COND_ETAG: bare (no quotes), compared
+                                  case-insensitively; "*": any ETag; "": none
+                                  matches */
+};
+
+/* Puts `c` (copied; NULL: none) on the commit of object put `p`. Parts
+ * ignore it. Call between backend_put_begin and backend_put_commit. */
+void backend_put_set_cond(struct backend_put *p, const struct backend_cond *c);
+
 /* Copies src to dst (the same key is allowed: it replaces the metadata).
  * With `meta` NULL the source's headers are kept (COPY directive); otherwise
  * they are replaced by meta->hdrs (REPLACE). The new ETag is the MD5 of the
@@ -308,6 +335,15 @@ enum backend_status backend_object_copy_tags(struct backend *b, const char *src_
                                              const char *src_key, const char *dst_bucket,
                                              const char *dst_key, const struct obj_meta *meta,
                                              const char *tagging, struct obj_meta *out);
+
+/* backend_object_copy_tags whose commit holds only when `cond` (may be
+ * NULL) does on the destination. */
+enum backend_status backend_object_copy_cond(struct backend *b, const char *src_bucket,
+                                             const char *src_key, const char *dst_bucket,
+                                             const char *dst_key, const struct obj_meta *meta,
+                                             const char *tagging,
+                                             const struct backend_cond *cond,
+                                             struct obj_meta *out);
 
 /* Deletes an object; BACKEND_NO_KEY when it was not there. Empty parent
  * directories the store created are removed. */
@@ -434,6 +470,15 @@ enum backend_status backend_mpu_complete_meta(struct backend *b, const char *buc
                                               const char *key, const char *upload_id,
                                               const struct backend_part *parts, size_t n_parts,
                                               const struct obj_meta *meta,
+                                              struct obj_meta *out);
+/* backend_mpu_complete_meta whose commit holds only when `cond` (may be
+ * NULL) does. A failed condition leaves the upload in place (posix; the
+ * cold S3 decides for itself). */
+enum backend_status backend_mpu_complete_cond(struct backend *b, const char *bucket,
+                                              const char *key, const char *upload_id,
+                                              const struct backend_part *parts, size_t n_parts,
+                                              const struct obj_meta *meta,
+                                              const struct backend_cond *cond,
                                               struct obj_meta *out);
 /* The headers an upload was created with (meta->hdrs, as given to
  * backend_mpu_create; caller clears *meta), after checking that the upload

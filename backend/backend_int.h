@@ -33,7 +33,8 @@ struct backend_ops {
     enum backend_status (*object_copy)(struct backend *b, const char *src_bucket,
                                        const char *src_key, const char *dst_bucket,
                                        const char *dst_key, const struct obj_meta *meta,
-                                       const char *tagging, struct obj_meta *out);
+                                       const char *tagging, const struct backend_cond *cond,
+                                       struct obj_meta *out);
     enum backend_status (*object_delete)(struct backend *b, const char *bucket, const char *key);
     enum backend_status (*list_objects)(struct backend *b, const char *bucket,
                                         const struct backend_list_req *req,
@@ -52,7 +53,7 @@ struct backend_ops {
     enum backend_status (*mpu_complete)(struct backend *b, const char *bucket, const char *key,
                                         const char *upload_id, const struct backend_part *parts,
                                         size_t n_parts, const struct obj_meta *meta,
-                                        struct obj_meta *out);
+                                        const struct backend_cond *cond, struct obj_meta *out);
     enum backend_status (*mpu_head)(struct backend *b, const char *bucket, const char *key,
                                     const char *upload_id, struct obj_meta *meta);
     enum backend_status (*mpu_abort)(struct backend *b, const char *bucket, const char *key,
@@ -92,6 +93,7 @@ struct backend_obj {
 };
 struct backend_put {
     const struct backend_ops *ops;
+    struct backend_cond cond;  /* backend_put_set_cond; read by put_commit */
 };
 
 #endif

@@ -40,6 +40,8 @@ const char *backend_status_name(enum backend_status st)
     case BACKEND_TIMEOUT: return "TIMEOUT";
     case BACKEND_NO_TAG_SET: return "NO_TAG_SET";
     case BACKEND_META_TOO_LARGE: return "META_TOO_LARGE";
+    case BACKEND_PRECONDITION_FAILED: return "PRECONDITION_FAILED";
+    case BACKEND_COND_CONFLICT: return "COND_CONFLICT";
     }
     return "?";
 }

@@ -17,7 +17,8 @@
  *                        file; create, head, abort, ListMultipartUploads
  *   posix_mpu_part.c     the parts of an upload: writing, copying, listing
  *   posix_mpu_complete.c Complete: checking the parts, assembling the object
- *   posix_tagging.c      object and bucket tags; the writer of the metadata xattr */
+ *   posix_tagging.c      object and bucket tags; the writer of the metadata xattr
+ *   posix_cond.c         the per-key commit locks; conditional-write checks */
 #include "posix_int.h"
 
 /* ---- the ops table ----
@@ -126,10 +127,11 @@ static void op_put_abort(struct backend_put *p)
 static enum backend_status op_object_copy(struct backend *b, const char *src_bucket,
                                           const char *src_key, const char *dst_bucket,
                                           const char *dst_key, const struct obj_meta *meta,
-                                          const char *tagging, struct obj_meta *out)
+                                          const char *tagging, const struct backend_cond *cond,
+                                          struct obj_meta *out)
 {
     return posix_object_copy(store_of(b), src_bucket, src_key, dst_bucket, dst_key, meta,
-                             tagging, out);
+                             tagging, cond, out);
 }
 
 static enum backend_status op_object_delete(struct backend *b, const char *bucket,
@@ -176,9 +178,11 @@ static enum backend_status op_mpu_part_copy(struct backend *b, const char *bucke
 static enum backend_status op_mpu_complete(struct backend *b, const char *bucket,
                                            const char *key, const char *upload_id,
                                            const struct backend_part *parts, size_t n_parts,
-                                           const struct obj_meta *meta, struct obj_meta *out)
+                                           const struct obj_meta *meta,
+                                           const struct backend_cond *cond, struct obj_meta *out)
 {
-    return posix_mpu_complete(store_of(b), bucket, key, upload_id, parts, n_parts, meta, out);
+    return posix_mpu_complete(store_of(b), bucket, key, upload_id, parts, n_parts, meta, cond,
+                              out);
 }
 
 static enum backend_status op_mpu_head(struct backend *b, const char *bucket, const char *key,

@@ -12,6 +12,7 @@
 #include "s3name.h"   /* sg_bucket_name_valid: which directories are buckets */
 
 #include <dirent.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,6 +50,8 @@
 struct sg_dirlock;
 struct posix_expiry;
 
+#define POSIX_KEY_LOCKS 64u
+
 struct posix_store {
     struct backend base;     /* first: ops of the posix store */
     int rootfd;     /* ROOT, O_DIRECTORY; read-only after open */
@@ -60,6 +63,11 @@ struct posix_store {
                                        with another STATE must not write (or
                                        reclaim) the same tree; NULL: none */
     struct posix_expiry *expiry;    /* the thread aborting old uploads, or NULL */
+    /* Commit locks, striped by hash of (bucket, key path): every commit and
+     * delete of an object holds its key's lock around the rename or unlink,
+     * so a conditional write's check and its rename are one step for every
+     * writer of this store (posix_cond.c). */
+    pthread_mutex_t key_locks[POSIX_KEY_LOCKS];
 };
 
 struct posix_put {
@@ -76,6 +84,7 @@ struct posix_put {
     char *leaf;              /* final name in dirfd */
     uint64_t size;
     uint64_t max_size;
+    unsigned lock_slot;      /* objects: key_locks[] index of (bucket, path) */
     bool is_part;            /* multipart part: no key-conflict checks */
     bool failed;             /* a write failed: commit refuses */
     enum backend_status fail_st;
@@ -310,7 +319,8 @@ void posix_put_abort(struct posix_put *p);
 enum backend_status posix_object_copy(struct posix_store *b, const char *src_bucket,
                                       const char *src_key, const char *dst_bucket,
                                       const char *dst_key, const struct obj_meta *meta,
-                                      const char *tagging, struct obj_meta *out);
+                                      const char *tagging, const struct backend_cond *cond,
+                                      struct obj_meta *out);
 enum backend_status posix_object_delete(struct posix_store *b, const char *bucket,
                                         const char *key);
 enum backend_status posix_list_objects(struct posix_store *b, const char *bucket,
@@ -330,7 +340,8 @@ enum backend_status posix_mpu_part_copy(struct posix_store *b, const char *bucke
 enum backend_status posix_mpu_complete(struct posix_store *b, const char *bucket,
                                        const char *key, const char *upload_id,
                                        const struct backend_part *parts, size_t n_parts,
-                                       const struct obj_meta *meta, struct obj_meta *out);
+                                       const struct obj_meta *meta,
+                                       const struct backend_cond *cond, struct obj_meta *out);
 enum backend_status posix_mpu_head(struct posix_store *b, const char *bucket, const char *key,
                                    const char *upload_id, struct obj_meta *meta);
 enum backend_status posix_mpu_abort(struct posix_store *b, const char *bucket, const char *key,
@@ -351,6 +362,21 @@ enum backend_status posix_tagging_put(struct posix_store *b, const char *bucket,
 /* backend_probe of the store (posix_probe.c): the root is there and readable. */
 enum backend_status posix_probe(struct backend *base, unsigned timeout_ms, char *why,
                                 size_t len);
+/* ---- commit locks and write conditions (posix_cond.c) ---- */
+
+/* Initialises / destroys b->key_locks (open / close). */
+void posix_key_locks_init(struct posix_store *b);
+void posix_key_locks_destroy(struct posix_store *b);
+/* The key_locks[] slot of the object at mapped path `path` of `bucket`. */
+unsigned posix_key_lock_slot(const char *bucket, const char *path);
+void posix_key_lock(struct posix_store *b, unsigned slot);
+void posix_key_unlock(struct posix_store *b, unsigned slot);
+/* Does `c` hold for the object `leaf` of dirfd as it is now? BACKEND_OK,
+ * BACKEND_PRECONDITION_FAILED, BACKEND_NO_KEY (If-Match, no object), or
+ * BACKEND_IO. Only a regular file is an object. Atomic with a rename only
+ * under the key's lock. */
+enum backend_status posix_cond_check(int dirfd, const char *leaf, const struct backend_cond *c);
+
 /* The posix ops table (posix.c): every object of the store points at it. */
 extern const struct backend_ops posix_ops;
 

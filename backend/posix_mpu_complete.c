@@ -86,7 +86,8 @@ static enum backend_status append_file(struct posix_put *p, int fd, uint64_t len
 enum backend_status posix_mpu_complete(struct posix_store *b, const char *bucket, const char *key,
                                          const char *upload_id,
                                          const struct backend_part *parts, size_t n_parts,
-                                         const struct obj_meta *meta, struct obj_meta *out)
+                                         const struct obj_meta *meta,
+                                         const struct backend_cond *cond, struct obj_meta *out)
 {
     if (out)
         memset(out, 0, sizeof *out);
@@ -150,6 +151,12 @@ enum backend_status posix_mpu_complete(struct posix_store *b, const char *bucket
     if (s != BACKEND_OK)
         goto out;
     p->max_size = POSIX_MAX_OBJECT;
+    /* A condition that fails already fails before the parts are copied;
+     * the commit checks it again, atomically. The upload stays. */
+    backend_put_set_cond(&p->base, cond);
+    s = posix_cond_check(p->dirfd, p->leaf, cond);
+    if (s != BACKEND_OK)
+        goto out;
     /* Pass 2 copies, re-checking each part on the fd it copies from, so a
      * part replaced meanwhile cannot slip in unnoticed. */
     for (size_t i = 0; i < n_parts; i++) {

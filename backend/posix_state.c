@@ -114,6 +114,7 @@ enum backend_status backend_posix_open(const struct backend_posix_conf *cf,
     if (!b)
         return BACKEND_NOMEM;
     b->base.ops = &posix_ops;
+    posix_key_locks_init(b);
     b->rootfd = b->mpufd = -1;
     b->rootfd = open_root(cf->root);
     if (b->rootfd < 0) {
@@ -238,5 +239,6 @@ void posix_close(struct posix_store *b)
         close(b->mpufd);
     sg_dirlock_release(b->tree_lock);
     sg_dirlock_release(b->lock);
+    posix_key_locks_destroy(b);
     free(b);
 }

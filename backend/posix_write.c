@@ -1,8 +1,9 @@
 /* backend/posix_write.c - writing the objects of the posix store, always
  * atomically: a put makes the key's parent directories, writes a temp file
  * (in the bucket's .sg~tmp/), sets the metadata xattr, fsyncs, checks that
- * the key has not become a directory of objects meanwhile and renames the
- * file into place. Copy is a put fed from another object; delete unlinks the
+ * the key has not become a directory of objects meanwhile and, under the
+ * key's commit lock with the write's condition checked (posix_cond.c),
+ * renames the file into place. Copy is a put fed from another object; delete unlinks the
  * file and prunes the parents it leaves empty. */
 #include "posix_int.h"
 #include "log.h"
@@ -212,6 +213,7 @@ enum backend_status posix_put_begin(struct posix_store *b, const char *bucket, c
         return s;
     }
     (*out)->bucketfd = bfd;
+    (*out)->lock_slot = posix_key_lock_slot(bucket, path);
     (*out)->path = strdup(path);
     if (!(*out)->path) {
         posix_put_abort(*out);
@@ -263,7 +265,7 @@ enum backend_status posix_put_commit(struct posix_put *p, const struct obj_meta 
                                        struct obj_meta *out)
 {
     enum backend_status s = BACKEND_OK;
-    bool renamed = false, have_xattr = false;
+    bool renamed = false, have_xattr = false, locked = false;
     if (out)
         memset(out, 0, sizeof *out);
     if (p->failed) {
@@ -280,8 +282,17 @@ enum backend_status posix_put_commit(struct posix_put *p, const struct obj_meta 
         s = io_status("fsync", errno);
         goto done;
     }
+    /* An object's condition is checked and its rename done under the key's
+     * commit lock, which every commit and delete of the key takes: no other
+     * writer of this store can come between the two. */
     if (!p->is_part) {
-        s = leaf_check(p->dirfd, p->leaf);
+        posix_key_lock(p->b, p->lock_slot);
+        locked = true;
+    }
+    if (!p->is_part) {
+        s = posix_cond_check(p->dirfd, p->leaf, &p->base.cond);
+        if (s == BACKEND_OK)
+            s = leaf_check(p->dirfd, p->leaf);
         if (s != BACKEND_OK)
             goto done;
     }
@@ -303,6 +314,10 @@ enum backend_status posix_put_commit(struct posix_put *p, const struct obj_meta 
         }
         goto done;
     }
+    if (locked) {
+        posix_key_unlock(p->b, p->lock_slot);
+        locked = false;
+    }
     if (fsync(p->dirfd) != 0)
         log_msg(LOG_LVL_WARN, "backend", "fsync directory: %s", strerror(errno));
     if (out) {
@@ -321,6 +336,8 @@ enum backend_status posix_put_commit(struct posix_put *p, const struct obj_meta 
             s = BACKEND_NOMEM;   /* the object is stored; only *out is short */
     }
 done:
+    if (locked)
+        posix_key_unlock(p->b, p->lock_slot);
     if (renamed)
         p->tmp[0] = '\0';
     if (s != BACKEND_OK && out)
@@ -397,7 +414,8 @@ out:
 enum backend_status posix_object_copy(struct posix_store *b, const char *src_bucket,
                                         const char *src_key, const char *dst_bucket,
                                         const char *dst_key, const struct obj_meta *meta,
-                                        const char *tagging, struct obj_meta *out)
+                                        const char *tagging, const struct backend_cond *cond,
+                                        struct obj_meta *out)
 {
     struct obj_meta smeta = { 0 }, nm = { 0 };
     struct posix_put *p = NULL;
@@ -418,6 +436,14 @@ enum backend_status posix_object_copy(struct posix_store *b, const char *src_buc
     s = posix_put_begin(b, dst_bucket, dst_key, &p);
     if (s != BACKEND_OK)
         goto out;
+    /* A condition that fails already fails before the bytes are copied;
+     * the commit checks it again, atomically. */
+    backend_put_set_cond(&p->base, cond);
+    s = posix_cond_check(p->dirfd, p->leaf, cond);
+    if (s != BACKEND_OK) {
+        posix_put_abort(p);
+        goto out;
+    }
     unsigned char md5[16];
     s = posix_copy_into(p, sfd, 0, (uint64_t)st.st_size, md5);
     if (s != BACKEND_OK) {
@@ -494,6 +520,8 @@ enum backend_status posix_object_delete(struct posix_store *b, const char *bucke
         goto out;
     }
     struct stat st;
+    unsigned slot = posix_key_lock_slot(bucket, path);
+    posix_key_lock(b, slot);   /* not between a conditional write's check and rename */
     if (fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) != 0) {
         s = errno == ENOENT ? BACKEND_NO_KEY : io_status("stat", errno);
     } else if (S_ISLNK(st.st_mode)) {
@@ -503,9 +531,13 @@ enum backend_status posix_object_delete(struct posix_store *b, const char *bucke
     } else if (unlinkat(dfd, leaf, 0) != 0) {
         s = errno == ENOENT ? BACKEND_NO_KEY : io_status("unlink", errno);
     } else {
+        posix_key_unlock(b, slot);
+        slot = POSIX_KEY_LOCKS;
         fsync(dfd);
         posix_rmdir_parents(bfd, path);
     }
+    if (slot < POSIX_KEY_LOCKS)
+        posix_key_unlock(b, slot);
     close(dfd);
 out:
     close(bfd);

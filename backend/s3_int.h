@@ -267,16 +267,24 @@ bool s3_deadline_passed(const struct s3_deadlines *d, bool answered);
 /* Sleeps the backoff before retry att+1, at most max_ms (0: no limit). */
 void s3_backoff_sleep(unsigned att, uint64_t max_ms);
 
+/* The request header of a write condition, "If-None-Match: *" or
+ * "If-Match: \"etag\"" (s3_util.c), into line; false when c is NULL or
+ * none. A conditional write is never retried: a retry of one that took
+ * effect would fail its own condition. */
+#define S3_COND_LINE_MAX 96
+bool s3_cond_line(const struct backend_cond *c, char line[S3_COND_LINE_MAX]);
+
 /* ---- multipart on cold names (s3_mpu.c), also for a big put (s3_write.c) ---- */
 
 enum backend_status s3_mpu_create_cold(struct s3_store *s, const char *cbucket, const char *key,
                                        const struct obj_meta *meta,
                                        char id[BACKEND_UPLOAD_ID_MAX]);
-/* ck (may be NULL): gets the checksum headers of the assembled object. */
+/* ck (may be NULL): gets the checksum headers of the assembled object.
+ * cond (may be NULL) is sent as If-None-Match / If-Match (no retry then). */
 enum backend_status s3_mpu_complete_cold(struct s3_store *s, const char *cbucket,
                                          const char *key, const char *upload_id,
                                          const struct backend_part *parts, size_t n,
-                                         struct obj_meta *ck);
+                                         const struct backend_cond *cond, struct obj_meta *ck);
 void s3_mpu_abort_cold(struct s3_store *s, const char *cbucket, const char *key,
                        const char *upload_id);
 
@@ -304,7 +312,8 @@ void s3_put_abort(struct backend_put *base);
 enum backend_status s3_object_copy(struct backend *base, const char *src_bucket,
                                    const char *src_key, const char *dst_bucket,
                                    const char *dst_key, const struct obj_meta *meta,
-                                   const char *tagging, struct obj_meta *out);
+                                   const char *tagging, const struct backend_cond *cond,
+                                   struct obj_meta *out);
 enum backend_status s3_object_delete(struct backend *base, const char *bucket, const char *key);
 enum backend_status s3_mpu_create(struct backend *base, const char *bucket, const char *key,
                                   const struct obj_meta *meta,
@@ -320,7 +329,7 @@ enum backend_status s3_mpu_part_copy(struct backend *base, const char *bucket, c
 enum backend_status s3_mpu_complete(struct backend *base, const char *bucket, const char *key,
                                     const char *upload_id, const struct backend_part *parts,
                                     size_t n_parts, const struct obj_meta *meta,
-                                    struct obj_meta *out);
+                                    const struct backend_cond *cond, struct obj_meta *out);
 enum backend_status s3_mpu_head(struct backend *base, const char *bucket, const char *key,
                                 const char *upload_id, struct obj_meta *meta);
 enum backend_status s3_mpu_abort(struct backend *base, const char *bucket, const char *key,

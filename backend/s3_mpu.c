@@ -163,7 +163,7 @@ static int complete_checksums(const char *xml, size_t len, struct obj_meta *ck)
 enum backend_status s3_mpu_complete_cold(struct s3_store *s, const char *cbucket,
                                          const char *key, const char *upload_id,
                                          const struct backend_part *parts, size_t n,
-                                         struct obj_meta *ck)
+                                         const struct backend_cond *cond, struct obj_meta *ck)
 {
     /* <Part><PartNumber>10000</PartNumber><ETag>"..."</ETag>
      * <ChecksumCRC64NVME>(95)</ChecksumCRC64NVME></Part> */
@@ -195,13 +195,18 @@ enum backend_status s3_mpu_complete_cold(struct s3_store *s, const char *cbucket
         len += (size_t)snprintf(body + len, cap - len, "</Part>");
     }
     len += (size_t)snprintf(body + len, cap - len, "</CompleteMultipartUpload>");
-    struct curl_slist h1 = { "Content-Type: application/xml", NULL };
+    char cl[S3_COND_LINE_MAX];
+    bool conditional = s3_cond_line(cond, cl);
+    struct curl_slist h2 = { cl, NULL };
+    struct curl_slist h1 = { "Content-Type: application/xml", conditional ? &h2 : NULL };
     /* Retried: S3 documents CompleteMultipartUpload as safe to retry (a
      * repeat of a completed upload answers with the same result or
-     * NoSuchUpload, which we then check against the object). */
+     * NoSuchUpload, which we then check against the object). Not with a
+     * condition: the repeat would fail it (If-None-Match: * after the
+     * first attempt made the object). */
     struct s3_call c = { .method = "POST", .bucket = cbucket, .key = key, .query = q,
                          .hdrs = &h1, .body = body, .body_len = len, .body_fd = -1,
-                         .idempotent = true, .long_transfer = true,
+                         .idempotent = !conditional, .long_transfer = true,
                          .slow_answer = true };
     st = s3_do(s, &c);
     /* 200 can still carry an <Error> (S3 sends it while assembling). */
@@ -241,14 +246,15 @@ void s3_mpu_abort_cold(struct s3_store *s, const char *cbucket, const char *key,
 enum backend_status s3_mpu_complete(struct backend *base, const char *bucket,
                                     const char *key, const char *upload_id,
                                     const struct backend_part *parts, size_t n_parts,
-                                    const struct obj_meta *meta, struct obj_meta *out)
+                                    const struct obj_meta *meta,
+                                    const struct backend_cond *cond, struct obj_meta *out)
 {
     (void)meta;   /* the cold S3 computes the object's checksum itself */
     struct s3_store *s = (struct s3_store *)base;
     struct obj_meta ck;
     memset(&ck, 0, sizeof ck);
     enum backend_status st = s3_mpu_complete_cold(s, s3_cold_bucket(s, bucket), key, upload_id,
-                                                  parts, n_parts, &ck);
+                                                  parts, n_parts, cond, &ck);
     if (st == BACKEND_OK && out)
         st = s3_object_head(base, bucket, key, out);
     /* A HEAD without x-amz-checksum-mode has no checksum: add the one the

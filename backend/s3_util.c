@@ -95,6 +95,8 @@ enum backend_status s3_status_from_code(const char *code, long http_status)
         { "InternalError", BACKEND_UNAVAILABLE },
         { "RequestTimeout", BACKEND_UNAVAILABLE },
         { "NoSuchTagSet", BACKEND_NO_TAG_SET },
+        { "PreconditionFailed", BACKEND_PRECONDITION_FAILED },
+        { "ConditionalRequestConflict", BACKEND_COND_CONFLICT },
     };
     if (code && *code)
         for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
@@ -108,9 +110,24 @@ enum backend_status s3_status_from_code(const char *code, long http_status)
         return BACKEND_DENIED;
     if (http_status == 416)
         return BACKEND_BAD_RANGE;
+    if (http_status == 412)
+        return BACKEND_PRECONDITION_FAILED;
     if (http_status >= 500)
         return BACKEND_UNAVAILABLE;
     return BACKEND_IO;
+}
+
+bool s3_cond_line(const struct backend_cond *c, char line[S3_COND_LINE_MAX])
+{
+    if (!c || c->kind == BACKEND_COND_NONE)
+        return false;
+    if (c->kind == BACKEND_COND_ABSENT)
+        snprintf(line, S3_COND_LINE_MAX, "If-None-Match: *");
+    else if (strcmp(c->etag, "*") == 0)
+        snprintf(line, S3_COND_LINE_MAX, "If-Match: *");
+    else
+        snprintf(line, S3_COND_LINE_MAX, "If-Match: \"%.71s\"", c->etag);
+    return true;
 }
 
 bool s3_retryable(const char *code, long http_status)

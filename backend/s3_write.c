@@ -218,10 +218,15 @@ static enum backend_status put_multipart(struct s3_put *p, const struct obj_meta
         st = upload_part_fd(s, p->bucket, p->key, id, parts[i].part_no, p->fd, off, len, NULL,
                             NULL, parts[i].etag);
     }
-    if (st == BACKEND_OK)
-        st = s3_mpu_complete_cold(s, p->bucket, p->key, id, parts, n, NULL);
-    else if (id[0])
+    if (st == BACKEND_OK) {
+        st = s3_mpu_complete_cold(s, p->bucket, p->key, id, parts, n, &p->base.cond, NULL);
+        /* A failed condition leaves the cold upload in place, and nobody
+         * else knows its id. */
+        if (st != BACKEND_OK && p->base.cond.kind != BACKEND_COND_NONE)
+            s3_mpu_abort_cold(s, p->bucket, p->key, id);
+    } else if (id[0]) {
         s3_mpu_abort_cold(s, p->bucket, p->key, id);
+    }
     free(parts);
     free(id);
     return st;
@@ -274,8 +279,19 @@ enum backend_status s3_put_commit(struct backend_put *base, const struct obj_met
             if (t)
                 hl = t;
         }
+        char cl[S3_COND_LINE_MAX];
+        bool conditional = s3_cond_line(&p->base.cond, cl);
+        if (conditional) {
+            struct curl_slist *t = curl_slist_append(hl, cl);
+            if (!t) {
+                curl_slist_free_all(hl);
+                st = BACKEND_NOMEM;
+                goto out;
+            }
+            hl = t;
+        }
         struct s3_call c = { .method = "PUT", .bucket = p->bucket, .key = p->key, .hdrs = hl,
-                             .body_fd = p->fd, .fd_len = p->size, .idempotent = true,
+                             .body_fd = p->fd, .fd_len = p->size, .idempotent = !conditional,
                              .long_transfer = true,
                              .slow_answer = true };
         st = s3_do(s, &c);
@@ -314,10 +330,13 @@ void s3_put_abort(struct backend_put *base)
 enum backend_status s3_object_copy(struct backend *base, const char *src_bucket,
                                    const char *src_key, const char *dst_bucket,
                                    const char *dst_key, const struct obj_meta *meta,
-                                   const char *tagging, struct obj_meta *out)
+                                   const char *tagging, const struct backend_cond *cond,
+                                   struct obj_meta *out)
 {
     struct s3_store *s = (struct s3_store *)base;
     struct curl_slist *hl = NULL, *t;
+    char cl[S3_COND_LINE_MAX];
+    bool conditional = s3_cond_line(cond, cl);
     char *cs = s3_copy_source_header(s3_cold_bucket(s, src_bucket), src_key);
     char *tl = NULL;
     enum backend_status st = BACKEND_NOMEM;
@@ -344,8 +363,13 @@ enum backend_status s3_object_copy(struct backend *base, const char *src_bucket,
             goto out;
         hl = t;
     }
+    if (conditional) {
+        if (!(t = curl_slist_append(hl, cl)))
+            goto out;
+        hl = t;
+    }
     struct s3_call c = { .method = "PUT", .bucket = s3_cold_bucket(s, dst_bucket), .key = dst_key,
-                         .hdrs = hl, .body_fd = -1, .body = "", .idempotent = true,
+                         .hdrs = hl, .body_fd = -1, .body = "", .idempotent = !conditional,
                          .long_transfer = true,
                          .slow_answer = true };
     st = s3_do(s, &c);

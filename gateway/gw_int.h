@@ -55,6 +55,7 @@ enum s3_err {
     S3E_BUCKET_EXISTS,
     S3E_BUCKET_TAKEN,          /* BucketAlreadyExists: someone else's */
     S3E_BUCKET_NOT_EMPTY,
+    S3E_CONDITIONAL_CONFLICT,  /* ConditionalRequestConflict (409), from a cold tier */
     S3E_ENTITY_TOO_LARGE,
     S3E_ENTITY_TOO_SMALL,
     S3E_INCOMPLETE_BODY,
@@ -341,6 +342,14 @@ int gw_http_date_parse(const char *s, time_t *out);
  * plain headers or "x-amz-copy-source-" for a copy's source conditions. */
 bool gw_conditions_fail(const struct gw_req *r, const char *prefix, const char *etag,
                         time_t mtime, enum s3_err *err);
+
+/* The condition of a conditional write (PutObject, CopyObject's destination,
+ * CompleteMultipartUpload) from If-None-Match / If-Match, as AWS reads them:
+ * If-None-Match only as "*", If-Match one ETag (quotes optional) or "*".
+ * 0 with *out filled (kind BACKEND_COND_NONE without either header), or -1
+ * with *err: S3E_NOT_IMPLEMENTED for If-None-Match other than "*" or both
+ * headers together, as AWS answers them. */
+int gw_write_cond(const struct gw_req *r, struct backend_cond *out, enum s3_err *err);
 
 /* Percent-decodes s[0..n) into a new arena string; '+' becomes ' ' when
  * plus_is_space. NULL when a %XX is malformed or the result holds a NUL. */

@@ -448,6 +448,12 @@ void gw_h_mpu_complete(struct gw_req *r)
         return;
     }
     const char *uid = gw_req_query(r, "uploadId");
+    struct backend_cond cond;   /* If-None-Match: * / If-Match, checked with the commit */
+    enum s3_err err;
+    if (gw_write_cond(r, &cond, &err) != 0) {
+        gw_reply_error(r, err, NULL, NULL);
+        return;
+    }
     struct obj_meta um, fin, out;
     memset(&fin, 0, sizeof fin);
     memset(&out, 0, sizeof out);
@@ -475,8 +481,8 @@ void gw_h_mpu_complete(struct gw_req *r)
                                           full ? "FULL_OBJECT" : "COMPOSITE") != 0))
             goto nomem;
     }
-    st = backend_mpu_complete_meta(r->backend, r->bucket, r->key, uid, parts.parts, parts.n,
-                                   a ? &fin : NULL, &out);
+    st = backend_mpu_complete_cond(r->backend, r->bucket, r->key, uid, parts.parts, parts.n,
+                                   a ? &fin : NULL, &cond, &out);
     if (st != BACKEND_OK) {
         gw_reply_backend_error(r, st);
         goto out;

@@ -1,7 +1,8 @@
 /* gateway/h_object.c - object operations: GetObject / HeadObject (ranges,
  * conditions, response-* overrides, sendfile from the store), PutObject
  * (streamed; committed only after the body verified), CopyObject and
- * DeleteObject. */
+ * DeleteObject. PutObject and CopyObject take a write condition
+ * (If-None-Match: *, If-Match) that the backend checks with the commit. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,9 +114,16 @@ void gw_h_object_put_begin(struct gw_req *r)
         gw_req_fail(r, err, msg);
         return;
     }
+    struct backend_cond cond;
+    if (gw_write_cond(r, &cond, &err) != 0) {
+        gw_req_fail(r, err, NULL);
+        return;
+    }
     enum backend_status st = backend_put_begin(r->backend, r->bucket, r->key, &r->put);
     if (st != BACKEND_OK)
         gw_req_fail_backend(r, st);
+    else   /* checked by the commit, atomically with it */
+        backend_put_set_cond(r->put, &cond);
 }
 
 /* Adds the checksum the body verifier computed to what is stored. */
@@ -636,6 +644,11 @@ void gw_h_object_copy(struct gw_req *r)
     memset(&out, 0, sizeof out);
     enum s3_err err;
     enum backend_status st;
+    struct backend_cond cond;   /* on the destination (AWS, 2024) */
+    if (gw_write_cond(r, &cond, &err) != 0) {
+        gw_reply_error(r, err, NULL, NULL);
+        goto out;
+    }
     if (gw_copy_source_open(r, &sb, &sk, &src) != 0)
         goto out;
     if (src.size > MAX_SINGLE_PUT) {
@@ -672,9 +685,9 @@ void gw_h_object_copy(struct gw_req *r)
         gw_reply_error(r, err, msg, NULL);
         goto out;
     }
-    st = backend_object_copy_tags(r->backend, sb, sk, r->bucket, r->key,
+    st = backend_object_copy_cond(r->backend, sb, sk, r->bucket, r->key,
                                   replace ? &repl : NULL, treplace && !tagging ? "" : tagging,
-                                  &out);
+                                  &cond, &out);
     if (st != BACKEND_OK) {
         gw_reply_backend_error(r, st);
         goto out;

@@ -185,6 +185,59 @@ bool gw_conditions_fail(const struct gw_req *r, const char *prefix, const char *
     return false;
 }
 
+/* s without the blanks around it into buf (cap bytes); false when longer. */
+static bool trimmed(const char *s, char *buf, size_t cap)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+        n--;
+    if (n >= cap)
+        return false;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    return true;
+}
+
+int gw_write_cond(const struct gw_req *r, struct backend_cond *out, enum s3_err *err)
+{
+    memset(out, 0, sizeof *out);
+    const char *im = gw_req_header(r, "if-match");
+    const char *inm = gw_req_header(r, "if-none-match");
+    char v[80];
+    if (im && inm) {
+        *err = S3E_NOT_IMPLEMENTED;
+        return -1;
+    }
+    if (inm) {
+        if (!trimmed(inm, v, sizeof v) || strcmp(v, "*") != 0) {
+            *err = S3E_NOT_IMPLEMENTED;
+            return -1;
+        }
+        out->kind = BACKEND_COND_ABSENT;
+        return 0;
+    }
+    if (!im)
+        return 0;
+    out->kind = BACKEND_COND_ETAG;
+    /* S3 compares the value without its quotes; one too long for any ETag
+     * matches none (an empty etag), yet still answers NoSuchKey for a
+     * missing key. */
+    if (!trimmed(im, v, sizeof v))
+        return 0;
+    size_t n = strlen(v);
+    const char *e = v;
+    if (n >= 2 && v[0] == '"' && v[n - 1] == '"') {
+        v[n - 1] = '\0';
+        e = v + 1;
+    }
+    size_t el = strlen(e);
+    if (el < sizeof out->etag && !strchr(e, '"'))
+        memcpy(out->etag, e, el + 1);
+    return 0;
+}
+
 char *gw_pct_decode(struct gw_arena *a, const char *s, size_t n, bool plus_is_space)
 {
     char *out = gw_arena_alloc(a, n + 1);

@@ -23,6 +23,10 @@ static const struct s3_error table[] = {
         "users of the system. Please select a different name and try again." },
     [S3E_BUCKET_NOT_EMPTY] = { "BucketNotEmpty", 409,
         "The bucket you tried to delete is not empty" },
+    [S3E_CONDITIONAL_CONFLICT] = { "ConditionalRequestConflict", 409,
+        "A conflicting operation occurred. If using PutObject you can retry the request. If "
+        "using multipart upload you should initiate another CreateMultipartUpload request and "
+        "re-upload each part." },
     [S3E_ENTITY_TOO_LARGE] = { "EntityTooLarge", 400,
         "Your proposed upload exceeds the maximum allowed object size." },
     [S3E_ENTITY_TOO_SMALL] = { "EntityTooSmall", 400,
@@ -138,6 +142,8 @@ enum s3_err s3_error_from_backend(enum backend_status st)
     case BACKEND_TIMEOUT: return S3E_SERVICE_UNAVAILABLE;
     case BACKEND_NO_TAG_SET: return S3E_NO_SUCH_TAG_SET;
     case BACKEND_META_TOO_LARGE: return S3E_METADATA_TOO_LARGE;
+    case BACKEND_PRECONDITION_FAILED: return S3E_PRECONDITION_FAILED;
+    case BACKEND_COND_CONFLICT: return S3E_CONDITIONAL_CONFLICT;
     }
     return S3E_INTERNAL;
 }
@@ -217,6 +223,7 @@ const char *s3_error_cold_message(struct backend *b, enum backend_status st, cha
     case BACKEND_ENTITY_TOO_SMALL: case BACKEND_TOO_LARGE: case BACKEND_NO_SPACE:
     case BACKEND_DENIED: case BACKEND_IO: case BACKEND_NOMEM: case BACKEND_INVALID_REQUEST:
     case BACKEND_READ_ONLY: case BACKEND_NO_TAG_SET: case BACKEND_META_TOO_LARGE:
+    case BACKEND_PRECONDITION_FAILED: case BACKEND_COND_CONFLICT:
         return NULL;
     }
     return NULL;

@@ -9,6 +9,7 @@ Cold-tier GETs are counted on the cold tier itself, independently of B:
 shardgate A's own shardgate_requests_total{op="GetObject",...}.
 """
 
+import atexit
 import hashlib
 import http.client
 import json
@@ -73,6 +74,19 @@ def have_moto():
 def init(name):
     H.S.name = name
     H._ensure_tmp()
+
+
+def both_modes(name, local, cache):
+    """Runs a two-mode test file: local() on the directory store (it starts
+    and stops the harness's gateway with H.start), then cache() with gateway B
+    logging into a file of its own. Every process started here is stopped at
+    exit."""
+    init(name)
+    atexit.register(stop_all)
+    local()
+    H.S.log_file.close()
+    H.S.log_file = None
+    cache()
 
 
 # ---------------------------------------------------------------- processes

@@ -528,6 +528,20 @@ def client_error(fn, *a, **kw):
     return (None, None, None)
 
 
+DEBIAN_PYTHON = "/usr/bin/python3"
+
+
+def debian_boto3(script, **env):
+    """Runs `script` with Debian's python3 (its boto3 1.26) against this
+    gateway: EP, AK and SK in its environment, and the keyword arguments.
+    The script prints one JSON document. Returns (parsed or None, detail)."""
+    e = dict(os.environ, EP=S.endpoint, AK=ACCESS_KEY, SK=SECRET_KEY, **env)
+    rc, out, er = run_cmd([DEBIAN_PYTHON, "-c", script], env=e, timeout=120)
+    import json
+    got = json.loads(out) if rc == 0 and out.strip() else None
+    return got, (rc, out, er[-800:])
+
+
 def run_cmd(argv, env=None, timeout=300, input=None):
     """subprocess.run with a timeout; returns (rc, stdout, stderr) as text."""
     try:
