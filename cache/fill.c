@@ -15,6 +15,7 @@
 #include "cache.h"
 #include "cache_index.h"
 #include "cache_int.h"
+#include "hash.h"
 
 enum {
     REAPER_MS = 100,             /* deadline resolution for waiting readers */
@@ -24,13 +25,7 @@ enum {
 
 static uint64_t hash_name(const char *bucket, const char *key)
 {
-    uint64_t h = 1469598103934665603ull;   /* FNV-1a */
-    for (const char *p = bucket; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    h = (h ^ 0xff) * 1099511628211ull;
-    for (const char *p = key; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    return h;
+    return sg_fnv1a_pair(bucket, strlen(bucket), key, strlen(key));
 }
 
 static bool deadline_passed(const struct timespec *d)

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cidx_int.h"
+#include "hash.h"
 #include "log.h"
 
 static uint64_t mix64(uint64_t h)
@@ -36,13 +37,7 @@ static uint64_t mix64(uint64_t h)
 
 uint64_t cidx_key_hash(const char *b, size_t bl, const char *k, size_t kl)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (size_t i = 0; i < bl; i++)
-        h = (h ^ (unsigned char)b[i]) * 0x100000001b3ULL;
-    h = (h ^ 0xffu) * 0x100000001b3ULL; /* separator: ("ab","c") != ("a","bc") */
-    for (size_t i = 0; i < kl; i++)
-        h = (h ^ (unsigned char)k[i]) * 0x100000001b3ULL;
-    return mix64(h);
+    return mix64(sg_fnv1a_pair(b, bl, k, kl));
 }
 
 /* The shard is the hash's top bits, the table slot its low bits. */
@@ -205,47 +200,39 @@ static uint64_t ent_hash(const struct cidx_ent *e)
     return cidx_key_hash(e->kb, e->blen, e->kb + e->blen, e->klen);
 }
 
-/* Grows a chained table to twice its size when it averages 2 per slot: 4-8 bytes
- * per entry per table, chains of 1-2. Rehash on failure is skipped (chains just
- * get longer), never fatal. */
-static void kt_grow(struct cidx_shard *s)
+/* The chain link of e in the id table (by_id) or the key table, and the
+ * hash that places it there. */
+static struct cidx_ent **ent_link(struct cidx_ent *e, bool by_id)
 {
-    uint32_t nsz = (s->kt_mask + 1) * 2;
-    struct cidx_ent **nt = calloc(nsz, sizeof *nt);
-    if (nt == NULL)
-        return;
-    for (uint32_t i = 0; i <= s->kt_mask; i++) {
-        struct cidx_ent *e = s->kt[i], *nx;
-        for (; e != NULL; e = nx) {
-            nx = e->knext;
-            uint32_t slot = (uint32_t)ent_hash(e) & (nsz - 1);
-            e->knext = nt[slot];
-            nt[slot] = e;
-        }
-    }
-    free(s->kt);
-    s->kt = nt;
-    s->kt_mask = nsz - 1;
+    return by_id ? &e->inext : &e->knext;
 }
 
-static void it_grow(struct cidx_shard *s)
+static uint32_t ent_slot_hash(const struct cidx_ent *e, bool by_id)
 {
-    uint32_t nsz = (s->it_mask + 1) * 2;
+    return (uint32_t)(by_id ? id_hash(e->id) : ent_hash(e));
+}
+
+/* Grows a chained table (the key table or the id table) to twice its size
+ * when it averages 2 per slot: 4-8 bytes per entry per table, chains of 1-2.
+ * Rehash on failure is skipped (chains just get longer), never fatal. */
+static void table_grow(struct cidx_ent ***tab, uint32_t *mask, bool by_id)
+{
+    uint32_t nsz = (*mask + 1) * 2;
     struct cidx_ent **nt = calloc(nsz, sizeof *nt);
     if (nt == NULL)
         return;
-    for (uint32_t i = 0; i <= s->it_mask; i++) {
-        struct cidx_ent *e = s->it[i], *nx;
+    for (uint32_t i = 0; i <= *mask; i++) {
+        struct cidx_ent *e = (*tab)[i], *nx;
         for (; e != NULL; e = nx) {
-            nx = e->inext;
-            uint32_t slot = (uint32_t)id_hash(e->id) & (nsz - 1);
-            e->inext = nt[slot];
+            nx = *ent_link(e, by_id);
+            uint32_t slot = ent_slot_hash(e, by_id) & (nsz - 1);
+            *ent_link(e, by_id) = nt[slot];
             nt[slot] = e;
         }
     }
-    free(s->it);
-    s->it = nt;
-    s->it_mask = nsz - 1;
+    free(*tab);
+    *tab = nt;
+    *mask = nsz - 1;
 }
 
 struct cidx_ent *cidx_kt_find(struct cidx_shard *s, uint64_t h, const char *b, size_t bl,
@@ -260,7 +247,7 @@ struct cidx_ent *cidx_kt_find(struct cidx_shard *s, uint64_t h, const char *b, s
 void cidx_kt_add(struct cidx_shard *s, struct cidx_ent *e, uint64_t h)
 {
     if (s->n_key >= 2 * (s->kt_mask + 1))
-        kt_grow(s);
+        table_grow(&s->kt, &s->kt_mask, false);
     struct cidx_ent **slot = &s->kt[h & s->kt_mask];
     e->knext = *slot;
     *slot = e;
@@ -291,7 +278,7 @@ struct cidx_ent *cidx_it_find(struct cidx_shard *s, uint64_t id)
 void cidx_it_add(struct cidx_shard *s, struct cidx_ent *e)
 {
     if (s->n_id >= 2 * (s->it_mask + 1))
-        it_grow(s);
+        table_grow(&s->it, &s->it_mask, true);
     struct cidx_ent **slot = &s->it[id_hash(e->id) & s->it_mask];
     e->inext = *slot;
     *slot = e;

@@ -33,6 +33,7 @@
 #include "cache.h"
 #include "cache_index.h"
 #include "cache_int.h"
+#include "hash.h"
 #include "log.h"
 
 enum {
@@ -122,10 +123,7 @@ static double mono_now(void)
 
 static uint64_t hash_str(const char *s)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
+    return sg_fnv1a(SG_FNV1A_SEED, s, strlen(s));
 }
 
 static int map_build(struct job *j)

@@ -2,10 +2,10 @@
  * template expansion. Every refusal is one line naming what is wrong, since it
  * becomes the Message of the client's 400 InvalidArgument as it is. */
 #include "hint.h"
+#include "conf_int.h"
 
 #include <inttypes.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,23 +16,6 @@
 
 #define ALLOWED_FIELDS "keys, prefix, template, ordered, epoch, consumer, window_bytes, " \
                        "window_objects, pin"
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* Writes the message to `err` (when there is room for anything) and returns -1. */
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err != NULL && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-            err[0] = '\0';
-    }
-    return -1;
-}
 
 static int echo_len(size_t n)
 {
@@ -124,15 +107,15 @@ static int bound_parse(const char *s, size_t n, const char *which, size_t pos, u
 {
     uint64_t v = 0;
     if (n == 0)
-        return fail(err, errlen, "template: the range at position %zu has no %s bound "
+        return conf_fail(err, errlen, "template: the range at position %zu has no %s bound "
                     "(want {A..B} with decimal A and B)", pos, which);
     for (size_t i = 0; i < n; i++) {
         if (s[i] < '0' || s[i] > '9')
-            return fail(err, errlen, "template: the %s bound \"%.*s\" of the range at position "
+            return conf_fail(err, errlen, "template: the %s bound \"%.*s\" of the range at position "
                         "%zu is not a non-negative decimal number", which, echo_len(n), s, pos);
         unsigned d = (unsigned)(s[i] - '0');
         if (v > (UINT64_MAX - d) / 10)
-            return fail(err, errlen, "template: the %s bound of the range at position %zu is "
+            return conf_fail(err, errlen, "template: the %s bound of the range at position %zu is "
                         "too large", which, pos);
         v = v * 10 + d;
     }
@@ -148,7 +131,7 @@ static int group_scan(const char *g, size_t n, size_t pos, size_t g_off, struct 
     size_t item_len_max = 0;
 
     if (n == 0)
-        return fail(err, errlen, "template: empty group {} at position %zu", pos);
+        return conf_fail(err, errlen, "template: empty group {} at position %zu", pos);
     out->is_range = false;
     out->lo = 0;
     out->width = 0;
@@ -160,7 +143,7 @@ static int group_scan(const char *g, size_t n, size_t pos, size_t g_off, struct 
             if (i < n && g[i] != ',')
                 continue;
             if (i == start)
-                return fail(err, errlen, "template: empty item in the list at position %zu "
+                return conf_fail(err, errlen, "template: empty item in the list at position %zu "
                             "(item %" PRIu64 ")", pos, out->count + 1);
             if (sc->items != NULL)
                 sc->items[sc->n_items] = (struct tmpl_item){ g_off + start, i - start };
@@ -179,7 +162,7 @@ static int group_scan(const char *g, size_t n, size_t pos, size_t g_off, struct 
             }
         }
         if (dots == NULL)
-            return fail(err, errlen, "template: group {%.*s} at position %zu is neither a "
+            return conf_fail(err, errlen, "template: group {%.*s} at position %zu is neither a "
                         "range {A..B} nor a list {x,y}", echo_len(n), g, pos);
         size_t na = (size_t)(dots - g), nb = n - na - 2;
         const char *b = dots + 2;
@@ -188,7 +171,7 @@ static int group_scan(const char *g, size_t n, size_t pos, size_t g_off, struct 
             || bound_parse(b, nb, "end", pos, &hi, err, errlen) != 0)
             return -1;
         if (lo > hi)
-            return fail(err, errlen, "template: range {%.*s} at position %zu runs backwards "
+            return conf_fail(err, errlen, "template: range {%.*s} at position %zu runs backwards "
                         "(%" PRIu64 " > %" PRIu64 ")", echo_len(n), g, pos, lo, hi);
         out->is_range = true;
         out->lo = lo;
@@ -224,7 +207,7 @@ static int tmpl_scan(const char *t, size_t len, struct tmpl_scan *sc, char *err,
     sc->max_key = 0;
     for (size_t i = 0; i < len; i++) {
         if (t[i] == '}')
-            return fail(err, errlen, "template: '}' at position %zu has no matching '{'",
+            return conf_fail(err, errlen, "template: '}' at position %zu has no matching '{'",
                         i + 1);
         if (t[i] != '{')
             continue;
@@ -232,9 +215,9 @@ static int tmpl_scan(const char *t, size_t len, struct tmpl_scan *sc, char *err,
         while (j < len && t[j] != '{' && t[j] != '}')
             j++;
         if (j == len)
-            return fail(err, errlen, "template: '{' at position %zu is never closed", i + 1);
+            return conf_fail(err, errlen, "template: '{' at position %zu is never closed", i + 1);
         if (t[j] == '{')
-            return fail(err, errlen, "template: nested '{' at position %zu (groups cannot "
+            return conf_fail(err, errlen, "template: nested '{' at position %zu (groups cannot "
                         "nest)", j + 1);
         struct tmpl_group g;
         if (group_scan(t + i + 1, j - i - 1, i + 1, i + 1, sc, &g, err, errlen) != 0)
@@ -268,18 +251,18 @@ int conf_hint_expand(const char *tmpl, size_t max_objects, char ***keys, size_t 
     *n_keys = 0;
     memset(&sc, 0, sizeof sc);
     if (len == 0)
-        return fail(err, errlen, "template: must not be empty");
+        return conf_fail(err, errlen, "template: must not be empty");
     /* Pass 1 only counts, so a template of 10^12 keys costs nothing but its scan. */
     if (tmpl_scan(tmpl, len, &sc, err, errlen) != 0)
         return -1;
     if (sc.overflow)
-        return fail(err, errlen, "template: expands to more than %" PRIu64 " keys, more than "
+        return conf_fail(err, errlen, "template: expands to more than %" PRIu64 " keys, more than "
                     "the limit of %zu", UINT64_MAX, max_objects);
     if (sc.total > max_objects)
-        return fail(err, errlen, "template: expands to %" PRIu64 " keys, more than the limit "
+        return conf_fail(err, errlen, "template: expands to %" PRIu64 " keys, more than the limit "
                     "of %zu", sc.total, max_objects);
     if (sc.max_key > CONF_HINT_KEY_MAX)
-        return fail(err, errlen, "template: yields keys of up to %zu bytes, more than the "
+        return conf_fail(err, errlen, "template: yields keys of up to %zu bytes, more than the "
                     "limit of %u", sc.max_key, CONF_HINT_KEY_MAX);
 
     /* Pass 2 records the groups; n_groups <= max_key (each group yields at
@@ -288,7 +271,7 @@ int conf_hint_expand(const char *tmpl, size_t max_objects, char ***keys, size_t 
     sc.items = calloc(sc.n_items ? sc.n_items : 1, sizeof *sc.items);
     idx = calloc(sc.n_groups ? sc.n_groups : 1, sizeof *idx);
     if (sc.groups == NULL || sc.items == NULL || idx == NULL) {
-        fail(err, errlen, "template: out of memory");
+        conf_fail(err, errlen, "template: out of memory");
         goto out;
     }
     if (tmpl_scan(tmpl, len, &sc, err, errlen) != 0)
@@ -297,7 +280,7 @@ int conf_hint_expand(const char *tmpl, size_t max_objects, char ***keys, size_t 
     size_t total = (size_t)sc.total;
     out = calloc(total, sizeof *out);
     if (out == NULL) {
-        fail(err, errlen, "template: out of memory for %zu keys", total);
+        conf_fail(err, errlen, "template: out of memory for %zu keys", total);
         goto out;
     }
     for (n = 0; n < total; n++) {
@@ -318,7 +301,7 @@ int conf_hint_expand(const char *tmpl, size_t max_objects, char ***keys, size_t 
         k += sc.tail_len;
         out[n] = dup_bytes(buf, k);
         if (out[n] == NULL) {
-            fail(err, errlen, "template: out of memory at key %zu of %zu", n + 1, total);
+            conf_fail(err, errlen, "template: out of memory at key %zu of %zu", n + 1, total);
             goto out;
         }
         /* odometer: the rightmost group varies fastest */
@@ -371,7 +354,7 @@ static int fields_collect(json_t *root, struct hint_fields *f, char *err, size_t
             : key_is(k, klen, "pin") ? &f->pin
             : NULL;
         if (slot == NULL)
-            return fail(err, errlen, "unknown field \"%.*s\"; allowed: " ALLOWED_FIELDS,
+            return conf_fail(err, errlen, "unknown field \"%.*s\"; allowed: " ALLOWED_FIELDS,
                         echo_len(klen), k);
         *slot = v;
     }
@@ -383,7 +366,7 @@ static int get_bool(json_t *v, const char *name, bool *out, char *err, size_t er
     if (v == NULL)
         return 0;
     if (!json_is_boolean(v))
-        return fail(err, errlen, "%s must be true or false", name);
+        return conf_fail(err, errlen, "%s must be true or false", name);
     *out = json_is_true(v);
     return 0;
 }
@@ -393,13 +376,13 @@ static int get_uint(json_t *v, const char *name, uint64_t min, uint64_t max, uin
                     char *err, size_t errlen)
 {
     if (!json_is_integer(v))
-        return fail(err, errlen, "%s must be an integer", name);
+        return conf_fail(err, errlen, "%s must be an integer", name);
     json_int_t i = json_integer_value(v);
     if (i < 0 || (uint64_t)i < min || (uint64_t)i > max) {
         if (max == UINT64_MAX)
-            return fail(err, errlen, "%s must be an integer >= %" PRIu64
+            return conf_fail(err, errlen, "%s must be an integer >= %" PRIu64
                         ", not %" JSON_INTEGER_FORMAT, name, min, i);
-        return fail(err, errlen, "%s must be an integer from %" PRIu64 " to %" PRIu64
+        return conf_fail(err, errlen, "%s must be an integer from %" PRIu64 " to %" PRIu64
                     ", not %" JSON_INTEGER_FORMAT, name, min, max, i);
     }
     *out = (uint64_t)i;
@@ -412,15 +395,15 @@ static int get_string(json_t *v, const char *what, size_t max, bool allow_empty,
                       const char **s, size_t *n, char *err, size_t errlen)
 {
     if (!json_is_string(v))
-        return fail(err, errlen, "%s must be a string", what);
+        return conf_fail(err, errlen, "%s must be a string", what);
     *s = json_string_value(v);
     *n = json_string_length(v);
     if (memchr(*s, '\0', *n) != NULL)
-        return fail(err, errlen, "%s contains a NUL character", what);
+        return conf_fail(err, errlen, "%s contains a NUL character", what);
     if (*n == 0 && !allow_empty)
-        return fail(err, errlen, "%s must not be empty", what);
+        return conf_fail(err, errlen, "%s must not be empty", what);
     if (*n > max)
-        return fail(err, errlen, "%s is %zu bytes, more than the limit of %zu", what, *n, max);
+        return conf_fail(err, errlen, "%s is %zu bytes, more than the limit of %zu", what, *n, max);
     return 0;
 }
 
@@ -430,16 +413,16 @@ static int keys_load(json_t *arr, size_t max_objects, struct conf_hint *h, char 
     char what[40];
 
     if (!json_is_array(arr))
-        return fail(err, errlen, "keys must be an array of strings");
+        return conf_fail(err, errlen, "keys must be an array of strings");
     size_t n = json_array_size(arr);
     if (n == 0)
-        return fail(err, errlen, "keys must not be empty");
+        return conf_fail(err, errlen, "keys must not be empty");
     if (n > max_objects)
-        return fail(err, errlen, "keys has %zu entries, more than the limit of %zu", n,
+        return conf_fail(err, errlen, "keys has %zu entries, more than the limit of %zu", n,
                     max_objects);
     h->keys = calloc(n, sizeof *h->keys);
     if (h->keys == NULL)
-        return fail(err, errlen, "out of memory for %zu keys", n);
+        return conf_fail(err, errlen, "out of memory for %zu keys", n);
     for (size_t i = 0; i < n; i++) {
         const char *s;
         size_t len;
@@ -449,7 +432,7 @@ static int keys_load(json_t *arr, size_t max_objects, struct conf_hint *h, char 
             return -1;
         h->keys[i] = dup_bytes(s, len);
         if (h->keys[i] == NULL)
-            return fail(err, errlen, "out of memory for keys[%zu]", i);
+            return conf_fail(err, errlen, "out of memory for keys[%zu]", i);
         h->n_keys = i + 1;
     }
     return 0;
@@ -467,9 +450,9 @@ static int hint_build(const struct hint_fields *f, const struct conf_hint_limits
     /* exactly one source of keys */
     int sources = (f->keys != NULL) + (f->prefix != NULL) + (f->tmpl != NULL);
     if (sources == 0)
-        return fail(err, errlen, "one of keys, prefix or template is required");
+        return conf_fail(err, errlen, "one of keys, prefix or template is required");
     if (sources > 1)
-        return fail(err, errlen, "only one of keys, prefix and template may be given, not %s",
+        return conf_fail(err, errlen, "only one of keys, prefix and template may be given, not %s",
                     sources == 3 ? "all three"
                     : f->tmpl == NULL ? "keys and prefix"
                     : f->keys != NULL ? "keys and template" : "prefix and template");
@@ -487,7 +470,7 @@ static int hint_build(const struct hint_fields *f, const struct conf_hint_limits
                        errlen) != 0)
             return -1;
         if ((h->consumer = dup_bytes(s, n)) == NULL)
-            return fail(err, errlen, "out of memory");
+            return conf_fail(err, errlen, "out of memory");
     }
     if (f->wbytes != NULL
         && get_uint(f->wbytes, "window_bytes", 1, UINT64_MAX, &h->window_bytes, err,
@@ -501,7 +484,7 @@ static int hint_build(const struct hint_fields *f, const struct conf_hint_limits
     }
     /* A window only means something relative to a reading order. */
     if (!h->ordered && (f->wbytes != NULL || f->wobjects != NULL))
-        return fail(err, errlen, "%s needs \"ordered\": true",
+        return conf_fail(err, errlen, "%s needs \"ordered\": true",
                     f->wbytes != NULL ? "window_bytes" : "window_objects");
 
     /* The key source last: a template is the expensive part. */
@@ -513,7 +496,7 @@ static int hint_build(const struct hint_fields *f, const struct conf_hint_limits
         if (get_string(f->prefix, "prefix", CONF_HINT_KEY_MAX, true, &s, &n, err, errlen) != 0)
             return -1;
         if ((h->prefix = dup_bytes(s, n)) == NULL)
-            return fail(err, errlen, "out of memory");
+            return conf_fail(err, errlen, "out of memory");
         return 0;
     }
     /* The template may be longer than a key ("{a,b,...}"); the body cap bounds it. */
@@ -538,7 +521,7 @@ int conf_hint_parse(const char *body, size_t len, const struct conf_hint_limits 
         err[0] = '\0';
     /* Checked before jansson sees it: parsing is what the cap protects. */
     if (len > lim->max_body)
-        return fail(err, errlen, "body is %zu bytes, more than the limit of %zu", len,
+        return conf_fail(err, errlen, "body is %zu bytes, more than the limit of %zu", len,
                     lim->max_body);
     /* ALLOW_NUL so that a "\u0000" inside a key gets a message naming the
      * key (get_string) instead of jansson's; DECODE_ANY so that "[]" or "3"
@@ -546,10 +529,10 @@ int conf_hint_parse(const char *body, size_t len, const struct conf_hint_limits 
     root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL,
                       &jerr);
     if (root == NULL)
-        return fail(err, errlen, "invalid JSON at line %d, column %d: %s", jerr.line,
+        return conf_fail(err, errlen, "invalid JSON at line %d, column %d: %s", jerr.line,
                     jerr.column, jerr.text);
     if (!json_is_object(root)) {
-        fail(err, errlen, "body must be a JSON object");
+        conf_fail(err, errlen, "body must be a JSON object");
         goto out;
     }
     if (fields_collect(root, &f, err, errlen) != 0)

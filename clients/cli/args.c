@@ -2,6 +2,7 @@
  * gateway's endpoint, the signing region and the credentials (options, then
  * the environment), s3://bucket/rest arguments and plain integers. */
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,28 @@ bool cli_s3_url_parse(const char *u, char *bucket, size_t n, const char **rest)
     bucket[bl] = '\0';
     *rest = u[bl] ? u + bl + 1 : u + bl;
     return true;
+}
+
+void cli_getopt_reset(void)
+{
+    optind = 1;
+    opterr = 1;
+}
+
+int cli_common_opt(int o, const char *usage, struct cli_common *c)
+{
+    switch (o) {
+    case CLI_O_ENDPOINT: c->endpoint = optarg; return -1;
+    case CLI_O_REGION: c->region = optarg; return -1;
+    case CLI_O_JSON: c->json = true; return -1;
+    case 'h':
+    case CLI_O_HELP:
+        fputs(usage, stdout);
+        return CLI_EXIT_OK;
+    default:
+        fputs(usage, stderr);
+        return CLI_EXIT_USAGE;
+    }
 }
 
 bool cli_u64_parse(const char *s, uint64_t *out)

@@ -62,6 +62,27 @@ bool cli_s3_url_parse(const char *u, char *bucket, size_t n, const char **rest);
 /* A decimal integer >= 0 with nothing after it. */
 bool cli_u64_parse(const char *s, uint64_t *out);
 
+/* The options the commands share: a command lists those it takes in its
+ * getopt_long table (CLI_OPT_* entries, values CLI_O_*), numbers its own
+ * from CLI_O_OWN, and hands every value it does not know to cli_common_opt. */
+enum { CLI_O_ENDPOINT = 256, CLI_O_REGION, CLI_O_JSON, CLI_O_HELP, CLI_O_OWN };
+#define CLI_OPT_ENDPOINT { "endpoint", required_argument, NULL, CLI_O_ENDPOINT }
+#define CLI_OPT_REGION { "region", required_argument, NULL, CLI_O_REGION }
+#define CLI_OPT_JSON { "json", no_argument, NULL, CLI_O_JSON }
+#define CLI_OPT_HELP { "help", no_argument, NULL, CLI_O_HELP }
+struct cli_common {
+    const char *endpoint, *region;   /* borrowed from argv; NULL: not given */
+    bool json;
+};
+
+/* Makes getopt_long start again at argv[1] (each command parses its own). */
+void cli_getopt_reset(void);
+/* Takes option value o (from getopt_long) into *c when it is a shared one
+ * and returns -1: parsing goes on. Otherwise the command stops with the
+ * code returned: --help/-h print usage to stdout (CLI_EXIT_OK), anything
+ * else is an unknown option (usage to stderr, CLI_EXIT_USAGE). */
+int cli_common_opt(int o, const char *usage, struct cli_common *c);
+
 /* ---------------------------------------------------------------- HTTP (http.c) */
 
 /* One keep-alive connection to the gateway: requests go to

@@ -33,24 +33,22 @@ static const char health_usage[] =
 
 int cli_health(int argc, char **argv)
 {
-    enum { O_ENDPOINT = 256, O_READY, O_TIMEOUT, O_HELP };
+    enum { O_READY = CLI_O_OWN, O_TIMEOUT };
     static const struct option opts[] = {
-        { "endpoint", required_argument, NULL, O_ENDPOINT },
+        CLI_OPT_ENDPOINT,
         { "ready", no_argument, NULL, O_READY },
         { "timeout", required_argument, NULL, O_TIMEOUT },
-        { "help", no_argument, NULL, O_HELP },
+        CLI_OPT_HELP,
         { NULL, 0, NULL, 0 },
     };
-    const char *endpoint = NULL;
+    struct cli_common cm = { 0 };
     bool ready = false;
     uint64_t timeout_s = 0;
-    int o;
+    int o, stop;
 
-    optind = 1;
-    opterr = 1;
+    cli_getopt_reset();
     while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (o) {
-        case O_ENDPOINT: endpoint = optarg; break;
         case O_READY: ready = true; break;
         case O_TIMEOUT:
             if (!cli_u64_parse(optarg, &timeout_s) || timeout_s == 0 || timeout_s > 3600) {
@@ -59,13 +57,9 @@ int cli_health(int argc, char **argv)
                 return CLI_EXIT_USAGE;
             }
             break;
-        case 'h':
-        case O_HELP:
-            fputs(health_usage, stdout);
-            return CLI_EXIT_OK;
         default:
-            fputs(health_usage, stderr);
-            return CLI_EXIT_USAGE;
+            if ((stop = cli_common_opt(o, health_usage, &cm)) >= 0)
+                return stop;
         }
     }
     if (optind < argc) {
@@ -74,7 +68,7 @@ int cli_health(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     struct cli_target t;
-    int rc = cli_target_resolve("health", endpoint, NULL, HEALTH_DEFAULT_ENDPOINT, false, &t);
+    int rc = cli_target_resolve("health", cm.endpoint, NULL, HEALTH_DEFAULT_ENDPOINT, false, &t);
     if (rc != CLI_EXIT_OK)
         return rc;
     struct cli_conn c;

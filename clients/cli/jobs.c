@@ -89,37 +89,28 @@ static void print_job_table(const json_t *doc, const char *bucket)
 
 int cli_jobs(int argc, char **argv)
 {
-    enum { O_ENDPOINT = 256, O_JOB, O_CANCEL, O_REGION, O_JSON, O_HELP };
+    enum { O_JOB = CLI_O_OWN, O_CANCEL };
     static const struct option opts[] = {
-        { "endpoint", required_argument, NULL, O_ENDPOINT },
+        CLI_OPT_ENDPOINT,
         { "job", required_argument, NULL, O_JOB },
         { "cancel", required_argument, NULL, O_CANCEL },
-        { "region", required_argument, NULL, O_REGION },
-        { "json", no_argument, NULL, O_JSON },
-        { "help", no_argument, NULL, O_HELP },
+        CLI_OPT_REGION,
+        CLI_OPT_JSON,
+        CLI_OPT_HELP,
         { NULL, 0, NULL, 0 },
     };
-    const char *endpoint = NULL, *region = NULL, *job = NULL, *cancel = NULL;
-    bool json = false;
-    int o;
+    struct cli_common cm = { 0 };
+    const char *job = NULL, *cancel = NULL;
+    int o, stop;
 
-    optind = 1;
-    opterr = 1;
+    cli_getopt_reset();
     while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (o) {
-        case O_ENDPOINT: endpoint = optarg; break;
-        case O_JOB: job = optarg; break;
-        case O_CANCEL: cancel = optarg; break;
-        case O_REGION: region = optarg; break;
-        case O_JSON: json = true; break;
-        case 'h':
-        case O_HELP:
-            fputs(jobs_usage, stdout);
-            return CLI_EXIT_OK;
-        default:
-            fputs(jobs_usage, stderr);
-            return CLI_EXIT_USAGE;
-        }
+        if (o == O_JOB)
+            job = optarg;
+        else if (o == O_CANCEL)
+            cancel = optarg;
+        else if ((stop = cli_common_opt(o, jobs_usage, &cm)) >= 0)
+            return stop;
     }
     if (argc - optind != 1) {
         fprintf(stderr, "shardgate jobs: expected one s3://BUCKET argument\n%s", jobs_usage);
@@ -141,7 +132,7 @@ int cli_jobs(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     struct cli_target t;
-    int rc = cli_target_resolve("jobs", endpoint, region, NULL, true, &t);
+    int rc = cli_target_resolve("jobs", cm.endpoint, cm.region, NULL, true, &t);
     if (rc != CLI_EXIT_OK)
         return rc;
 
@@ -170,7 +161,7 @@ int cli_jobs(int argc, char **argv)
         rc = cli_report_failure("jobs", &a, tr);
     else if (!doc)
         rc = cli_report_malformed("jobs", &a);
-    else if (json)
+    else if (cm.json)
         printf("%s\n", a.body.p);
     else if (id)
         print_job_detail(doc);

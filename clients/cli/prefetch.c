@@ -318,10 +318,10 @@ out:
 
 int cli_prefetch(int argc, char **argv)
 {
-    enum { O_ENDPOINT = 256, O_KEYS, O_ORDERED, O_EPOCH, O_CONSUMER, O_WBYTES, O_WOBJ, O_PIN,
-           O_WAIT, O_REGION, O_JSON, O_HELP };
+    enum { O_KEYS = CLI_O_OWN, O_ORDERED, O_EPOCH, O_CONSUMER, O_WBYTES, O_WOBJ, O_PIN,
+           O_WAIT };
     static const struct option opts[] = {
-        { "endpoint", required_argument, NULL, O_ENDPOINT },
+        CLI_OPT_ENDPOINT,
         { "keys-file", required_argument, NULL, O_KEYS },
         { "ordered", no_argument, NULL, O_ORDERED },
         { "epoch", required_argument, NULL, O_EPOCH },
@@ -330,28 +330,24 @@ int cli_prefetch(int argc, char **argv)
         { "window-objects", required_argument, NULL, O_WOBJ },
         { "pin", no_argument, NULL, O_PIN },
         { "wait", no_argument, NULL, O_WAIT },
-        { "region", required_argument, NULL, O_REGION },
-        { "json", no_argument, NULL, O_JSON },
-        { "help", no_argument, NULL, O_HELP },
+        CLI_OPT_REGION,
+        CLI_OPT_JSON,
+        CLI_OPT_HELP,
         { NULL, 0, NULL, 0 },
     };
     struct hint_opts h = { 0 };
-    const char *endpoint = NULL, *region = NULL;
-    bool wait = false, json = false;
-    int o;
+    struct cli_common cm = { 0 };
+    bool wait = false;
+    int o, stop;
 
-    optind = 1;
-    opterr = 1;
+    cli_getopt_reset();
     while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (o) {
-        case O_ENDPOINT: endpoint = optarg; break;
         case O_KEYS: h.keys_file = optarg; break;
         case O_ORDERED: h.ordered = true; break;
         case O_CONSUMER: h.consumer = optarg; break;
         case O_PIN: h.pin = true; break;
         case O_WAIT: wait = true; break;
-        case O_REGION: region = optarg; break;
-        case O_JSON: json = true; break;
         case O_EPOCH:
             if (!cli_u64_parse(optarg, &h.epoch) || h.epoch > (uint64_t)INT64_MAX) {
                 fprintf(stderr, "shardgate prefetch: --epoch takes an integer >= 0, not '%s'\n",
@@ -378,13 +374,9 @@ int cli_prefetch(int argc, char **argv)
             }
             h.has_wo = true;
             break;
-        case 'h':
-        case O_HELP:
-            fputs(prefetch_usage, stdout);
-            return CLI_EXIT_OK;
         default:
-            fputs(prefetch_usage, stderr);
-            return CLI_EXIT_USAGE;
+            if ((stop = cli_common_opt(o, prefetch_usage, &cm)) >= 0)
+                return stop;
         }
     }
     if (optind >= argc) {
@@ -411,7 +403,7 @@ int cli_prefetch(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     struct cli_target t;
-    int rc = cli_target_resolve("prefetch", endpoint, region, NULL, true, &t);
+    int rc = cli_target_resolve("prefetch", cm.endpoint, cm.region, NULL, true, &t);
     if (rc != CLI_EXIT_OK)
         return rc;
     size_t body_len = 0;
@@ -444,13 +436,13 @@ int cli_prefetch(int argc, char **argv)
     } else if (!doc || !cli_job_parse(doc, &j)) {
         rc = cli_report_malformed("prefetch", &a);
     } else {
-        if (json && !wait)
+        if (cm.json && !wait)
             printf("%s\n", a.body.p);
-        else if (!json)
+        else if (!cm.json)
             printf("job %s %s: %.0f objects in %s\n", j.id, j.state, j.total,
                    j.bucket[0] ? j.bucket : bucket);
         fflush(stdout);
-        rc = wait ? wait_job(&c, bucket, j.id, json) : CLI_EXIT_OK;
+        rc = wait ? wait_job(&c, bucket, j.id, cm.json) : CLI_EXIT_OK;
     }
     json_decref(doc);
     cli_answer_free(&a);
