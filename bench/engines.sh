@@ -108,14 +108,6 @@ done
 
 echo
 echo "# hits: warm caches, wrk -t2 -c8 (small also -c64), ${secs} s per run"
-cat > "$work/small.lua" <<'LUA'
-local i = 0
-request = function() i = (i + 1) % 200; return wrk.format("GET", "/bench/small-" .. i) end
-LUA
-cat > "$work/mid.lua" <<'LUA'
-local i = 0
-request = function() i = (i + 1) % 20; return wrk.format("GET", "/bench/mid-" .. i) end
-LUA
 declare -A HP HPID
 for engine in io_uring threads; do
     for rp in io_uring sendfile; do
@@ -137,7 +129,7 @@ for case in small mid big; do
                     g0=$(metric $p shardgate_cache_fills_total); h0=$(metric $p shardgate_cache_hits_total)
                     url="http://127.0.0.1:$p/bench/big-0"
                     args=(-t2 -c$conns -d${secs}s)
-                    [ $case != big ] && args+=(-s "$work/$case.lua") && url="http://127.0.0.1:$p"
+                    [ $case != big ] && args+=(-s "$root/bench/lib/$case.lua") && url="http://127.0.0.1:$p"
                     c0=$(cpu $pid)
                     out=$(wrk "${args[@]}" "$url")
                     c1=$(cpu $pid)

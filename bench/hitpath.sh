@@ -49,14 +49,6 @@ done
 sleep 1
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }   # utime + stime, clock ticks
 hz=$(getconf CLK_TCK)
-cat > "$work/small.lua" <<'LUA'
-local i = 0
-request = function() i = (i + 1) % 200; return wrk.format("GET", "/bench/small-" .. i) end
-LUA
-cat > "$work/mid.lua" <<'LUA'
-local i = 0
-request = function() i = (i + 1) % 20; return wrk.format("GET", "/bench/mid-" .. i) end
-LUA
 printf "%-8s %-10s %5s %12s %10s %14s\n" case path conns "req/s" "MB/s" "CPU us/req"
 for case in small mid big; do
     for conns in 8 64; do
@@ -70,7 +62,7 @@ for case in small mid big; do
                 esac
                 url="http://127.0.0.1:$p/bench/big"
                 args=(-t2 -c$conns -d${secs}s)
-                [ $case != big ] && args+=(-s "$work/$case.lua") && url="http://127.0.0.1:$p"
+                [ $case != big ] && args+=(-s "$root/bench/lib/$case.lua") && url="http://127.0.0.1:$p"
                 c0=$(cpu $pid)
                 out=$(wrk "${args[@]}" "$url")
                 c1=$(cpu $pid)
