@@ -181,11 +181,9 @@ enum backend_status posix_put_begin(struct posix_store *b, const char *bucket, c
                                       struct posix_put **out)
 {
     *out = NULL;
-    if (b->read_only)
-        return BACKEND_READ_ONLY;
     char path[POSIX_PATH_MAX];
     int bfd;
-    enum backend_status s = posix_key_bucket_open(b, bucket, key, path, &bfd);
+    enum backend_status s = posix_key_bucket_open(b, bucket, key, true, path, &bfd);
     if (s != BACKEND_OK)
         return s;
     for (int tries = 0; tries < 4; tries++) {
@@ -506,11 +504,9 @@ void posix_rmdir_parents(int bucketfd, const char *path)
 enum backend_status posix_object_delete(struct posix_store *b, const char *bucket,
                                           const char *key)
 {
-    if (b->read_only)
-        return BACKEND_READ_ONLY;
     char path[POSIX_PATH_MAX];
     int bfd;
-    enum backend_status s = posix_key_bucket_open(b, bucket, key, path, &bfd);
+    enum backend_status s = posix_key_bucket_open(b, bucket, key, true, path, &bfd);
     if (s != BACKEND_OK)
         return s;
     const char *leaf;
