@@ -7,6 +7,7 @@
  * AbortIncompleteMultipartUpload. */
 #include "posix_int.h"
 #include "log.h"
+#include "worker.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -181,33 +182,30 @@ struct posix_expiry {
     struct posix_store *b;
     unsigned max_age_s;
     unsigned period_s;
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cond;    /* CLOCK_MONOTONIC */
-    bool stop;
+    struct sg_worker wk;
 };
 
 static void *expiry_main(void *arg)
 {
     struct posix_expiry *e = arg;
-    pthread_mutex_lock(&e->mu);
-    while (!e->stop) {
-        pthread_mutex_unlock(&e->mu);
+    pthread_mutex_lock(&e->wk.mu);
+    while (!e->wk.stop) {
+        pthread_mutex_unlock(&e->wk.mu);
         uint64_t bytes;
         uint64_t n = posix_mpu_expire(e->b, e->max_age_s, time(NULL), &bytes);
         if (n > 0)
             log_msg(LOG_LVL_INFO, "backend", "aborted %llu incomplete multipart uploads "
                     "(%llu bytes) initiated more than mpu_max_age = %u s ago",
                     (unsigned long long)n, (unsigned long long)bytes, e->max_age_s);
-        pthread_mutex_lock(&e->mu);
+        pthread_mutex_lock(&e->wk.mu);
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_sec += e->period_s;
         int rc = 0;
-        while (!e->stop && rc != ETIMEDOUT)
-            rc = pthread_cond_timedwait(&e->cond, &e->mu, &until);
+        while (!e->wk.stop && rc != ETIMEDOUT)
+            rc = pthread_cond_timedwait(&e->wk.cv, &e->wk.mu, &until);
     }
-    pthread_mutex_unlock(&e->mu);
+    pthread_mutex_unlock(&e->wk.mu);
     return NULL;
 }
 
@@ -224,18 +222,10 @@ struct posix_expiry *posix_expiry_start(struct posix_store *b, unsigned max_age_
      * under a second (no busy loop) nor over an hour. */
     unsigned p = max_age_s / 4;
     e->period_s = p < 1 ? 1 : p > 3600 ? 3600 : p;
-    pthread_mutex_init(&e->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&e->cond, &ca);
-    pthread_condattr_destroy(&ca);
-    int r = pthread_create(&e->thread, NULL, expiry_main, e);
+    int r = sg_worker_start(&e->wk, expiry_main, e);
     if (r != 0) {
         log_msg(LOG_LVL_ERROR, "backend", "cannot start the upload expiry thread: %s",
                 strerror(r));
-        pthread_cond_destroy(&e->cond);
-        pthread_mutex_destroy(&e->mu);
         free(e);
         return NULL;
     }
@@ -246,12 +236,6 @@ void posix_expiry_stop(struct posix_expiry *e)
 {
     if (!e)
         return;
-    pthread_mutex_lock(&e->mu);
-    e->stop = true;
-    pthread_cond_signal(&e->cond);
-    pthread_mutex_unlock(&e->mu);
-    pthread_join(e->thread, NULL);
-    pthread_cond_destroy(&e->cond);
-    pthread_mutex_destroy(&e->mu);
+    sg_worker_stop(&e->wk);
     free(e);
 }
