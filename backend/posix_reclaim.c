@@ -48,69 +48,83 @@ static void rm_tmp_files(int dirfd, struct posix_reclaim_stats *st)
     closedir(d);
 }
 
-/* ROOT/<bucket>/.sg~tmp/ of every bucket directory. */
-static void reclaim_buckets(struct posix_store *b, struct posix_reclaim_stats *st)
+/* Called by each_bucket_dir for one directory named as a bucket, open (fd)
+ * for the call. */
+typedef void (*bucket_dir_fn)(void *arg, int fd, const char *name);
+
+/* Calls fn for each subdirectory of dirfd (ROOT, or STATE/mpu) whose name is
+ * a valid bucket name. */
+static void each_bucket_dir(int dirfd, bucket_dir_fn fn, void *arg)
 {
-    DIR *d = posix_dir_stream(b->rootfd);
+    DIR *d = posix_dir_stream(dirfd);
     if (!d)
         return;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         if (!sg_bucket_name_valid(de->d_name))
             continue;
-        int bfd = openat(b->rootfd, de->d_name, O_DIRECTORY | O_NOFOLLOW | O_RDONLY |
-                                                    O_CLOEXEC);
-        if (bfd < 0)
+        int fd = openat(dirfd, de->d_name, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
             continue;
-        int tfd = openat(bfd, POSIX_TMP_DIR, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
-        if (tfd >= 0) {
-            rm_tmp_files(tfd, st);
-            close(tfd);
-            unlinkat(bfd, POSIX_TMP_DIR, AT_REMOVEDIR);   /* made again by the next put */
-        }
-        close(bfd);
+        fn(arg, fd, de->d_name);
+        close(fd);
     }
     closedir(d);
+}
+
+/* ROOT/<bucket>/.sg~tmp/ of one bucket directory. */
+static void reclaim_bucket(void *arg, int bfd, const char *name)
+{
+    struct posix_reclaim_stats *st = arg;
+    (void)name;
+    int tfd = openat(bfd, POSIX_TMP_DIR, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
+    if (tfd >= 0) {
+        rm_tmp_files(tfd, st);
+        close(tfd);
+        unlinkat(bfd, POSIX_TMP_DIR, AT_REMOVEDIR);   /* made again by the next put */
+    }
 }
 
 /* Called by each_upload for one upload directory: ufd is
  * STATE/mpu/<bucket>/<id> (open for the call), pfd STATE/mpu/<bucket>. */
 typedef void (*upload_fn)(void *arg, int pfd, const char *bucket, const char *id, int ufd);
 
+struct upload_walk {
+    struct posix_store *b;
+    bool prune;
+    upload_fn fn;
+    void *arg;
+};
+
+/* The upload directories of STATE/mpu/<bucket> (pfd); with prune, the
+ * bucket's directory is removed after when it is left empty. */
+static void bucket_uploads(void *arg, int pfd, const char *bucket)
+{
+    const struct upload_walk *w = arg;
+    DIR *pd = posix_dir_stream(pfd);
+    if (!pd)
+        return;
+    struct dirent *ue;
+    while ((ue = readdir(pd)) != NULL) {
+        if (!posix_upload_id_valid(ue->d_name))
+            continue;
+        int ufd = openat(pfd, ue->d_name, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
+        if (ufd < 0)
+            continue;
+        w->fn(w->arg, pfd, bucket, ue->d_name, ufd);
+        close(ufd);
+    }
+    closedir(pd);
+    if (w->prune)
+        unlinkat(w->b->mpufd, bucket, AT_REMOVEDIR);   /* only when empty */
+}
+
 /* Calls fn for every upload directory of STATE/mpu, bucket by bucket; with
  * prune, each bucket's directory is removed after when it is left empty. */
 static void each_upload(struct posix_store *b, bool prune, upload_fn fn, void *arg)
 {
-    DIR *d = posix_dir_stream(b->mpufd);
-    if (!d)
-        return;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (!sg_bucket_name_valid(de->d_name))
-            continue;
-        int pfd = openat(b->mpufd, de->d_name, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
-        DIR *pd = pfd >= 0 ? posix_dir_stream(pfd) : NULL;
-        if (!pd) {
-            if (pfd >= 0)
-                close(pfd);
-            continue;
-        }
-        struct dirent *ue;
-        while ((ue = readdir(pd)) != NULL) {
-            if (!posix_upload_id_valid(ue->d_name))
-                continue;
-            int ufd = openat(pfd, ue->d_name, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
-            if (ufd < 0)
-                continue;
-            fn(arg, pfd, de->d_name, ue->d_name, ufd);
-            close(ufd);
-        }
-        closedir(pd);
-        if (prune)
-            unlinkat(b->mpufd, de->d_name, AT_REMOVEDIR);   /* only when empty */
-        close(pfd);
-    }
-    closedir(d);
+    struct upload_walk w = { .b = b, .prune = prune, .fn = fn, .arg = arg };
+    each_bucket_dir(b->mpufd, bucket_uploads, &w);
 }
 
 /* An upload directory at open: the temp files of parts (and of a create's
@@ -138,7 +152,7 @@ void posix_reclaim_tmp(struct posix_store *b, struct posix_reclaim_stats *st)
     memset(st, 0, sizeof *st);
     if (b->read_only)
         return;
-    reclaim_buckets(b, st);
+    each_bucket_dir(b->rootfd, reclaim_bucket, st);   /* ROOT/<bucket>/.sg~tmp/ */
     each_upload(b, true, reclaim_upload, st);
 }
 
