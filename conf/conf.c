@@ -109,6 +109,22 @@ static char *dup_opt(const char *s, bool *ok)
     return d;
 }
 
+/* A zeroed array of n elements for a copy, as dup_opt for strings: NULL when
+ * n is 0 or *ok is already false; *ok goes false when memory runs out.
+ * *n_out is n once the array exists, else 0. */
+static void *alloc_opt(size_t n, size_t size, size_t *n_out, bool *ok)
+{
+    *n_out = 0;
+    if (!*ok || n == 0)
+        return NULL;
+    void *p = calloc(n, size);
+    if (p == NULL)
+        *ok = false;
+    else
+        *n_out = n;
+    return p;
+}
+
 /* Deep copy of `src` into `dst` (uninitialised). Keep in step with struct conf:
  * every pointer field must be duplicated here. Returns 0, or -1 when out of
  * memory with `dst` left empty. */
@@ -129,50 +145,25 @@ int conf_copy(struct conf *dst, const struct conf *src)
     dst->region = dup_opt(src->region, &ok);
     dst->vhost_domain = dup_opt(src->vhost_domain, &ok);
     dst->log_file = dup_opt(src->log_file, &ok);
-    dst->users = NULL;
-    dst->n_users = 0;
-    if (ok && src->n_users > 0) {
-        dst->users = calloc(src->n_users, sizeof *dst->users);
-        if (dst->users == NULL) {
-            ok = false;
-        } else {
-            dst->n_users = src->n_users;
-            for (size_t i = 0; i < src->n_users; i++) {
-                const struct conf_user *su = &src->users[i];
-                struct conf_user *du = &dst->users[i];
-                du->name = dup_opt(su->name, &ok);
-                du->access_key = dup_opt(su->access_key, &ok);
-                du->secret_key = dup_opt(su->secret_key, &ok);
-                if (ok && su->n_perms > 0) {
-                    du->perms = calloc(su->n_perms, sizeof *du->perms);
-                    if (du->perms == NULL) {
-                        ok = false;
-                        continue;
-                    }
-                    du->n_perms = su->n_perms;
-                    for (size_t k = 0; k < su->n_perms; k++) {
-                        du->perms[k].bucket = dup_opt(su->perms[k].bucket, &ok);
-                        du->perms[k].level = su->perms[k].level;
-                    }
-                }
-            }
+    dst->users = alloc_opt(src->n_users, sizeof *dst->users, &dst->n_users, &ok);
+    for (size_t i = 0; i < dst->n_users; i++) {
+        const struct conf_user *su = &src->users[i];
+        struct conf_user *du = &dst->users[i];
+        du->name = dup_opt(su->name, &ok);
+        du->access_key = dup_opt(su->access_key, &ok);
+        du->secret_key = dup_opt(su->secret_key, &ok);
+        du->perms = alloc_opt(su->n_perms, sizeof *du->perms, &du->n_perms, &ok);
+        for (size_t k = 0; k < du->n_perms; k++) {
+            du->perms[k].bucket = dup_opt(su->perms[k].bucket, &ok);
+            du->perms[k].level = su->perms[k].level;
         }
     }
-    dst->buckets = NULL;
-    dst->n_buckets = 0;
-    if (ok && src->n_buckets > 0) {
-        dst->buckets = calloc(src->n_buckets, sizeof *dst->buckets);
-        if (dst->buckets == NULL) {
-            ok = false;
-        } else {
-            dst->n_buckets = src->n_buckets;
-            /* copy the plain fields, then replace every pointer */
-            for (size_t i = 0; i < src->n_buckets; i++) {
-                dst->buckets[i] = src->buckets[i];
-                dst->buckets[i].name = dup_opt(src->buckets[i].name, &ok);
-                dst->buckets[i].cold_bucket = dup_opt(src->buckets[i].cold_bucket, &ok);
-            }
-        }
+    dst->buckets = alloc_opt(src->n_buckets, sizeof *dst->buckets, &dst->n_buckets, &ok);
+    /* copy the plain fields, then replace every pointer */
+    for (size_t i = 0; i < dst->n_buckets; i++) {
+        dst->buckets[i] = src->buckets[i];
+        dst->buckets[i].name = dup_opt(src->buckets[i].name, &ok);
+        dst->buckets[i].cold_bucket = dup_opt(src->buckets[i].cold_bucket, &ok);
     }
     if (!ok) {
         conf_free(dst);
