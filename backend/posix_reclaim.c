@@ -48,34 +48,37 @@ static void rm_tmp_files(int dirfd, struct posix_reclaim_stats *st)
     closedir(d);
 }
 
-/* Called by each_bucket_dir for one directory named as a bucket, open (fd)
- * for the call. */
-typedef void (*bucket_dir_fn)(void *arg, int fd, const char *name);
+/* Called by each_subdir for one subdirectory `name` of dirfd, open (fd) for
+ * the call. */
+typedef void (*subdir_fn)(void *arg, int dirfd, const char *name, int fd);
 
-/* Calls fn for each subdirectory of dirfd (ROOT, or STATE/mpu) whose name is
- * a valid bucket name. */
-static void each_bucket_dir(int dirfd, bucket_dir_fn fn, void *arg)
+/* Calls fn for each subdirectory of dirfd whose name `valid` accepts (bucket
+ * directories of ROOT and STATE/mpu, upload directories of a bucket's).
+ * 0, or -1 when dirfd cannot be read. */
+static int each_subdir(int dirfd, bool (*valid)(const char *), subdir_fn fn, void *arg)
 {
     DIR *d = posix_dir_stream(dirfd);
     if (!d)
-        return;
+        return -1;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
-        if (!sg_bucket_name_valid(de->d_name))
+        if (!valid(de->d_name))
             continue;
         int fd = openat(dirfd, de->d_name, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
         if (fd < 0)
             continue;
-        fn(arg, fd, de->d_name);
+        fn(arg, dirfd, de->d_name, fd);
         close(fd);
     }
     closedir(d);
+    return 0;
 }
 
 /* ROOT/<bucket>/.sg~tmp/ of one bucket directory. */
-static void reclaim_bucket(void *arg, int bfd, const char *name)
+static void reclaim_bucket(void *arg, int rootfd, const char *name, int bfd)
 {
     struct posix_reclaim_stats *st = arg;
+    (void)rootfd;
     (void)name;
     int tfd = openat(bfd, POSIX_TMP_DIR, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
     if (tfd >= 0) {
@@ -90,41 +93,34 @@ static void reclaim_bucket(void *arg, int bfd, const char *name)
 typedef void (*upload_fn)(void *arg, int pfd, const char *bucket, const char *id, int ufd);
 
 struct upload_walk {
-    struct posix_store *b;
     bool prune;
     upload_fn fn;
     void *arg;
+    const char *bucket;   /* the one being walked */
 };
+
+static void one_upload(void *arg, int pfd, const char *id, int ufd)
+{
+    const struct upload_walk *w = arg;
+    w->fn(w->arg, pfd, w->bucket, id, ufd);
+}
 
 /* The upload directories of STATE/mpu/<bucket> (pfd); with prune, the
  * bucket's directory is removed after when it is left empty. */
-static void bucket_uploads(void *arg, int pfd, const char *bucket)
+static void bucket_uploads(void *arg, int mpufd, const char *bucket, int pfd)
 {
-    const struct upload_walk *w = arg;
-    DIR *pd = posix_dir_stream(pfd);
-    if (!pd)
-        return;
-    struct dirent *ue;
-    while ((ue = readdir(pd)) != NULL) {
-        if (!posix_upload_id_valid(ue->d_name))
-            continue;
-        int ufd = openat(pfd, ue->d_name, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
-        if (ufd < 0)
-            continue;
-        w->fn(w->arg, pfd, bucket, ue->d_name, ufd);
-        close(ufd);
-    }
-    closedir(pd);
-    if (w->prune)
-        unlinkat(w->b->mpufd, bucket, AT_REMOVEDIR);   /* only when empty */
+    struct upload_walk *w = arg;
+    w->bucket = bucket;
+    if (each_subdir(pfd, posix_upload_id_valid, one_upload, w) == 0 && w->prune)
+        unlinkat(mpufd, bucket, AT_REMOVEDIR);   /* only when empty */
 }
 
 /* Calls fn for every upload directory of STATE/mpu, bucket by bucket; with
  * prune, each bucket's directory is removed after when it is left empty. */
 static void each_upload(struct posix_store *b, bool prune, upload_fn fn, void *arg)
 {
-    struct upload_walk w = { .b = b, .prune = prune, .fn = fn, .arg = arg };
-    each_bucket_dir(b->mpufd, bucket_uploads, &w);
+    struct upload_walk w = { .prune = prune, .fn = fn, .arg = arg };
+    (void)each_subdir(b->mpufd, sg_bucket_name_valid, bucket_uploads, &w);
 }
 
 /* An upload directory at open: the temp files of parts (and of a create's
@@ -152,7 +148,7 @@ void posix_reclaim_tmp(struct posix_store *b, struct posix_reclaim_stats *st)
     memset(st, 0, sizeof *st);
     if (b->read_only)
         return;
-    each_bucket_dir(b->rootfd, reclaim_bucket, st);   /* ROOT/<bucket>/.sg~tmp/ */
+    (void)each_subdir(b->rootfd, sg_bucket_name_valid, reclaim_bucket, st);
     each_upload(b, true, reclaim_upload, st);
 }
 
