@@ -204,31 +204,35 @@ static enum backend_status s3_bucket_create(struct backend *base, const char *bu
     return st;
 }
 
-enum backend_status s3_bucket_head(struct backend *base, const char *bucket)
+/* An idempotent call on the bucket itself (HEAD, DELETE): a 404 is
+ * NO_BUCKET; *status gets the HTTP status. */
+static enum backend_status bucket_call(struct s3_store *s, const char *method,
+                                       const char *bucket, long *status)
 {
-    struct s3_store *s = (struct s3_store *)base;
-    struct s3_call c = { .method = "HEAD", .bucket = s3_cold_bucket(s, bucket), .body_fd = -1,
+    struct s3_call c = { .method = method, .bucket = s3_cold_bucket(s, bucket), .body_fd = -1,
                          .idempotent = true };
     enum backend_status st = s3_do(s, &c);
     if (st == BACKEND_NO_KEY)
         st = BACKEND_NO_BUCKET;
-    else if (st == BACKEND_IO && c.status == 400)
+    *status = c.status;
+    s3_call_free(&c);
+    return st;
+}
+
+enum backend_status s3_bucket_head(struct backend *base, const char *bucket)
+{
+    long status;
+    enum backend_status st = bucket_call((struct s3_store *)base, "HEAD", bucket, &status);
+    if (st == BACKEND_IO && status == 400)
         st = BACKEND_BAD_BUCKET_NAME;   /* a HEAD's 400 has no body to say why;
                                            a bad name is what S3 answers 400 for */
-    s3_call_free(&c);
     return st;
 }
 
 static enum backend_status s3_bucket_delete(struct backend *base, const char *bucket)
 {
-    struct s3_store *s = (struct s3_store *)base;
-    struct s3_call c = { .method = "DELETE", .bucket = s3_cold_bucket(s, bucket), .body_fd = -1,
-                         .idempotent = true };
-    enum backend_status st = s3_do(s, &c);
-    if (st == BACKEND_NO_KEY)
-        st = BACKEND_NO_BUCKET;
-    s3_call_free(&c);
-    return st;
+    long status;
+    return bucket_call((struct s3_store *)base, "DELETE", bucket, &status);
 }
 
 /* ---- health ---- */
