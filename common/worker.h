@@ -1,7 +1,8 @@
 /* common/worker.h - a background thread that sleeps on a condition until it
  * has work or is told to stop: the store's upload expiry, the cache's
- * directory watcher and the gateway's connection deadlines each embed one,
- * so starting and stopping such a thread is written once. */
+ * directory watcher and thread-pool writer, and the gateway's connection
+ * deadlines each embed one, so starting and stopping such a thread is
+ * written once. */
 #ifndef SHARDGATE_COMMON_WORKER_H
 #define SHARDGATE_COMMON_WORKER_H
 
