@@ -23,13 +23,23 @@ int sg_worker_start(struct sg_worker *w, void *(*fn)(void *), void *arg)
     return rc;
 }
 
-void sg_worker_stop(struct sg_worker *w)
+void sg_worker_join(struct sg_worker *w)
 {
     pthread_mutex_lock(&w->mu);
     w->stop = true;
     pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->thread, NULL);
+}
+
+void sg_worker_destroy(struct sg_worker *w)
+{
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
+}
+
+void sg_worker_stop(struct sg_worker *w)
+{
+    sg_worker_join(w);
+    sg_worker_destroy(w);
 }

@@ -23,8 +23,16 @@ struct sg_worker {
  * The owner logs the failure: it knows what the thread is for. */
 int sg_worker_start(struct sg_worker *w, void *(*fn)(void *), void *arg);
 
-/* Sets stop under mu, wakes the thread, joins it and destroys mu and cv.
- * Called once, for a started worker, by any thread but the worker's own. */
+/* Sets stop under mu, wakes the thread and joins it; mu and cv stay usable
+ * (an owner whose other threads still look at its state under mu after the
+ * thread ended) until sg_worker_destroy. Called once, for a started worker,
+ * by any thread but the worker's own. */
+void sg_worker_join(struct sg_worker *w);
+
+/* Destroys mu and cv of a joined worker. */
+void sg_worker_destroy(struct sg_worker *w);
+
+/* sg_worker_join, then sg_worker_destroy. */
 void sg_worker_stop(struct sg_worker *w);
 
 #endif
