@@ -1,6 +1,7 @@
 /* tests/unit/test_common_worker.c - sg_worker (common/worker.h): the thread
- * runs, sees stop only when sg_worker_stop sets it, and is joined by it; its
- * condition waits on CLOCK_MONOTONIC deadlines. */
+ * runs, sees stop only when sg_worker_stop (or _join) sets it, and is joined
+ * by it; after sg_worker_join the lock stays usable until sg_worker_destroy;
+ * its condition waits on CLOCK_MONOTONIC deadlines. */
 #include <CUnit/CUnit.h>
 #include <stdbool.h>
 #include <time.h>
@@ -59,12 +60,26 @@ static void a_worker_can_be_started_again_after_stop(void)
     }
 }
 
+static void join_leaves_the_lock_usable_until_destroy(void)
+{
+    struct probe p = { 0 };
+    CU_ASSERT_EQUAL_FATAL(sg_worker_start(&p.wk, probe_main, &p), 0);
+    sg_worker_join(&p.wk);
+    CU_ASSERT_TRUE(p.saw_stop);
+    /* as the prefetch stager's owner does: its state is still read under mu */
+    CU_ASSERT_EQUAL(pthread_mutex_lock(&p.wk.mu), 0);
+    CU_ASSERT_TRUE(p.wk.stop);
+    CU_ASSERT_EQUAL(pthread_mutex_unlock(&p.wk.mu), 0);
+    sg_worker_destroy(&p.wk);
+}
+
 int register_tests(void)
 {
     static const struct cu_test tests[] = {
         { "stop_wakes_the_waiting_thread_and_joins_it",
           stop_wakes_the_waiting_thread_and_joins_it },
         { "a_worker_can_be_started_again_after_stop", a_worker_can_be_started_again_after_stop },
+        { "join_leaves_the_lock_usable_until_destroy", join_leaves_the_lock_usable_until_destroy },
     };
     return cu_add_suite("common_worker", NULL, NULL, tests, CU_N(tests));
 }
