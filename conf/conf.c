@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,23 +77,43 @@ void conf_users_free(struct conf_user *users, size_t n)
     free(users);
 }
 
+/* The string fields of struct conf, which conf_copy duplicates and conf_free
+ * frees (a secret wiped first): a new string field is added here, once. */
+static const struct {
+    size_t at;     /* offsetof a `char *` field */
+    bool secret;
+} conf_strs[] = {
+    { offsetof(struct conf, listen_addr), false },
+    { offsetof(struct conf, data_dir), false },
+    { offsetof(struct conf, state_dir), false },
+    { offsetof(struct conf, cold_url), false },
+    { offsetof(struct conf, cold_ca_path), false },
+    { offsetof(struct conf, cold_access_key), false },
+    { offsetof(struct conf, cold_secret_key), true },
+    { offsetof(struct conf, cold_region), false },
+    { offsetof(struct conf, spool_dir), false },
+    { offsetof(struct conf, cache_dir), false },
+    { offsetof(struct conf, region), false },
+    { offsetof(struct conf, vhost_domain), false },
+    { offsetof(struct conf, log_file), false },
+};
+enum { N_CONF_STRS = sizeof conf_strs / sizeof conf_strs[0] };
+
+static char **conf_str(struct conf *c, size_t i)
+{
+    return (char **)((char *)c + conf_strs[i].at);
+}
+
 void conf_free(struct conf *c)
 {
     if (c == NULL)
         return;
-    free(c->listen_addr);
-    free(c->data_dir);
-    free(c->state_dir);
-    free(c->cold_url);
-    free(c->cold_ca_path);
-    free(c->cold_access_key);
-    secret_free(c->cold_secret_key);
-    free(c->cold_region);
-    free(c->spool_dir);
-    free(c->cache_dir);
-    free(c->region);
-    free(c->vhost_domain);
-    free(c->log_file);
+    for (size_t i = 0; i < N_CONF_STRS; i++) {
+        if (conf_strs[i].secret)
+            secret_free(*conf_str(c, i));
+        else
+            free(*conf_str(c, i));
+    }
     conf_users_free(c->users, c->n_users);
     conf_buckets_free(c->buckets, c->n_buckets);
     memset(c, 0, sizeof *c);
@@ -126,25 +147,16 @@ static void *alloc_opt(size_t n, size_t size, size_t *n_out, bool *ok)
 }
 
 /* Deep copy of `src` into `dst` (uninitialised). Keep in step with struct conf:
- * every pointer field must be duplicated here. Returns 0, or -1 when out of
+ * every pointer field must be duplicated here (strings: conf_strs). Returns 0, or -1 when out of
  * memory with `dst` left empty. */
 int conf_copy(struct conf *dst, const struct conf *src)
 {
     bool ok = true;
     *dst = *src;
-    dst->listen_addr = dup_opt(src->listen_addr, &ok);
-    dst->data_dir = dup_opt(src->data_dir, &ok);
-    dst->state_dir = dup_opt(src->state_dir, &ok);
-    dst->cold_url = dup_opt(src->cold_url, &ok);
-    dst->cold_ca_path = dup_opt(src->cold_ca_path, &ok);
-    dst->cold_access_key = dup_opt(src->cold_access_key, &ok);
-    dst->cold_secret_key = dup_opt(src->cold_secret_key, &ok);
-    dst->cold_region = dup_opt(src->cold_region, &ok);
-    dst->spool_dir = dup_opt(src->spool_dir, &ok);
-    dst->cache_dir = dup_opt(src->cache_dir, &ok);
-    dst->region = dup_opt(src->region, &ok);
-    dst->vhost_domain = dup_opt(src->vhost_domain, &ok);
-    dst->log_file = dup_opt(src->log_file, &ok);
+    for (size_t i = 0; i < N_CONF_STRS; i++) {
+        char **d = conf_str(dst, i);   /* still src's string: replaced by a copy */
+        *d = dup_opt(*d, &ok);
+    }
     dst->users = alloc_opt(src->n_users, sizeof *dst->users, &dst->n_users, &ok);
     for (size_t i = 0; i < dst->n_users; i++) {
         const struct conf_user *su = &src->users[i];
