@@ -83,19 +83,11 @@ static const struct {
     size_t at;     /* offsetof a `char *` field */
     bool secret;
 } conf_strs[] = {
-    { offsetof(struct conf, listen_addr), false },
-    { offsetof(struct conf, data_dir), false },
-    { offsetof(struct conf, state_dir), false },
-    { offsetof(struct conf, cold_url), false },
-    { offsetof(struct conf, cold_ca_path), false },
-    { offsetof(struct conf, cold_access_key), false },
-    { offsetof(struct conf, cold_secret_key), true },
-    { offsetof(struct conf, cold_region), false },
-    { offsetof(struct conf, spool_dir), false },
-    { offsetof(struct conf, cache_dir), false },
-    { offsetof(struct conf, region), false },
-    { offsetof(struct conf, vhost_domain), false },
-    { offsetof(struct conf, log_file), false },
+#define STR(f) { offsetof(struct conf, f), false }
+    STR(listen_addr), STR(data_dir), STR(state_dir), STR(cold_url), STR(cold_ca_path),
+    STR(cold_access_key), { offsetof(struct conf, cold_secret_key), true }, STR(cold_region),
+    STR(spool_dir), STR(cache_dir), STR(region), STR(vhost_domain), STR(log_file),
+#undef STR
 };
 enum { N_CONF_STRS = sizeof conf_strs / sizeof conf_strs[0] };
 

@@ -34,7 +34,7 @@ static void *probe_main(void *arg)
     return NULL;
 }
 
-static void stop_wakes_the_waiting_thread_and_joins_it(void)
+static void stop_wakes_the_thread_and_joins_it(void)
 {
     struct probe p = { 0 };
     CU_ASSERT_EQUAL_FATAL(sg_worker_start(&p.wk, probe_main, &p), 0);
@@ -76,8 +76,7 @@ static void join_leaves_the_lock_usable_until_destroy(void)
 int register_tests(void)
 {
     static const struct cu_test tests[] = {
-        { "stop_wakes_the_waiting_thread_and_joins_it",
-          stop_wakes_the_waiting_thread_and_joins_it },
+        { "stop_wakes_the_thread_and_joins_it", stop_wakes_the_thread_and_joins_it },
         { "a_worker_can_be_started_again_after_stop", a_worker_can_be_started_again_after_stop },
         { "join_leaves_the_lock_usable_until_destroy", join_leaves_the_lock_usable_until_destroy },
     };
