@@ -258,6 +258,7 @@ struct gw_req {
     uint64_t resp_bytes;
     enum gw_read read;
     bool close_conn;             /* the framing is ambiguous: answer now, then close */
+    bool hdr_failed;             /* a response header could not be added: gw_reply answers 500 */
     struct timespec t_body;      /* when the headers were in: the body's rate clock */
 };
 
@@ -269,8 +270,20 @@ bool gw_req_has_query(const struct gw_req *r, const char *name);
 /* ---- responses: each queues exactly one response on r->conn ---- */
 
 /* Adds the common headers (request id, server) and queues `resp` with
- * `status`; destroys resp. */
+ * `status`; destroys resp. When gw_resp_header failed for this request
+ * (r->hdr_failed), a non-5xx resp is replaced by a 500 InternalError: an
+ * answer missing a header it should carry is never sent as if complete. */
 void gw_reply(struct gw_req *r, unsigned status, struct MHD_Response *resp);
+/* Adds "name: value" to resp (both copied). An empty value, which
+ * libmicrohttpd 0.9.75 refuses (add_response_entry tests content[0]), is
+ * sent as one space: "name:  " on the wire, an empty value to every HTTP
+ * parser (RFC 9110 5.5: whitespace around a field value is not part of it).
+ * 0, or -1 (a value with CR/LF, no memory), logged once here and recorded
+ * in r->hdr_failed. Any thread that owns r. */
+int gw_resp_header(struct gw_req *r, struct MHD_Response *resp, const char *name,
+                   const char *value);
+/* The value gw_resp_header hands libmicrohttpd for `value` (pure). */
+const char *gw_resp_header_value(const char *value);
 /* An S3 XML <Error>; msg NULL uses the table's message. extra_xml (may be
  * NULL) is inserted inside <Error> (already escaped). */
 void gw_reply_error(struct gw_req *r, enum s3_err e, const char *msg, const char *extra_xml);
@@ -327,6 +340,13 @@ enum gw_range_result { GW_RANGE_NONE, GW_RANGE_OK, GW_RANGE_UNSATISFIABLE };
  * allows; a syntactically valid range that starts past the end is
  * UNSATISFIABLE. */
 enum gw_range_result gw_range_parse(const char *hdr, uint64_t size, struct gw_range *out);
+
+/* The Content-Encoding an object keeps from a PUT's value `in`: the
+ * aws-chunked token (this request's framing, not the object's) taken out
+ * with its comma, everything else byte for byte ("deflate, gzip" stays so).
+ * Writes at most cap bytes with the NUL into out; "" when nothing is left.
+ * 0, or -1 when it does not fit. Pure. */
+int gw_content_encoding_stored(const char *in, char *out, size_t cap);
 
 /* RFC 1123 date for headers; buf >= 30 bytes. */
 void gw_http_date(time_t t, char *buf, size_t len);

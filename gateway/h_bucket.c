@@ -106,7 +106,7 @@ static void create_bucket(struct gw_req *r)
     if (resp) {
         char loc[80];
         snprintf(loc, sizeof loc, "/%s", r->bucket);
-        MHD_add_response_header(resp, "Location", loc);
+        gw_resp_header(r, resp, "Location", loc);
     }
     gw_reply(r, 200, resp);
 }
@@ -128,7 +128,7 @@ void gw_h_bucket_end(struct gw_req *r)
         struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"",
                                                                     MHD_RESPMEM_PERSISTENT);
         if (resp)
-            MHD_add_response_header(resp, "x-amz-bucket-region", r->conf->region);
+            gw_resp_header(r, resp, "x-amz-bucket-region", r->conf->region);
         gw_reply(r, 200, resp);
         return;
     }

@@ -1,0 +1,188 @@
+"""tests/integration/test_s3_wire.py - what S3 puts on the wire (issue 12), the
+same in both modes: the directory store (`--data`) and the cache in front of
+moto (`--cold`, `--cache-dir`). Real clients: boto3 1.43, Debian's boto3 1.26
+(/usr/bin/python3), curl --aws-sigv4, raw signed HTTP where a client cannot
+say it.
+  * empty user metadata (x-amz-meta-x: "") is kept and comes back empty;
+  * stored header values come back byte for byte (Content-Encoding
+    "deflate, gzip" too; only aws-chunked is taken out of it).
+Cache mode and an empty value: libcurl before 8.3.0 cannot sign an empty
+header for the cold tier, so there B leaves it out and says so in its log
+(README, Differences from AWS S3); the check follows the libcurl in use.
+Skips (77) when boto3 or moto is missing."""
+
+import atexit
+import json
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as H  # noqa: E402
+import cache_common as C  # noqa: E402
+
+check, eq = H.check, H.eq
+
+
+def libcurl_signs_empty():
+    """Does the system libcurl (the one B links) sign an empty header? 8.3.0+."""
+    rc, out, _ = H.run_cmd(["curl", "--version"], timeout=30)
+    m = re.search(r"libcurl/(\d+)\.(\d+)", out)
+    return bool(m) and (int(m.group(1)), int(m.group(2))) >= (8, 3)
+
+
+def curl_head(b, k):
+    """HEAD with curl --aws-sigv4: (status line, [raw header lines])."""
+    argv = ["curl", "-sS", "-I", "--aws-sigv4", "aws:amz:%s:s3" % H.REGION,
+            "--user", "%s:%s" % (H.ACCESS_KEY, H.SECRET_KEY),
+            "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD",   # curl 7.x sends none
+            "%s/%s/%s" % (H.S.endpoint, b, H.quote_key(k))]
+    rc, out, er = H.run_cmd(argv, timeout=60)
+    lines = out.split("\r\n")
+    return (lines[0] if rc == 0 else er), lines[1:]
+
+
+DEBIAN_META = r"""
+import boto3, json, os
+from botocore.config import Config
+c = boto3.client("s3", endpoint_url=os.environ["EP"], region_name="us-east-1",
+                 aws_access_key_id=os.environ["AK"], aws_secret_access_key=os.environ["SK"],
+                 config=Config(s3={"addressing_style": "path"}, signature_version="s3v4"))
+b = os.environ["B"]
+c.put_object(Bucket=b, Key="deb-meta", Body=b"d", Metadata={"e": "", "f": "1"},
+             ContentEncoding="deflate, gzip")
+h = c.head_object(Bucket=b, Key="deb-meta")
+print(json.dumps([boto3.__version__, h["Metadata"], h.get("ContentEncoding")]))
+"""
+
+
+# ---------------------------------------------------------------- the checks
+
+def empty_metadata(m, c, b):
+    forwarded = m == "local" or libcurl_signs_empty()
+    want = {"x": "", "y": "v"} if forwarded else {"y": "v"}
+    c.put_object(Bucket=b, Key="meta", Body=b"m", Metadata={"x": "", "y": "v"})
+    eq("[%s] boto3 1.43: an empty x-amz-meta-x comes back empty on HEAD" % m,
+       c.head_object(Bucket=b, Key="meta")["Metadata"], want)
+    g = c.get_object(Bucket=b, Key="meta")
+    eq("[%s] boto3 1.43: and on GET" % m, (g["Metadata"], g["Body"].read()), (want, b"m"))
+    status, lines = curl_head(b, "meta")
+    got = [l for l in lines if l.lower().startswith("x-amz-meta-x:")]
+    if forwarded:
+        check("[%s] curl -I: an x-amz-meta-x line with an empty value" % m,
+              status.startswith("HTTP/1.1 200") and len(got) == 1 and
+              got[0].split(":", 1)[1].strip() == "", (status, lines))
+    else:
+        check("[%s] curl -I: no x-amz-meta-x (libcurl < 8.3 cannot sign it for the cold tier)"
+              % m, status.startswith("HTTP/1.1 200") and not got, (status, lines))
+        check("[cache] B says why the empty header was not sent",
+              H.log_grep("is not sent to the cold tier"), H.log_tail(10))
+    r = H.raw("PUT", "/%s/raw-meta" % b, body=b"r", headers={"x-amz-meta-empty": ""})
+    eq("[%s] a raw PUT with an empty x-amz-meta-empty: 200" % m, r.status, 200)
+    r = H.raw("HEAD", "/%s/raw-meta" % b)
+    eq("[%s] raw HEAD: the header is there, empty, only where it was forwarded" % m,
+       r.header("x-amz-meta-empty", None) is not None and r.header("x-amz-meta-empty").strip(),
+       "" if forwarded else False)
+    if os.path.exists(H.DEBIAN_PYTHON):
+        got, detail = H.debian_boto3(DEBIAN_META, B=b)
+        eq("[%s] Debian boto3 1.26: empty metadata and Content-Encoding" % m,
+           got and [got[0][:4], got[1], got[2]],
+           ["1.26", {"e": "", "f": "1"} if forwarded else {"f": "1"}, "deflate, gzip"], detail)
+
+
+STORED = {
+    "Content-Type": "text/plain;  charset=UTF-8",
+    "Content-Encoding": "deflate, gzip",
+    "Content-Disposition": 'attachment;  filename="a b.txt"',
+    "Cache-Control": "max-age=60,  public",
+    "Content-Language": "en-US, de",
+    "Expires": "Thu, 01 Dec 2094 16:00:00 GMT",
+    "x-amz-meta-list": "a,  b , c",
+}
+
+
+def header_values(m, c, b):
+    r = H.raw("PUT", "/%s/hdrs" % b, body=b"h", headers=STORED)
+    eq("[%s] raw PUT with stored headers: 200" % m, r.status, 200)
+    for method in ("HEAD", "GET"):
+        r = H.raw(method, "/%s/hdrs" % b)
+        eq("[%s] %s: every stored header byte for byte" % (m, method),
+           {k: r.header(k) for k in STORED}, STORED)
+    c.put_object(Bucket=b, Key="enc", Body=b"e", ContentEncoding="deflate, gzip",
+                 ContentType="text/csv; header=present")
+    h = c.head_object(Bucket=b, Key="enc")
+    eq("[%s] boto3 1.43: ContentEncoding 'deflate, gzip' and ContentType kept" % m,
+       (h["ContentEncoding"], h["ContentType"]), ("deflate, gzip", "text/csv; header=present"))
+    # aws-chunked framing: botocore sends a streamed body with a trailing
+    # checksum as aws-chunked (over https; made to here, as boto3_suite does)
+    # and adds ",aws-chunked" to the Content-Encoding
+    import io
+    import botocore.httpchecksum as hc
+    real = hc.urlparse
+    seen = []
+
+    def fake(url, *a, **kw):
+        return real(url, *a, **kw)._replace(scheme="https")
+
+    def sent(request, **kw):
+        seen.append(request.headers.get("Content-Encoding"))
+    c.meta.events.register("before-send.s3.PutObject", sent)
+    hc.urlparse = fake
+    try:
+        c.put_object(Bucket=b, Key="chunked", Body=io.BytesIO(b"c" * 1000),
+                     ContentEncoding="deflate,  gzip", ChecksumAlgorithm="CRC32")
+    finally:
+        hc.urlparse = real
+        c.meta.events.unregister("before-send.s3.PutObject", sent)
+    check("[%s] boto3 1.43 sent aws-chunked in Content-Encoding" % m,
+          seen and b"aws-chunked" in (seen[-1] if isinstance(seen[-1], bytes)
+                                      else str(seen[-1]).encode()), seen)
+    h = c.head_object(Bucket=b, Key="chunked")
+    eq("[%s] only aws-chunked leaves Content-Encoding: 'deflate,  gzip' kept" % m,
+       (h["ContentEncoding"], h["ContentLength"]), ("deflate,  gzip", 1000))
+
+
+def suite(m, b):
+    c = H.boto3_client()
+    c.create_bucket(Bucket=b)
+    empty_metadata(m, c, b)
+    header_values(m, c, b)
+    return c
+
+
+# ---------------------------------------------------------------- the modes
+
+def local_store():
+    H.start("test_s3_wire")
+    suite("local", "wire-local")
+    meta = os.getxattr(H.direct_path("wire-local", "meta"), "user.shardgate.meta")
+    check("[local] the empty value is in the object's metadata xattr", b"x-amz-meta-x" in meta,
+          meta)
+    H._stop_gateway(report=True)
+
+
+def cache_over_moto():
+    moto = C.Moto().start()
+    C.start_cache(C.Cache(moto.endpoint, moto.access, moto.secret, size="64MiB", tag="wire"))
+    suite("cache", "wire-cache")
+    h = moto.client().head_object(Bucket="wire-cache", Key="hdrs")
+    eq("[cache] the cold tier holds the headers as sent",
+       (h["ContentEncoding"], h["ContentType"], h["Metadata"]),
+       ("deflate, gzip", STORED["Content-Type"], {"list": "a,  b , c"}))
+    C.stop_cache()
+
+
+def main():
+    C.need_clients()
+    if not C.have_moto():
+        H.skip_file("needs moto (python3 -m moto.server) for the cold tier")
+    C.init("test_s3_wire")
+    atexit.register(C.stop_all)
+    local_store()
+    H.S.log_file.close()        # the cache mode's gateway logs into a file of its own
+    H.S.log_file = None
+    cache_over_moto()
+
+
+H.run(main)
