@@ -55,6 +55,8 @@ enum s3_err {
     S3E_BUCKET_EXISTS,
     S3E_BUCKET_TAKEN,          /* BucketAlreadyExists: someone else's */
     S3E_BUCKET_NOT_EMPTY,
+    S3E_CORS_NO_ORIGIN,        /* OPTIONS without Origin: 400 BadRequest */
+    S3E_CORS_NOT_ENABLED,      /* OPTIONS on a bucket without CORS: 403 AccessForbidden */
     S3E_CONDITIONAL_CONFLICT,  /* ConditionalRequestConflict (409), from a cold tier */
     S3E_ENTITY_TOO_LARGE,
     S3E_ENTITY_TOO_SMALL,
@@ -170,6 +172,7 @@ enum gw_op {
     GW_OP_PREFETCH_SUBMIT,   /* POST /bucket?prefetch */
     GW_OP_PREFETCH_GET,      /* GET /bucket?prefetch[&job=ID] */
     GW_OP_PREFETCH_CANCEL,   /* DELETE /bucket?prefetch&job=ID */
+    GW_OP_CORS_PREFLIGHT,    /* OPTIONS on a bucket or object: no auth, as in S3 */
     GW_OP_COUNT
 };
 
@@ -562,6 +565,11 @@ void gw_h_probe_begin(struct gw_req *r);
 void gw_h_probe(struct gw_req *r);
 /* Is op one of them? */
 bool gw_op_is_probe(enum gw_op op);
+
+/* A CORS preflight (OPTIONS, gateway/h_cors.c), answered when the headers
+ * are in, before any auth: no bucket has a CORS configuration here, so it is
+ * S3's 400 without Origin and its 403 with one. */
+void gw_h_cors_preflight(struct gw_req *r);
 
 /* Metrics (gateway/metrics.c): one call per finished request; the page. */
 void gw_metrics_request(enum gw_op op, unsigned status, uint64_t ns, enum gw_cache_use use);

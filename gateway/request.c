@@ -69,6 +69,7 @@ static const char *const op_names[] = {
     [GW_OP_PREFETCH_SUBMIT] = "PrefetchSubmit",
     [GW_OP_PREFETCH_GET] = "PrefetchGet",
     [GW_OP_PREFETCH_CANCEL] = "PrefetchCancel",
+    [GW_OP_CORS_PREFLIGHT] = "CorsPreflight",
 };
 _Static_assert(sizeof op_names / sizeof op_names[0] == GW_OP_COUNT, "one name per op");
 
@@ -151,6 +152,8 @@ static enum gw_op route(const struct gw_req *r)
 
     if (!r->bucket)
         return get ? GW_OP_LIST_BUCKETS : GW_OP_UNKNOWN;
+    if (strcmp(m, "OPTIONS") == 0)
+        return GW_OP_CORS_PREFLIGHT;
     if (!r->key) {
         if (gw_req_has_query(r, "prefetch")) {
             if (post)
@@ -244,7 +247,7 @@ static enum gw_body body_kind(enum gw_op op)
     case GW_OP_GET_OBJECT_TAGGING: case GW_OP_DELETE_OBJECT_TAGGING:
     case GW_OP_GET_BUCKET_TAGGING: case GW_OP_DELETE_BUCKET_TAGGING:
     case GW_OP_GET_BUCKET_ACL: case GW_OP_GET_OBJECT_ACL: case GW_OP_LIST_OBJECT_VERSIONS:
-    case GW_OP_COUNT:
+    case GW_OP_CORS_PREFLIGHT: case GW_OP_COUNT:
         return GW_BODY_NONE;
     }
     return GW_BODY_NONE;
@@ -255,6 +258,7 @@ bool gw_op_permission(enum gw_op op, enum auth_perm *need)
     switch (op) {
     case GW_OP_HEALTH:
     case GW_OP_READY:
+    case GW_OP_CORS_PREFLIGHT:   /* S3 asks no signature of a preflight */
         return false;
     case GW_OP_CREATE_BUCKET:
     case GW_OP_DELETE_BUCKET:

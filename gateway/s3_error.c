@@ -23,6 +23,10 @@ static const struct s3_error table[] = {
         "users of the system. Please select a different name and try again." },
     [S3E_BUCKET_NOT_EMPTY] = { "BucketNotEmpty", 409,
         "The bucket you tried to delete is not empty" },
+    [S3E_CORS_NO_ORIGIN] = { "BadRequest", 400,
+        "Insufficient information. Origin request header needed." },
+    [S3E_CORS_NOT_ENABLED] = { "AccessForbidden", 403,
+        "CORSResponse: CORS is not enabled for this bucket." },
     [S3E_CONDITIONAL_CONFLICT] = { "ConditionalRequestConflict", 409,
         "A conflicting operation occurred. If using PutObject you can retry the request. If "
         "using multipart upload you should initiate another CreateMultipartUpload request and "

@@ -319,6 +319,10 @@ static void start(struct gw_req *r, struct MHD_Connection *conn, const char *met
         gw_h_probe_begin(r);   /* no auth: nothing to verify, no body */
         return;
     }
+    if (r->op == GW_OP_CORS_PREFLIGHT) {
+        gw_h_cors_preflight(r);
+        return;
+    }
 
     struct auth_req ar = { r->method, r->raw_path, r->raw_query, r->hdrs, r->n_hdrs };
     enum auth_status as = auth_verify(g->auth, &ar, &r->auth);

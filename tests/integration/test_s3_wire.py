@@ -143,11 +143,44 @@ def header_values(m, c, b):
        (h["ContentEncoding"], h["ContentLength"]), ("deflate,  gzip", 1000))
 
 
+CORS_NO_ORIGIN = ("BadRequest", "Insufficient information. Origin request header needed.")
+CORS_DENIED = ("AccessForbidden", "CORSResponse: CORS is not enabled for this bucket.")
+
+
+def curl_options(path, *headers):
+    """An unsigned OPTIONS with curl: (status, S3 error (Code, Message) or None)."""
+    argv = ["curl", "-sS", "-X", "OPTIONS", "-o", "-", "-w", "\n%{http_code}"]
+    for h in headers:
+        argv += ["-H", h]
+    rc, out, er = H.run_cmd(argv + [H.S.endpoint + path], timeout=60)
+    body, _, code = out.rpartition("\n")
+    e = H.parse_error(body.encode())
+    return (int(code) if code.isdigit() else (rc, er)), (e and (e["Code"], e["Message"]))
+
+
+def cors_preflight(m, c, b):
+    for what, path in (("object", "/%s/meta" % b), ("bucket", "/%s" % b),
+                       ("missing object", "/%s/no-such-key" % b)):
+        eq("[%s] curl OPTIONS on the %s without Origin: 400 BadRequest" % (m, what),
+           curl_options(path), (400, CORS_NO_ORIGIN))
+        eq("[%s] curl OPTIONS on the %s with Origin: 403 AccessForbidden" % (m, what),
+           curl_options(path, "Origin: https://example.com",
+                        "Access-Control-Request-Method: GET"), (403, CORS_DENIED))
+    r = H.raw("OPTIONS", "/%s/meta" % b, headers={"Origin": "https://example.com",
+                                                   "Access-Control-Request-Method": "PUT"})
+    eq("[%s] a signed OPTIONS answers the same 403" % m, (r.status, r.error()["Code"]),
+       (403, "AccessForbidden"))
+    check("[%s] the access log names CorsPreflight" % m,
+          any("op=CorsPreflight " in l and "status=403" in l
+              for l in H.log_grep("access:", 100000)), H.log_grep("OPTIONS", 3))
+
+
 def suite(m, b):
     c = H.boto3_client()
     c.create_bucket(Bucket=b)
     empty_metadata(m, c, b)
     header_values(m, c, b)
+    cors_preflight(m, c, b)
     return c
 
 

@@ -51,6 +51,19 @@ static void content_encoding_keeps_all_but_aws_chunked(void)
     CU_ASSERT_EQUAL(gw_content_encoding_stored("deflate", small, sizeof small), -1);
 }
 
+static void cors_preflight_needs_no_signature_and_is_refused_as_s3(void)
+{
+    enum auth_perm need;
+    CU_ASSERT_FALSE(gw_op_permission(GW_OP_CORS_PREFLIGHT, &need));
+    const struct s3_error *e = s3_error_get(S3E_CORS_NO_ORIGIN);
+    CU_ASSERT_STRING_EQUAL(e->code, "BadRequest");
+    CU_ASSERT_EQUAL(e->http_status, 400);
+    CU_ASSERT_STRING_EQUAL(e->message, "Insufficient information. Origin request header needed.");
+    e = s3_error_get(S3E_CORS_NOT_ENABLED);
+    CU_ASSERT_STRING_EQUAL(e->code, "AccessForbidden");
+    CU_ASSERT_EQUAL(e->http_status, 403);
+}
+
 int register_tests(void);
 int register_tests(void)
 {
@@ -58,6 +71,8 @@ int register_tests(void)
         { "empty_value_is_sent_as_one_space", empty_value_is_sent_as_one_space },
         { "content_encoding_keeps_all_but_aws_chunked",
           content_encoding_keeps_all_but_aws_chunked },
+        { "cors_preflight_needs_no_signature_and_is_refused_as_s3",
+          cors_preflight_needs_no_signature_and_is_refused_as_s3 },
     };
     return cu_add_suite("gw_wire", NULL, NULL, tests, CU_N(tests));
 }
