@@ -72,6 +72,7 @@ enum s3_err {
     S3E_INVALID_RANGE,
     S3E_INVALID_REQUEST,
     S3E_INVALID_TAG,
+    S3E_INVALID_URI,           /* a key or listing parameter that is not UTF-8 */
     S3E_KEY_CONFLICT,
     S3E_KEY_TOO_LONG,
     S3E_MALFORMED_ACL,

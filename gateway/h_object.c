@@ -12,6 +12,7 @@
 
 #include <microhttpd.h>
 
+#include "encoding.h"
 #include "gw_int.h"
 
 #define MAX_SINGLE_PUT (5ull * 1024 * 1024 * 1024)   /* S3: 5 GiB per PUT or part */
@@ -577,7 +578,7 @@ int gw_parse_copy_source(struct gw_req *r, const char **bucket, const char **key
         return -1;
     }
     char *dec = gw_pct_decode(&r->arena, src, n, false);
-    if (!dec) {
+    if (!dec || !sg_utf8_valid(dec, strlen(dec))) {
         gw_reply_error(r, S3E_INVALID_ARGUMENT, "Invalid copy source encoding", NULL);
         return -1;
     }

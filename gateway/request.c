@@ -4,6 +4,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "encoding.h"
 #include "gw_int.h"
 #include "s3name.h"
 
@@ -369,6 +370,16 @@ int gw_req_parse(struct gw_req *r, const char *raw_uri, enum s3_err *err, const 
     if (!path) {
         *err = S3E_INVALID_ARGUMENT;
         *msg = "The path has a malformed percent-encoding or a NUL byte.";
+        return -1;
+    }
+    /* S3 keys and listing parameters are UTF-8; anything else would be
+     * stored, then listed as XML no parser takes. Refused before the
+     * resource is set, so the error does not echo the bytes either. */
+    bool utf8 = sg_utf8_valid(path, strlen(path));
+    for (size_t i = 0; utf8 && i < r->n_query; i++)
+        utf8 = sg_utf8_valid(r->query[i].value, strlen(r->query[i].value));
+    if (!utf8) {
+        *err = S3E_INVALID_URI;
         return -1;
     }
 

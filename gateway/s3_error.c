@@ -55,6 +55,7 @@ static const struct s3_error table[] = {
         "The list of parts was not in ascending order. Parts must be ordered by part number." },
     [S3E_INVALID_RANGE] = { "InvalidRange", 416, "The requested range is not satisfiable" },
     [S3E_INVALID_REQUEST] = { "InvalidRequest", 400, "Invalid Request" },
+    [S3E_INVALID_URI] = { "InvalidURI", 400, "Couldn't parse the specified URI." },
     [S3E_INVALID_TAG] = { "InvalidTag", 400, "The TagKey you have provided is invalid" },
     [S3E_KEY_CONFLICT] = { "KeyConflict", 409,
         "The key conflicts with an existing object: on shardgate's directory store a key "

@@ -175,12 +175,73 @@ def cors_preflight(m, c, b):
               for l in H.log_grep("access:", 100000)), H.log_grep("OPTIONS", 3))
 
 
+BAD_KEYS = ("%FF%FE", "a%C0%AE", "%ED%A0%80x", "ok%E2%82")
+
+
+def curl_signed(method, path):
+    """A SigV4 request by curl: (status, S3 error code or None)."""
+    argv = ["curl", "-sS", "-X", method, "-o", "-", "-w", "\n%{http_code}",
+            "--aws-sigv4", "aws:amz:%s:s3" % H.REGION,
+            "--user", "%s:%s" % (H.ACCESS_KEY, H.SECRET_KEY),
+            "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD"]
+    if method == "PUT":
+        argv += ["--data-binary", "x"]
+    rc, out, er = H.run_cmd(argv + [H.S.endpoint + path], timeout=60)
+    body, _, code = out.rpartition("\n")
+    e = H.parse_error(body.encode())
+    return (int(code) if code.isdigit() else (rc, er)), (e and e["Code"])
+
+
+def not_utf8(m, c, b):
+    for k in BAD_KEYS:
+        r = H.raw("PUT", "/%s/%s" % (b, k), body=b"x")
+        eq("[%s] raw PUT of key %s: 400 InvalidURI" % (m, k), (r.status, r.error()["Code"]),
+           (400, "InvalidURI"))
+        check("[%s] its error body is UTF-8 XML" % m, H.parse_error(r.body) is not None, r.body)
+        eq("[%s] curl GET of key %s: 400 InvalidURI" % (m, k),
+           curl_signed("GET", "/%s/%s" % (b, k)), (400, "InvalidURI"))
+    eq("[%s] curl PUT of key %%FF%%FE: 400 InvalidURI" % m,
+       curl_signed("PUT", "/%s/%%FF%%FE" % b), (400, "InvalidURI"))
+    r = H.raw("GET", "/%s" % b, query="list-type=2&prefix=%FF")
+    eq("[%s] ListObjectsV2 with prefix=%%FF: 400 InvalidURI" % m, (r.status, r.error()["Code"]),
+       (400, "InvalidURI"))
+    r = H.raw("PUT", "/%s/copy-dst" % b, headers={"x-amz-copy-source": "/%s/%%C0%%AE" % b})
+    eq("[%s] CopyObject from a non-UTF-8 source key: 400" % m, r.status, 400)
+    keys = [o["Key"] for o in c.list_objects_v2(Bucket=b).get("Contents", [])]
+    check("[%s] nothing was stored" % m, all("\ufffd" not in k and not k.startswith("a.")
+                                             for k in keys) and "copy-dst" not in keys, keys)
+    # keys with control characters and non-ASCII letters are S3 keys
+    odd = ["ctl\x07bell", "tab\tkey", "\u00e9t\u00e9/\u00fc"]
+    if m == "local":
+        odd.append("cr\rlf\n")   # moto (werkzeug) answers 404 to a key with CR/LF itself
+    for k in odd:
+        c.put_object(Bucket=b, Key=k, Body=b"o")
+    got = [o["Key"] for o in c.list_objects_v2(Bucket=b, Prefix="")["Contents"]]
+    check("[%s] boto3 1.43 lists the odd keys (it asks for url encoding)" % m,
+          all(k in got for k in odd), got)
+    got = [o["Key"] for o in c.list_objects(Bucket=b)["Contents"]]
+    check("[%s] and ListObjects v1 too" % m, all(k in got for k in odd), got)
+    r = H.raw("GET", "/%s" % b, query="list-type=2&prefix=ctl")
+    check("[%s] a raw listing writes the bell as S3 does: &#x7;" % m,
+          r.status == 200 and b"<Key>ctl&#x7;bell</Key>" in r.body, r.body)
+    r = H.raw("GET", "/%s" % b, query="list-type=2&prefix=%C3%A9")
+    ok = True
+    try:
+        import xml.etree.ElementTree as ET
+        ET.fromstring(r.body)
+    except ET.ParseError as e:
+        ok = e
+    check("[%s] a raw listing of UTF-8 keys is well-formed XML" % m,
+          ok is True and "\u00e9t\u00e9/\u00fc".encode() in r.body, (ok, r.body))
+
+
 def suite(m, b):
     c = H.boto3_client()
     c.create_bucket(Bucket=b)
     empty_metadata(m, c, b)
     header_values(m, c, b)
     cors_preflight(m, c, b)
+    not_utf8(m, c, b)
     return c
 
 
@@ -192,6 +253,21 @@ def local_store():
     meta = os.getxattr(H.direct_path("wire-local", "meta"), "user.shardgate.meta")
     check("[local] the empty value is in the object's metadata xattr", b"x-amz-meta-x" in meta,
           meta)
+    # a file put into the tree by hand under a name that is not UTF-8
+    with open(os.path.join(H.direct_path("wire-local").encode(), b"raw\xff\xfename"), "wb") as f:
+        f.write(b"r")
+    r = H.raw("GET", "/wire-local", query="list-type=2&prefix=raw")
+    ok = True
+    try:
+        import xml.etree.ElementTree as ET
+        ET.fromstring(r.body)
+    except ET.ParseError as e:
+        ok = e
+    check("[local] a raw listing of a non-UTF-8 file name is well-formed (U+FFFD)",
+          ok is True and "raw\ufffd\ufffdname".encode() in r.body, (ok, r.body))
+    r = H.raw("GET", "/wire-local", query="list-type=2&prefix=raw&encoding-type=url")
+    check("[local] encoding-type=url gives its exact bytes",
+          r.status == 200 and b"<Key>raw%FF%FEname</Key>" in r.body, r.body)
     H._stop_gateway(report=True)
 
 

@@ -64,6 +64,16 @@ static void cors_preflight_needs_no_signature_and_is_refused_as_s3(void)
     CU_ASSERT_EQUAL(e->http_status, 403);
 }
 
+static void xml_escape_keeps_utf8_and_replaces_other_bytes(void)
+{
+    struct gw_buf b;
+    gw_buf_init(&b, 1024);
+    CU_ASSERT_EQUAL(gw_xml_escape(&b, "\xC3\xA9\x07\x1F-\xFF\xC0\xAE\xE2\x82"), 0);
+    CU_ASSERT_STRING_EQUAL(b.data, "\xC3\xA9&#x7;&#x1f;-\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"
+                                   "\xEF\xBF\xBD\xEF\xBF\xBD");
+    gw_buf_free(&b);
+}
+
 int register_tests(void);
 int register_tests(void)
 {
@@ -73,6 +83,8 @@ int register_tests(void)
           content_encoding_keeps_all_but_aws_chunked },
         { "cors_preflight_needs_no_signature_and_is_refused_as_s3",
           cors_preflight_needs_no_signature_and_is_refused_as_s3 },
+        { "xml_escape_keeps_utf8_and_replaces_other_bytes",
+          xml_escape_keeps_utf8_and_replaces_other_bytes },
     };
     return cu_add_suite("gw_wire", NULL, NULL, tests, CU_N(tests));
 }
