@@ -314,7 +314,7 @@ void gw_h_list_objects(struct gw_req *r, bool v2)
     const char *delim = l.delim;
     bool url = l.url;
     const char *start = marker;
-    if (token) {
+    if (token && *token) {   /* S3 reads an empty token as none, and echoes it */
         start = token_decode(&r->arena, token);
         if (!start) {
             gw_reply_error(r, S3E_INVALID_ARGUMENT,
@@ -330,7 +330,11 @@ void gw_h_list_objects(struct gw_req *r, bool v2)
     gw_buf_init(&b, XML_CAP);
     int rc = gw_xml_begin(&b, "ListBucketResult");
     rc |= gw_xml_elem(&b, "Name", r->bucket);
-    rc |= gw_list_elem(&b, "Prefix", l.prefix, url);
+    /* encoding-type=url encodes what botocore decodes (handlers.py
+     * decode_list_object[_v2]): v1 Delimiter, Marker, NextMarker, Key and
+     * CommonPrefixes' Prefix, but not its own Prefix; v2 Prefix too, and
+     * StartAfter. */
+    rc |= gw_list_elem(&b, "Prefix", l.prefix, url && v2);
     if (v2) {
         if (token)
             rc |= gw_xml_elem(&b, "ContinuationToken", token);

@@ -235,6 +235,75 @@ def not_utf8(m, c, b):
           ok is True and "\u00e9t\u00e9/\u00fc".encode() in r.body, (ok, r.body))
 
 
+DEBIAN_LIST = r"""
+import boto3, json, os
+from botocore.config import Config
+c = boto3.client("s3", endpoint_url=os.environ["EP"], region_name="us-east-1",
+                 aws_access_key_id=os.environ["AK"], aws_secret_access_key=os.environ["SK"],
+                 config=Config(s3={"addressing_style": "path"}, signature_version="s3v4"))
+b = os.environ["B"]
+r1 = c.list_objects(Bucket=b, Prefix="d ir/", Delimiter="/", Marker="d ir/a b", MaxKeys=1)
+r2 = c.list_objects_v2(Bucket=b, Prefix="d ir/", Delimiter="/", StartAfter="d ir/a b")
+print(json.dumps([boto3.__version__,
+                  [r1.get(k) for k in ("Prefix", "Delimiter", "Marker", "NextMarker")],
+                  [o["Key"] for o in r1.get("Contents", [])],
+                  [r2.get(k) for k in ("Prefix", "Delimiter", "StartAfter")],
+                  [o["Key"] for o in r2.get("Contents", [])],
+                  [p["Prefix"] for p in r2.get("CommonPrefixes", [])]]))
+"""
+
+
+def listings(m, c, b):
+    for k in ("d ir/a b", "d ir/c+d%e", "d ir/\u00e9/x", "d ir/z z"):
+        c.put_object(Bucket=b, Key=k, Body=b"l")
+    plain = H.raw("GET", "/%s" % b, query="list-type=2&prefix=d%20ir%2F")
+    r = H.raw("GET", "/%s" % b, query="list-type=2&prefix=d%20ir%2F&continuation-token=")
+    check("[%s] ListObjectsV2 with continuation-token=: 200, echoed empty" % m,
+          r.status == 200 and b"<ContinuationToken></ContinuationToken>" in r.body, r)
+    keys = lambda body: re.findall(rb"<Key>([^<]*)</Key>", body)  # noqa: E731
+    eq("[%s] and the same first page as without it" % m, keys(r.body), keys(plain.body))
+    g = c.list_objects_v2(Bucket=b, Prefix="d ir/", ContinuationToken="")
+    eq("[%s] boto3 1.43 list_objects_v2(ContinuationToken=''): keys, echoed ''" % m,
+       ([o["Key"] for o in g.get("Contents", [])], g.get("ContinuationToken")),
+       (["d ir/a b", "d ir/c+d%e", "d ir/z z", "d ir/\u00e9/x"], ""))
+    pages = list(c.get_paginator("list_objects_v2").paginate(Bucket=b, Prefix="d ir/",
+                                                             PaginationConfig={"PageSize": 1}))
+    eq("[%s] boto3 paging one key a page still works" % m,
+       [o["Key"] for p in pages for o in p.get("Contents", [])],
+       ["d ir/a b", "d ir/c+d%e", "d ir/z z", "d ir/\u00e9/x"])
+    # v1, encoding-type=url: Prefix stays as sent, the rest is encoded
+    r = H.raw("GET", "/%s" % b, query="prefix=d%20ir%2F&delimiter=%2F&marker=d%20ir%2Fa%20b"
+              "&max-keys=1&encoding-type=url")
+    check("[%s] raw v1 url listing: Prefix as sent; Marker, NextMarker, Delimiter, Key encoded"
+          % m, r.status == 200 and b"<Prefix>d ir/</Prefix>" in r.body and
+          b"<Marker>d%20ir/a%20b</Marker>" in r.body and b"<Delimiter>/</Delimiter>" in r.body
+          and b"<Key>d%20ir/c%2Bd%25e</Key>" in r.body and
+          b"<NextMarker>d%20ir/c%2Bd%25e</NextMarker>" in r.body, r.body)
+    r = H.raw("GET", "/%s" % b, query="list-type=2&prefix=d%20ir%2F&delimiter=%2F"
+              "&start-after=d%20ir%2Fa%20b&encoding-type=url")
+    check("[%s] raw v2 url listing: Prefix, StartAfter, Key, CommonPrefixes encoded" % m,
+          r.status == 200 and b"<Prefix>d%20ir/</Prefix>" in r.body and
+          b"<StartAfter>d%20ir/a%20b</StartAfter>" in r.body and
+          b"<Prefix>d%20ir/%C3%A9/</Prefix>" in r.body, r.body)
+    r1 = c.list_objects(Bucket=b, Prefix="d ir/", Delimiter="/", Marker="d ir/a b", MaxKeys=1)
+    eq("[%s] boto3 1.43 list_objects reads back Prefix, Delimiter, Marker, NextMarker, Key"
+       % m, ([r1.get(k) for k in ("Prefix", "Delimiter", "Marker", "NextMarker")],
+             [o["Key"] for o in r1.get("Contents", [])]),
+       (["d ir/", "/", "d ir/a b", "d ir/c+d%e"], ["d ir/c+d%e"]))
+    r2 = c.list_objects_v2(Bucket=b, Prefix="d ir/", Delimiter="/", StartAfter="d ir/a b")
+    eq("[%s] boto3 1.43 list_objects_v2 reads back Prefix, StartAfter, CommonPrefixes" % m,
+       ([r2.get(k) for k in ("Prefix", "Delimiter", "StartAfter")],
+        [o["Key"] for o in r2.get("Contents", [])],
+        [p["Prefix"] for p in r2.get("CommonPrefixes", [])]),
+       (["d ir/", "/", "d ir/a b"], ["d ir/c+d%e", "d ir/z z"], ["d ir/\u00e9/"]))
+    if os.path.exists(H.DEBIAN_PYTHON):
+        got, detail = H.debian_boto3(DEBIAN_LIST, B=b)
+        eq("[%s] Debian boto3 1.26 reads back the v1 and v2 values" % m,
+           got and [got[0][:4]] + got[1:],
+           ["1.26", ["d ir/", "/", "d ir/a b", "d ir/c+d%e"], ["d ir/c+d%e"],
+            ["d ir/", "/", "d ir/a b"], ["d ir/c+d%e", "d ir/z z"], ["d ir/\u00e9/"]], detail)
+
+
 def suite(m, b):
     c = H.boto3_client()
     c.create_bucket(Bucket=b)
@@ -242,6 +311,7 @@ def suite(m, b):
     header_values(m, c, b)
     cors_preflight(m, c, b)
     not_utf8(m, c, b)
+    listings(m, c, b)
     return c
 
 
