@@ -504,6 +504,10 @@ int gw_acl_headers_check(const struct gw_req *r, enum s3_err *err, const char **
 /* <Owner><ID/><DisplayName/></Owner> of the requesting user (the name
  * ListBuckets and the listings give as owner). */
 int gw_owner_xml(struct gw_buf *b, const struct gw_req *r);
+/* A listing's opaque continuation token for the name s (base64; returns new,
+ * free()), and back (NULL when it is no token we made; in r's arena). */
+char *gw_token_encode(const char *s);
+char *gw_token_decode(struct gw_arena *a, const char *tok);
 /* The owner's ID, as gw_owner_xml writes it. */
 const char *gw_owner_id(const struct gw_req *r);
 

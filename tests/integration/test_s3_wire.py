@@ -304,6 +304,39 @@ def listings(m, c, b):
             ["d ir/", "/", "d ir/a b"], ["d ir/c+d%e", "d ir/z z"], ["d ir/\u00e9/"]], detail)
 
 
+def list_buckets(m, c):
+    names = ["lb-a1", "lb-a2", "lb-a3", "lb-b1"]
+    for n in names:
+        c.create_bucket(Bucket=n)
+    p1 = c.list_buckets(MaxBuckets=2, Prefix="lb-")
+    eq("[%s] boto3 1.43 list_buckets(MaxBuckets=2, Prefix='lb-'): a page, a token, Prefix" % m,
+       ([x["Name"] for x in p1["Buckets"]], bool(p1.get("ContinuationToken")), p1.get("Prefix")),
+       (["lb-a1", "lb-a2"], True, "lb-"))
+    p2 = c.list_buckets(MaxBuckets=2, Prefix="lb-", ContinuationToken=p1["ContinuationToken"])
+    eq("[%s] the next page, and no token after the last" % m,
+       ([x["Name"] for x in p2["Buckets"]], p2.get("ContinuationToken")),
+       (["lb-a3", "lb-b1"], None))
+    pages = list(c.get_paginator("list_buckets").paginate(
+        Prefix="lb-a", PaginationConfig={"PageSize": 1}))
+    eq("[%s] boto3's paginator, one bucket a page" % m,
+       [[x["Name"] for x in p["Buckets"]] for p in pages], [["lb-a1"], ["lb-a2"], ["lb-a3"]])
+    eq("[%s] BucketRegion on each bucket" % m,
+       {x.get("BucketRegion") for x in p1["Buckets"]}, {H.REGION})
+    every = [x["Name"] for x in c.list_buckets()["Buckets"]]
+    check("[%s] without parameters: every bucket, no token" % m,
+          all(n in every for n in names) and "ContinuationToken" not in c.list_buckets(), every)
+    r = H.raw("GET", "/", query="max-buckets=1&prefix=lb-b")
+    check("[%s] raw: <Prefix>lb-b</Prefix>, one bucket, no ContinuationToken" % m,
+          r.status == 200 and b"<Prefix>lb-b</Prefix>" in r.body and
+          b"<Name>lb-b1</Name>" in r.body and b"ContinuationToken" not in r.body, r.body)
+    for q in ("max-buckets=0", "max-buckets=10001", "max-buckets=x", "continuation-token=%21%21"):
+        r = H.raw("GET", "/", query=q)
+        eq("[%s] ListBuckets %s: 400 InvalidArgument" % (m, q), (r.status, r.error()["Code"]),
+           (400, "InvalidArgument"))
+    eq("[%s] bucket-region of another region lists none" % m,
+       c.list_buckets(BucketRegion="eu-west-1").get("Buckets"), [])
+
+
 def suite(m, b):
     c = H.boto3_client()
     c.create_bucket(Bucket=b)
@@ -312,6 +345,7 @@ def suite(m, b):
     cors_preflight(m, c, b)
     not_utf8(m, c, b)
     listings(m, c, b)
+    list_buckets(m, c)
     return c
 
 
