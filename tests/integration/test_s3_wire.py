@@ -11,7 +11,6 @@ header for the cold tier, so there B leaves it out and says so in its log
 (README, Differences from AWS S3); the check follows the libcurl in use.
 Skips (77) when boto3 or moto is missing."""
 
-import atexit
 import json
 import os
 import re
@@ -340,13 +339,9 @@ def list_buckets(m, c):
 def suite(m, b):
     c = H.boto3_client()
     c.create_bucket(Bucket=b)
-    empty_metadata(m, c, b)
-    header_values(m, c, b)
-    cors_preflight(m, c, b)
-    not_utf8(m, c, b)
-    listings(m, c, b)
+    for behaviour in (empty_metadata, header_values, cors_preflight, not_utf8, listings):
+        behaviour(m, c, b)
     list_buckets(m, c)
-    return c
 
 
 # ---------------------------------------------------------------- the modes
@@ -390,12 +385,7 @@ def main():
     C.need_clients()
     if not C.have_moto():
         H.skip_file("needs moto (python3 -m moto.server) for the cold tier")
-    C.init("test_s3_wire")
-    atexit.register(C.stop_all)
-    local_store()
-    H.S.log_file.close()        # the cache mode's gateway logs into a file of its own
-    H.S.log_file = None
-    cache_over_moto()
+    C.both_modes("test_s3_wire", local_store, cache_over_moto)
 
 
 H.run(main)
