@@ -61,8 +61,19 @@ int s3_query_add(char **q, const char *name, const char *value);
 /* BACKEND_OK, or why S3 would refuse the key (empty, over 1024 bytes). */
 enum backend_status s3_key_check(const char *key);
 /* Appends the stored headers of m to *hl as request headers (skip_checksums:
- * without the object's x-amz-checksum-<algo> values). 0 or -1. */
+ * without the object's x-amz-checksum-<algo> values). An empty value (an
+ * empty x-amz-meta-*) goes as curl's "name;" when this libcurl signs that
+ * form (s3_curl_signs_empty), else it is left out with a warning. 0 or -1. */
 int s3_add_meta_headers(struct curl_slist **hl, const struct obj_meta *m, bool skip_checksums);
+/* The curl_slist line for one request header (new, NULL when out of
+ * memory): "name: value", or "name;" for an empty value, which curl sends as
+ * "name:" (a "name:" line would make curl drop the header). Pure. */
+char *s3_header_line(const char *name, const char *value);
+/* Does the running libcurl's CURLOPT_AWS_SIGV4 sign a "name;" header as the
+ * empty header it sends? From curl 8.3.0 on ("http_aws_sigv4: handle
+ * no-value user header entries"); 7.88 signs the line "name;" verbatim, which
+ * no S3 server accepts. */
+bool s3_curl_signs_empty(void);
 /* "x-amz-copy-source: /bucket/key" (new), or NULL when out of memory. */
 char *s3_copy_source_header(const char *cbucket, const char *key);
 

@@ -4,8 +4,10 @@
  * path of an open object. No I/O and no store here. */
 #include "s3_int.h"
 #include "encoding.h"
+#include "log.h"
 
 #include <curl/curl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -305,6 +307,20 @@ enum backend_status s3_key_check(const char *key)
     return l > 1024 ? BACKEND_KEY_TOO_LONG : BACKEND_OK;
 }
 
+char *s3_header_line(const char *name, const char *value)
+{
+    char *line = NULL;
+    int n = value[0] ? asprintf(&line, "%s: %s", name, value) : asprintf(&line, "%s;", name);
+    if (n < 0)
+        return NULL;
+    return line;
+}
+
+bool s3_curl_signs_empty(void)
+{
+    return curl_version_info(CURLVERSION_NOW)->version_num >= 0x080300;
+}
+
 /* Appends "name: value" of the stored headers of meta; skip_checksums drops
  * x-amz-checksum-<algo> values (they describe the whole object, not what a
  * multipart create carries) but keeps a create's x-amz-checksum-algorithm and
@@ -322,8 +338,16 @@ int s3_add_meta_headers(struct curl_slist **hl, const struct obj_meta *m,
         if (skip_checksums && !upload_setting && strncmp(n, "x-amz-checksum-", 15) == 0)
             continue;
         has_ct |= strcmp(n, "content-type") == 0;
-        char *line = NULL;
-        if (asprintf(&line, "%s: %s", n, m->hdrs[i].value) < 0)
+        if (!m->hdrs[i].value[0] && !s3_curl_signs_empty()) {
+            static atomic_bool warned;
+            if (!atomic_exchange(&warned, true))
+                log_msg(LOG_LVL_WARN, "s3", "the empty header %s is not sent to the cold tier: "
+                        "libcurl %s cannot sign an empty header (8.3.0 can); logged once", n,
+                        curl_version_info(CURLVERSION_NOW)->version);
+            continue;
+        }
+        char *line = s3_header_line(n, m->hdrs[i].value);
+        if (!line)
             return -1;
         struct curl_slist *t = curl_slist_append(*hl, line);
         free(line);

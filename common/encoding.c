@@ -159,3 +159,48 @@ long sg_pct_decode_strict(const char *s, size_t n, char *out, bool plus_is_space
 {
     return pct_decode(s, n, out, plus_is_space, true);
 }
+
+size_t sg_utf8_seq(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    if (!n)
+        return 0;
+    if (u[0] < 0x80)
+        return 1;
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xBF;   /* the second byte's range (RFC 3629, table 3-7) */
+    if (u[0] >= 0xC2 && u[0] <= 0xDF)
+        len = 2;
+    else if (u[0] >= 0xE0 && u[0] <= 0xEF) {
+        len = 3;
+        if (u[0] == 0xE0)
+            lo = 0xA0;        /* no overlong 3-byte forms */
+        else if (u[0] == 0xED)
+            hi = 0x9F;        /* no surrogates */
+    } else if (u[0] >= 0xF0 && u[0] <= 0xF4) {
+        len = 4;
+        if (u[0] == 0xF0)
+            lo = 0x90;        /* no overlong 4-byte forms */
+        else if (u[0] == 0xF4)
+            hi = 0x8F;        /* nothing past U+10FFFF */
+    } else {
+        return 0;             /* 80..C1 (stray continuation, overlong C0/C1), F5..FF */
+    }
+    if (n < len || u[1] < lo || u[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (u[i] < 0x80 || u[i] > 0xBF)
+            return 0;
+    return len;
+}
+
+bool sg_utf8_valid(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        size_t l = sg_utf8_seq(s + i, n - i);
+        if (!l)
+            return false;
+        i += l;
+    }
+    return true;
+}

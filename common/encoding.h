@@ -47,4 +47,13 @@ size_t sg_pct_decode(const char *s, size_t n, char *out, bool plus_is_space);
  * not see one looks for it. */
 long sg_pct_decode_strict(const char *s, size_t n, char *out, bool plus_is_space);
 
+/* The length (1-4) of the well-formed UTF-8 sequence at s[0..n), or 0 when
+ * there is none: a stray or missing continuation byte, an overlong form
+ * (C0 AE), a surrogate (ED A0..BF), past U+10FFFF, or cut short. */
+size_t sg_utf8_seq(const char *s, size_t n);
+
+/* Is s[0..n) well-formed UTF-8 (what S3 takes as a key or a listing
+ * parameter)? NUL bytes count as characters. */
+bool sg_utf8_valid(const char *s, size_t n);
+
 #endif

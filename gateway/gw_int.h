@@ -55,6 +55,8 @@ enum s3_err {
     S3E_BUCKET_EXISTS,
     S3E_BUCKET_TAKEN,          /* BucketAlreadyExists: someone else's */
     S3E_BUCKET_NOT_EMPTY,
+    S3E_CORS_NO_ORIGIN,        /* OPTIONS without Origin: 400 BadRequest */
+    S3E_CORS_NOT_ENABLED,      /* OPTIONS on a bucket without CORS: 403 AccessForbidden */
     S3E_COLD_PASSED,           /* the cold tier's own error, passed on as it is
                                   (gw_req.cold_err); InternalError without it */
     S3E_CONDITIONAL_CONFLICT,  /* ConditionalRequestConflict (409), from a cold tier */
@@ -72,6 +74,7 @@ enum s3_err {
     S3E_INVALID_RANGE,
     S3E_INVALID_REQUEST,
     S3E_INVALID_TAG,
+    S3E_INVALID_URI,           /* a key or listing parameter that is not UTF-8 */
     S3E_KEY_CONFLICT,
     S3E_KEY_TOO_LONG,
     S3E_MALFORMED_ACL,
@@ -179,6 +182,7 @@ enum gw_op {
     GW_OP_PREFETCH_SUBMIT,   /* POST /bucket?prefetch */
     GW_OP_PREFETCH_GET,      /* GET /bucket?prefetch[&job=ID] */
     GW_OP_PREFETCH_CANCEL,   /* DELETE /bucket?prefetch&job=ID */
+    GW_OP_CORS_PREFLIGHT,    /* OPTIONS on a bucket or object: no auth, as in S3 */
     GW_OP_COUNT
 };
 
@@ -268,6 +272,7 @@ struct gw_req {
     uint64_t resp_bytes;
     enum gw_read read;
     bool close_conn;             /* the framing is ambiguous: answer now, then close */
+    bool hdr_failed;             /* a response header could not be added: gw_reply answers 500 */
     struct timespec t_body;      /* when the headers were in: the body's rate clock */
 };
 
@@ -279,8 +284,20 @@ bool gw_req_has_query(const struct gw_req *r, const char *name);
 /* ---- responses: each queues exactly one response on r->conn ---- */
 
 /* Adds the common headers (request id, server) and queues `resp` with
- * `status`; destroys resp. */
+ * `status`; destroys resp. When gw_resp_header failed for this request
+ * (r->hdr_failed), a non-5xx resp is replaced by a 500 InternalError: an
+ * answer missing a header it should carry is never sent as if complete. */
 void gw_reply(struct gw_req *r, unsigned status, struct MHD_Response *resp);
+/* Adds "name: value" to resp (both copied). An empty value, which
+ * libmicrohttpd 0.9.75 refuses (add_response_entry tests content[0]), is
+ * sent as one space: "name:  " on the wire, an empty value to every HTTP
+ * parser (RFC 9110 5.5: whitespace around a field value is not part of it).
+ * 0, or -1 (a value with CR/LF, no memory), logged once here and recorded
+ * in r->hdr_failed. Any thread that owns r. */
+int gw_resp_header(struct gw_req *r, struct MHD_Response *resp, const char *name,
+                   const char *value);
+/* The value gw_resp_header hands libmicrohttpd for `value` (pure). */
+const char *gw_resp_header_value(const char *value);
 /* An S3 XML <Error>; msg NULL uses the table's message. extra_xml (may be
  * NULL) is inserted inside <Error> (already escaped). */
 void gw_reply_error(struct gw_req *r, enum s3_err e, const char *msg, const char *extra_xml);
@@ -337,6 +354,13 @@ enum gw_range_result { GW_RANGE_NONE, GW_RANGE_OK, GW_RANGE_UNSATISFIABLE };
  * allows; a syntactically valid range that starts past the end is
  * UNSATISFIABLE. */
 enum gw_range_result gw_range_parse(const char *hdr, uint64_t size, struct gw_range *out);
+
+/* The Content-Encoding an object keeps from a PUT's value `in`: the
+ * aws-chunked token (this request's framing, not the object's) taken out
+ * with its comma, everything else byte for byte ("deflate, gzip" stays so).
+ * Writes at most cap bytes with the NUL into out; "" when nothing is left.
+ * 0, or -1 when it does not fit. Pure. */
+int gw_content_encoding_stored(const char *in, char *out, size_t cap);
 
 /* RFC 1123 date for headers; buf >= 30 bytes. */
 void gw_http_date(time_t t, char *buf, size_t len);
@@ -490,6 +514,10 @@ int gw_acl_headers_check(const struct gw_req *r, enum s3_err *err, const char **
 /* <Owner><ID/><DisplayName/></Owner> of the requesting user (the name
  * ListBuckets and the listings give as owner). */
 int gw_owner_xml(struct gw_buf *b, const struct gw_req *r);
+/* A listing's opaque continuation token for the name s (base64; returns new,
+ * free()), and back (NULL when it is no token we made; in r's arena). */
+char *gw_token_encode(const char *s);
+char *gw_token_decode(struct gw_arena *a, const char *tok);
 /* The owner's ID, as gw_owner_xml writes it. */
 const char *gw_owner_id(const struct gw_req *r);
 
@@ -552,6 +580,11 @@ void gw_h_probe_begin(struct gw_req *r);
 void gw_h_probe(struct gw_req *r);
 /* Is op one of them? */
 bool gw_op_is_probe(enum gw_op op);
+
+/* A CORS preflight (OPTIONS, gateway/h_cors.c), answered when the headers
+ * are in, before any auth: no bucket has a CORS configuration here, so it is
+ * S3's 400 without Origin and its 403 with one. */
+void gw_h_cors_preflight(struct gw_req *r);
 
 /* Metrics (gateway/metrics.c): one call per finished request; the page. */
 void gw_metrics_request(enum gw_op op, unsigned status, uint64_t ns, enum gw_cache_use use);

@@ -1,5 +1,4 @@
-/* gateway/h_bucket.c - service and bucket operations: ListBuckets,
- * CreateBucket, HeadBucket, DeleteBucket, GetBucketLocation,
+/* gateway/h_bucket.c - bucket operations: CreateBucket, HeadBucket, DeleteBucket, GetBucketLocation,
  * GetBucketVersioning, ListObjects v1/v2 and DeleteObjects. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,48 +24,6 @@ int gw_owner_xml(struct gw_buf *b, const struct gw_req *r)
     rc |= gw_xml_elem(b, "ID", name);
     rc |= gw_xml_elem(b, "DisplayName", name);
     return rc | gw_buf_puts(b, "</Owner>");
-}
-
-struct bucket_walk {
-    struct gw_req *r;
-    struct gw_buf *b;
-    int rc;
-};
-
-static int add_bucket(void *arg, const char *name, time_t created)
-{
-    struct bucket_walk *w = arg;
-    if (!auth_allowed(w->r->authz, w->r->auth, name, AUTH_PERM_READ))
-        return 0;   /* list only the buckets this user may read */
-    char date[32];
-    struct timespec ts = { created, 0 };
-    gw_iso_date(&ts, date, sizeof date);
-    w->rc |= gw_buf_puts(w->b, "<Bucket>");
-    w->rc |= gw_xml_elem(w->b, "Name", name);
-    w->rc |= gw_xml_elem(w->b, "CreationDate", date);
-    w->rc |= gw_buf_puts(w->b, "</Bucket>");
-    return w->rc;
-}
-
-void gw_h_service(struct gw_req *r)
-{
-    struct gw_buf b;
-    gw_buf_init(&b, XML_CAP);
-    struct bucket_walk w = { r, &b, 0 };
-    w.rc |= gw_xml_begin(&b, "ListAllMyBucketsResult");
-    w.rc |= gw_owner_xml(&b, r);
-    w.rc |= gw_buf_puts(&b, "<Buckets>");
-    enum backend_status st = backend_bucket_list(r->backend, add_bucket, &w);
-    w.rc |= gw_buf_puts(&b, "</Buckets></ListAllMyBucketsResult>");
-    if (st != BACKEND_OK || w.rc) {
-        gw_buf_free(&b);
-        if (st != BACKEND_OK)
-            gw_reply_backend_error(r, st);
-        else
-            gw_reply_error(r, S3E_INTERNAL, "The bucket list is too large.", NULL);
-        return;
-    }
-    gw_reply_xml_buf(r, 200, &b);
 }
 
 void gw_h_bucket_begin(struct gw_req *r)
@@ -106,7 +63,7 @@ static void create_bucket(struct gw_req *r)
     if (resp) {
         char loc[80];
         snprintf(loc, sizeof loc, "/%s", r->bucket);
-        MHD_add_response_header(resp, "Location", loc);
+        gw_resp_header(r, resp, "Location", loc);
     }
     gw_reply(r, 200, resp);
 }
@@ -128,7 +85,7 @@ void gw_h_bucket_end(struct gw_req *r)
         struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"",
                                                                     MHD_RESPMEM_PERSISTENT);
         if (resp)
-            MHD_add_response_header(resp, "x-amz-bucket-region", r->conf->region);
+            gw_resp_header(r, resp, "x-amz-bucket-region", r->conf->region);
         gw_reply(r, 200, resp);
         return;
     }
@@ -199,7 +156,7 @@ static bool parse_max(const struct gw_req *r, const char *name, unsigned def, un
     return true;
 }
 
-static char *token_encode(const char *s)
+char *gw_token_encode(const char *s)
 {
     size_t n = strlen(s);
     char *out = malloc(4 * ((n + 2) / 3) + 1);
@@ -208,7 +165,7 @@ static char *token_encode(const char *s)
     return out;
 }
 
-static char *token_decode(struct gw_arena *a, const char *tok)
+char *gw_token_decode(struct gw_arena *a, const char *tok)
 {
     size_t n = strlen(tok);
     if (n == 0 || n % 4 || n > 8192)
@@ -314,8 +271,8 @@ void gw_h_list_objects(struct gw_req *r, bool v2)
     const char *delim = l.delim;
     bool url = l.url;
     const char *start = marker;
-    if (token) {
-        start = token_decode(&r->arena, token);
+    if (token && *token) {   /* S3 reads an empty token as none, and echoes it */
+        start = gw_token_decode(&r->arena, token);
         if (!start) {
             gw_reply_error(r, S3E_INVALID_ARGUMENT,
                            "The continuation token provided is incorrect", NULL);
@@ -330,7 +287,11 @@ void gw_h_list_objects(struct gw_req *r, bool v2)
     gw_buf_init(&b, XML_CAP);
     int rc = gw_xml_begin(&b, "ListBucketResult");
     rc |= gw_xml_elem(&b, "Name", r->bucket);
-    rc |= gw_list_elem(&b, "Prefix", l.prefix, url);
+    /* encoding-type=url encodes what botocore decodes (handlers.py
+     * decode_list_object[_v2]): v1 Delimiter, Marker, NextMarker, Key and
+     * CommonPrefixes' Prefix, but not its own Prefix; v2 Prefix too, and
+     * StartAfter. */
+    rc |= gw_list_elem(&b, "Prefix", l.prefix, url && v2);
     if (v2) {
         if (token)
             rc |= gw_xml_elem(&b, "ContinuationToken", token);
@@ -348,7 +309,7 @@ void gw_h_list_objects(struct gw_req *r, bool v2)
     rc |= gw_buf_printf(&b, "<IsTruncated>%s</IsTruncated>", page.truncated ? "true" : "false");
     if (page.truncated && page.next_marker) {
         if (v2) {
-            char *t = token_encode(page.next_marker);
+            char *t = gw_token_encode(page.next_marker);
             rc |= t ? gw_xml_elem(&b, "NextContinuationToken", t) : -1;
             free(t);
         } else if (delim && *delim) {

@@ -177,9 +177,9 @@ void gw_h_mpu_create(struct gw_req *r)
     if (!resp) {
         free(body);
     } else {
-        MHD_add_response_header(resp, "Content-Type", "application/xml");
-        MHD_add_response_header(resp, "x-amz-checksum-algorithm", algo->name);
-        MHD_add_response_header(resp, "x-amz-checksum-type", type);
+        gw_resp_header(r, resp, "Content-Type", "application/xml");
+        gw_resp_header(r, resp, "x-amz-checksum-algorithm", algo->name);
+        gw_resp_header(r, resp, "x-amz-checksum-type", type);
     }
     r->resp_bytes = len;
     gw_reply(r, 200, resp);
@@ -278,9 +278,9 @@ void gw_h_mpu_part_end(struct gw_req *r)
     if (resp) {
         char etag[80];
         snprintf(etag, sizeof etag, "\"%s\"", r->body_res.md5_hex);
-        MHD_add_response_header(resp, "ETag", etag);
+        gw_resp_header(r, resp, "ETag", etag);
         if (r->body_res.checksum_name[0])
-            MHD_add_response_header(resp, r->body_res.checksum_name, r->body_res.checksum_b64);
+            gw_resp_header(r, resp, r->body_res.checksum_name, r->body_res.checksum_b64);
     }
     gw_reply(r, 200, resp);
 }

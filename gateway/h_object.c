@@ -12,6 +12,7 @@
 
 #include <microhttpd.h>
 
+#include "encoding.h"
 #include "gw_int.h"
 
 #define MAX_SINGLE_PUT (5ull * 1024 * 1024 * 1024)   /* S3: 5 GiB per PUT or part */
@@ -35,30 +36,12 @@ int gw_collect_put_headers(struct gw_req *r, struct obj_meta *m, enum s3_err *er
             keep = strcmp(n, stored_headers[j]) == 0;
         if (strcmp(n, "content-encoding") == 0) {
             /* aws-chunked describes this request's framing, not the object. */
-            char enc[256];
-            size_t o = 0;
-            const char *p = v;
-            while (*p) {
-                while (*p == ' ' || *p == ',')
-                    p++;
-                const char *s = p;
-                while (*p && *p != ',')
-                    p++;
-                const char *e = p;
-                while (e > s && e[-1] == ' ')
-                    e--;
-                size_t len = (size_t)(e - s);
-                if (!len || (len == 11 && strncasecmp(s, "aws-chunked", 11) == 0))
-                    continue;
-                if (o + len + 2 >= sizeof enc)
-                    break;
-                if (o)
-                    enc[o++] = ',';
-                memcpy(enc + o, s, len);
-                o += len;
-            }
-            enc[o] = '\0';
-            if (o && obj_meta_add_hdr(m, "content-encoding", enc) != 0)
+            size_t cap = strlen(v) + 1;   /* what is kept is never longer */
+            char *enc = malloc(cap);
+            int rc = enc ? gw_content_encoding_stored(v, enc, cap) : -1;
+            rc = rc == 0 && enc[0] ? obj_meta_add_hdr(m, "content-encoding", enc) : rc;
+            free(enc);
+            if (rc != 0)
                 goto nomem;
             continue;
         }
@@ -161,9 +144,9 @@ void gw_h_object_put_end(struct gw_req *r)
     if (resp) {
         char etag[80];
         snprintf(etag, sizeof etag, "\"%s\"", r->body_res.md5_hex);
-        MHD_add_response_header(resp, "ETag", etag);
+        gw_resp_header(r, resp, "ETag", etag);
         if (r->body_res.checksum_name[0])
-            MHD_add_response_header(resp, r->body_res.checksum_name, r->body_res.checksum_b64);
+            gw_resp_header(r, resp, r->body_res.checksum_name, r->body_res.checksum_b64);
     }
     gw_reply(r, 200, resp);
 }
@@ -174,9 +157,9 @@ static void object_headers(struct gw_req *r, struct MHD_Response *resp, const st
 {
     char buf[80];
     snprintf(buf, sizeof buf, "\"%s\"", m->etag);
-    MHD_add_response_header(resp, "ETag", buf);
+    gw_resp_header(r, resp, "ETag", buf);
     gw_http_date(m->mtime.tv_sec, buf, sizeof buf);
-    MHD_add_response_header(resp, "Last-Modified", buf);
+    gw_resp_header(r, resp, "Last-Modified", buf);
     bool have_type = false;
     for (size_t i = 0; i < m->n_hdrs; i++) {
         const char *n = m->hdrs[i].name;
@@ -186,7 +169,7 @@ static void object_headers(struct gw_req *r, struct MHD_Response *resp, const st
             size_t tags = obj_tags_query_count(m->hdrs[i].value);
             snprintf(buf, sizeof buf, "%zu", tags);
             if (tags)
-                MHD_add_response_header(resp, OBJ_TAGGING_COUNT_HDR, buf);
+                gw_resp_header(r, resp, OBJ_TAGGING_COUNT_HDR, buf);
             continue;
         }
         /* response-* query parameters override what is stored */
@@ -198,7 +181,7 @@ static void object_headers(struct gw_req *r, struct MHD_Response *resp, const st
                 continue;
         }
         have_type |= strcmp(n, "content-type") == 0;
-        MHD_add_response_header(resp, n, m->hdrs[i].value);
+        gw_resp_header(r, resp, n, m->hdrs[i].value);
     }
     static const char *const overrides[] = {
         "content-type", "content-language", "expires", "cache-control",
@@ -209,13 +192,13 @@ static void object_headers(struct gw_req *r, struct MHD_Response *resp, const st
         snprintf(q, sizeof q, "response-%s", overrides[i]);
         const char *v = gw_req_query(r, q);
         if (v) {
-            MHD_add_response_header(resp, overrides[i], v);
+            gw_resp_header(r, resp, overrides[i], v);
             have_type |= i == 0;
         }
     }
     if (!have_type)
-        MHD_add_response_header(resp, "Content-Type", "binary/octet-stream");
-    MHD_add_response_header(resp, "Accept-Ranges", "bytes");
+        gw_resp_header(r, resp, "Content-Type", "binary/octet-stream");
+    gw_resp_header(r, resp, "Accept-Ranges", "bytes");
 }
 
 /* Where a GET's bytes come from: the cache (a complete file, or a fill in
@@ -521,9 +504,9 @@ void gw_h_object_get(struct gw_req *r, bool head)
             if (resp) {
                 char buf[80];
                 snprintf(buf, sizeof buf, "\"%s\"", m.etag);
-                MHD_add_response_header(resp, "ETag", buf);
+                gw_resp_header(r, resp, "ETag", buf);
                 gw_http_date(m.mtime.tv_sec, buf, sizeof buf);
-                MHD_add_response_header(resp, "Last-Modified", buf);
+                gw_resp_header(r, resp, "Last-Modified", buf);
             }
             gw_reply(r, 304, resp);
         } else {
@@ -546,7 +529,7 @@ void gw_h_object_get(struct gw_req *r, bool head)
         if (resp) {
             char cr[48];
             snprintf(cr, sizeof cr, "bytes */%llu", (unsigned long long)m.size);
-            MHD_add_response_header(resp, "Content-Range", cr);
+            gw_resp_header(r, resp, "Content-Range", cr);
         }
         gw_reply(r, 416, resp);
         goto out;
@@ -566,7 +549,7 @@ void gw_h_object_get(struct gw_req *r, bool head)
         char cr[96];
         snprintf(cr, sizeof cr, "bytes %llu-%llu/%llu", (unsigned long long)rg.first,
                  (unsigned long long)rg.last, (unsigned long long)m.size);
-        MHD_add_response_header(resp, "Content-Range", cr);
+        gw_resp_header(r, resp, "Content-Range", cr);
     }
     r->resp_bytes = head ? 0 : len;
     gw_reply(r, rg.present ? 206 : 200, resp);
@@ -595,7 +578,7 @@ int gw_parse_copy_source(struct gw_req *r, const char **bucket, const char **key
         return -1;
     }
     char *dec = gw_pct_decode(&r->arena, src, n, false);
-    if (!dec) {
+    if (!dec || !sg_utf8_valid(dec, strlen(dec))) {
         gw_reply_error(r, S3E_INVALID_ARGUMENT, "Invalid copy source encoding", NULL);
         return -1;
     }

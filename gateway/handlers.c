@@ -38,7 +38,8 @@ void gw_handle_begin(struct gw_req *r)
     case GW_OP_GET_BUCKET_ACL: case GW_OP_PUT_BUCKET_ACL: case GW_OP_GET_OBJECT_ACL:
     case GW_OP_PUT_OBJECT_ACL: case GW_OP_LIST_OBJECT_VERSIONS:
     case GW_OP_NOT_IMPLEMENTED: case GW_OP_METRICS: case GW_OP_PREFETCH_SUBMIT:
-    case GW_OP_PREFETCH_GET: case GW_OP_PREFETCH_CANCEL: case GW_OP_COUNT:
+    case GW_OP_PREFETCH_GET: case GW_OP_PREFETCH_CANCEL: case GW_OP_CORS_PREFLIGHT:
+    case GW_OP_COUNT:
         return;
     }
 }
@@ -86,6 +87,7 @@ void gw_handle_end(struct gw_req *r)
     case GW_OP_READY:
     case GW_OP_UNKNOWN:
     case GW_OP_NOT_IMPLEMENTED:
+    case GW_OP_CORS_PREFLIGHT:
     case GW_OP_COUNT:
         gw_reply_error(r, S3E_INTERNAL, NULL, NULL);   /* answered in server.c */
         return;

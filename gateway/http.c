@@ -249,3 +249,39 @@ char *gw_pct_decode(struct gw_arena *a, const char *s, size_t n, bool plus_is_sp
     out[len] = '\0';
     return out;
 }
+
+int gw_content_encoding_stored(const char *in, char *out, size_t cap)
+{
+    size_t o = 0;
+    const char *p = in;
+    for (;;) {   /* one comma-separated segment per turn, kept with its spaces */
+        const char *s = p, *e = strchr(p, ',');
+        if (!e)
+            e = p + strlen(p);
+        const char *ts = s, *te = e;
+        while (ts < te && (*ts == ' ' || *ts == '\t'))
+            ts++;
+        while (te > ts && (te[-1] == ' ' || te[-1] == '\t'))
+            te--;
+        bool drop = te - ts == 11 && strncasecmp(ts, "aws-chunked", 11) == 0;
+        if (!drop && te > ts) {
+            if (!o)
+                s = ts;   /* the value starts at its first token */
+            size_t len = (size_t)(e - s) + (o ? 1 : 0);
+            if (o + len >= cap)
+                return -1;
+            if (o)
+                out[o++] = ',';
+            memcpy(out + o, s, (size_t)(e - s));
+            o += (size_t)(e - s);
+        }
+        if (!*e)
+            break;
+        p = e + 1;
+    }
+    while (o && (out[o - 1] == ' ' || out[o - 1] == '\t'))
+        o--;
+    if (cap)
+        out[o] = '\0';
+    return cap ? 0 : -1;
+}

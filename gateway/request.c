@@ -4,6 +4,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "encoding.h"
 #include "gw_int.h"
 #include "s3name.h"
 
@@ -69,6 +70,7 @@ static const char *const op_names[] = {
     [GW_OP_PREFETCH_SUBMIT] = "PrefetchSubmit",
     [GW_OP_PREFETCH_GET] = "PrefetchGet",
     [GW_OP_PREFETCH_CANCEL] = "PrefetchCancel",
+    [GW_OP_CORS_PREFLIGHT] = "CorsPreflight",
 };
 _Static_assert(sizeof op_names / sizeof op_names[0] == GW_OP_COUNT, "one name per op");
 
@@ -151,6 +153,8 @@ static enum gw_op route(const struct gw_req *r)
 
     if (!r->bucket)
         return get ? GW_OP_LIST_BUCKETS : GW_OP_UNKNOWN;
+    if (strcmp(m, "OPTIONS") == 0)
+        return GW_OP_CORS_PREFLIGHT;
     if (!r->key) {
         if (gw_req_has_query(r, "prefetch")) {
             if (post)
@@ -244,7 +248,7 @@ static enum gw_body body_kind(enum gw_op op)
     case GW_OP_GET_OBJECT_TAGGING: case GW_OP_DELETE_OBJECT_TAGGING:
     case GW_OP_GET_BUCKET_TAGGING: case GW_OP_DELETE_BUCKET_TAGGING:
     case GW_OP_GET_BUCKET_ACL: case GW_OP_GET_OBJECT_ACL: case GW_OP_LIST_OBJECT_VERSIONS:
-    case GW_OP_COUNT:
+    case GW_OP_CORS_PREFLIGHT: case GW_OP_COUNT:
         return GW_BODY_NONE;
     }
     return GW_BODY_NONE;
@@ -255,6 +259,7 @@ bool gw_op_permission(enum gw_op op, enum auth_perm *need)
     switch (op) {
     case GW_OP_HEALTH:
     case GW_OP_READY:
+    case GW_OP_CORS_PREFLIGHT:   /* S3 asks no signature of a preflight */
         return false;
     case GW_OP_CREATE_BUCKET:
     case GW_OP_DELETE_BUCKET:
@@ -365,6 +370,16 @@ int gw_req_parse(struct gw_req *r, const char *raw_uri, enum s3_err *err, const 
     if (!path) {
         *err = S3E_INVALID_ARGUMENT;
         *msg = "The path has a malformed percent-encoding or a NUL byte.";
+        return -1;
+    }
+    /* S3 keys and listing parameters are UTF-8; anything else would be
+     * stored, then listed as XML no parser takes. Refused before the
+     * resource is set, so the error does not echo the bytes either. */
+    bool utf8 = sg_utf8_valid(path, strlen(path));
+    for (size_t i = 0; utf8 && i < r->n_query; i++)
+        utf8 = sg_utf8_valid(r->query[i].value, strlen(r->query[i].value));
+    if (!utf8) {
+        *err = S3E_INVALID_URI;
         return -1;
     }
 

@@ -23,6 +23,10 @@ static const struct s3_error table[] = {
         "users of the system. Please select a different name and try again." },
     [S3E_BUCKET_NOT_EMPTY] = { "BucketNotEmpty", 409,
         "The bucket you tried to delete is not empty" },
+    [S3E_CORS_NO_ORIGIN] = { "BadRequest", 400,
+        "Insufficient information. Origin request header needed." },
+    [S3E_CORS_NOT_ENABLED] = { "AccessForbidden", 403,
+        "CORSResponse: CORS is not enabled for this bucket." },
     [S3E_COLD_PASSED] = { "InternalError", 500,
         "The cold tier refused the request; the gateway's log has its answer." },
     [S3E_CONDITIONAL_CONFLICT] = { "ConditionalRequestConflict", 409,
@@ -53,6 +57,7 @@ static const struct s3_error table[] = {
         "The list of parts was not in ascending order. Parts must be ordered by part number." },
     [S3E_INVALID_RANGE] = { "InvalidRange", 416, "The requested range is not satisfiable" },
     [S3E_INVALID_REQUEST] = { "InvalidRequest", 400, "Invalid Request" },
+    [S3E_INVALID_URI] = { "InvalidURI", 400, "Couldn't parse the specified URI." },
     [S3E_INVALID_TAG] = { "InvalidTag", 400, "The TagKey you have provided is invalid" },
     [S3E_KEY_CONFLICT] = { "KeyConflict", 409,
         "The key conflicts with an existing object: on shardgate's directory store a key "

@@ -61,11 +61,16 @@ void gw_reply(struct gw_req *r, unsigned status, struct MHD_Response *resp)
         r->status = 500;
         return;
     }
-    MHD_add_response_header(resp, "x-amz-request-id", r->id);
-    MHD_add_response_header(resp, "x-amz-id-2", r->id);
-    MHD_add_response_header(resp, "Server", "shardgate");
+    if (r->hdr_failed && status < 500) {   /* logged where it failed */
+        MHD_destroy_response(resp);
+        gw_reply(r, 500, gw_error_response(r, S3E_INTERNAL, NULL, NULL));
+        return;
+    }
+    gw_resp_header(r, resp, "x-amz-request-id", r->id);
+    gw_resp_header(r, resp, "x-amz-id-2", r->id);
+    gw_resp_header(r, resp, "Server", "shardgate");
     if (r->close_conn)
-        MHD_add_response_header(resp, "Connection", "close");
+        gw_resp_header(r, resp, "Connection", "close");
     if (MHD_queue_response(r->conn, status, resp) != MHD_YES)
         log_msg(LOG_LVL_WARN, "gw", "req=%s cannot queue the response", r->id);
     else   /* a client may pause reading longer than it may stay silent */
@@ -85,7 +90,7 @@ void gw_reply_body(struct gw_req *r, unsigned status, const char *content_type, 
     if (!resp)
         free(body);
     if (resp && content_type)
-        MHD_add_response_header(resp, "Content-Type", content_type);
+        gw_resp_header(r, resp, "Content-Type", content_type);
     r->resp_bytes = len;
     gw_reply(r, status, resp);
 }
@@ -134,7 +139,7 @@ struct MHD_Response *gw_error_response(struct gw_req *r, enum s3_err e, const ch
         free(body);
         return NULL;
     }
-    MHD_add_response_header(resp, "Content-Type", "application/xml");
+    gw_resp_header(r, resp, "Content-Type", "application/xml");
     r->resp_bytes = len;
     return resp;
 }
@@ -325,6 +330,10 @@ static void start(struct gw_req *r, struct MHD_Connection *conn, const char *met
     }
     if (gw_op_is_probe(r->op)) {
         gw_h_probe_begin(r);   /* no auth: nothing to verify, no body */
+        return;
+    }
+    if (r->op == GW_OP_CORS_PREFLIGHT) {
+        gw_h_cors_preflight(r);
         return;
     }
 

@@ -28,9 +28,20 @@ int gw_xml_escape(struct gw_buf *b, const char *s)
         case '"': rep = "&quot;"; break;
         case '\'': rep = "&apos;"; break;
         default:
-            if (c < 0x20) {   /* control characters: as S3, a char reference */
-                snprintf(num, sizeof num, "&#%u;", c);
+            if (c < 0x20) {   /* control characters: as S3, "&#x7;" */
+                snprintf(num, sizeof num, "&#x%x;", c);
                 rep = num;
+            } else if (c >= 0x80) {
+                /* Keys are refused unless UTF-8, but a file put into the
+                 * store's tree by hand may name a key that is not: its bytes
+                 * become U+FFFD, so the document stays UTF-8 (encoding-type=url
+                 * lists the exact bytes). */
+                size_t l = sg_utf8_seq(s, strnlen(s, 4));
+                if (l) {
+                    s += l - 1;
+                    continue;
+                }
+                rep = "\xEF\xBF\xBD";
             }
         }
         if (!rep)

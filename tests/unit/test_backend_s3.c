@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+
 #include "backend.h"
 #include "s3_int.h"
 
@@ -790,6 +792,19 @@ static void close_before_the_end_stops_the_transfer(void)
     backend_close(b);
 }
 
+/* An empty value must reach curl as "name;" (a "name:" line is dropped). */
+static void empty_header_is_curls_semicolon_form(void)
+{
+    char *l = s3_header_line("x-amz-meta-a", "");
+    CU_ASSERT_STRING_EQUAL(l, "x-amz-meta-a;");
+    free(l);
+    l = s3_header_line("content-encoding", "deflate, gzip");
+    CU_ASSERT_STRING_EQUAL(l, "content-encoding: deflate, gzip");
+    free(l);
+    CU_ASSERT_EQUAL(s3_curl_signs_empty(),
+                    curl_version_info(CURLVERSION_NOW)->version_num >= 0x080300);
+}
+
 int register_tests(void)
 {
     CU_pSuite s = CU_add_suite("backend_s3_pure", NULL, NULL);
@@ -800,7 +815,7 @@ int register_tests(void)
         !T(backoff_is_full_jitter_and_capped) || !T(headers_map_to_obj_meta) ||
         !T(xml_error_code) || !T(error_answers_pass_on_what_is_not_ours) || !T(xml_list_objects_v2) || !T(xml_list_parts_and_uploads) ||
         !T(down_tier_fails_fast_with_unavailable) || !T(ring_wraps_and_is_all_or_nothing) ||
-        !T(read_path_table))
+        !T(read_path_table) || !T(empty_header_is_curls_semicolon_form))
         return -1;
     s = CU_add_suite("backend_s3_stream", fake_start, fake_stop);
     if (!s)

@@ -167,6 +167,43 @@ static void pct_decode_strict_refuses_cut_or_foreign_escapes(void)
     CU_ASSERT_EQUAL(nul[0], '\0');
 }
 
+static void utf8_refuses_overlongs_surrogates_and_stray_bytes(void)
+{
+    static const struct {
+        const char *s;
+        bool ok;
+    } cases[] = {
+        { "plain/key.txt", true },
+        { "\xC3\xA9t\xC3\xA9", true },                  /* été */
+        { "\xE2\x82\xAC", true },                        /* U+20AC */
+        { "\xF0\x9F\x98\x80", true },                    /* U+1F600 */
+        { "\xEF\xBF\xBD", true },                        /* U+FFFD */
+        { "\xF4\x8F\xBF\xBF", true },                    /* U+10FFFF */
+        { "\xFF\xFE", false },
+        { "\xC0\xAE", false },                           /* overlong '.' */
+        { "\xC1\xBF", false },
+        { "\xE0\x80\xAE", false },                       /* overlong, 3 bytes */
+        { "\xF0\x80\x80\xAE", false },                   /* overlong, 4 bytes */
+        { "\xED\xA0\x80", false },                       /* U+D800, a surrogate */
+        { "\xED\xBF\xBF", false },                       /* U+DFFF */
+        { "\xF4\x90\x80\x80", false },                   /* past U+10FFFF */
+        { "\xF5\x80\x80\x80", false },
+        { "\x80", false },                               /* stray continuation */
+        { "a\xC3", false },                              /* cut short */
+        { "\xE2\x82", false },
+        { "\xE2\x28\xA1", false },                       /* bad continuation */
+    };
+    for (size_t i = 0; i < CU_N(cases); i++) {
+        bool ok = sg_utf8_valid(cases[i].s, strlen(cases[i].s));
+        if (ok != cases[i].ok)
+            fprintf(stderr, "utf8 case %zu\n", i);
+        CU_ASSERT_EQUAL(ok, cases[i].ok);
+    }
+    CU_ASSERT_EQUAL(sg_utf8_seq("\xE2\x82\xAC", 3), 3);
+    CU_ASSERT_EQUAL(sg_utf8_seq("\xE2\x82\xAC", 2), 0);
+    CU_ASSERT_EQUAL(sg_utf8_seq("", 0), 0);
+}
+
 int register_tests(void)
 {
     static const struct cu_test tests[] = {
@@ -180,6 +217,8 @@ int register_tests(void)
         { "uri_encode_round_trips_every_byte", uri_encode_round_trips_every_byte },
         { "pct_decode_strict_refuses_cut_or_foreign_escapes",
           pct_decode_strict_refuses_cut_or_foreign_escapes },
+        { "utf8_refuses_overlongs_surrogates_and_stray_bytes",
+          utf8_refuses_overlongs_surrogates_and_stray_bytes },
     };
     return cu_add_suite("common_encoding", NULL, NULL, tests, CU_N(tests));
 }
