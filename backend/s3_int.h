@@ -299,6 +299,8 @@ enum backend_status s3_object_head_timed(struct backend *base, const char *bucke
                                          struct obj_meta *meta);
 enum backend_status s3_object_open(struct backend *base, const char *bucket, const char *key,
                                    struct obj_meta *meta, struct backend_obj **out);
+enum backend_status s3_object_part(struct backend *base, const char *bucket, const char *key,
+                                   unsigned part_no, struct backend_part_range *out);
 int s3_obj_fd(const struct backend_obj *o);
 enum backend_status s3_obj_read(struct backend_obj *base, uint64_t off, void *buf, size_t len,
                                 size_t *got);

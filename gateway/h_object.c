@@ -489,6 +489,9 @@ void gw_h_object_get(struct gw_req *r, bool head)
     memset(&m, 0, sizeof m);
     struct body_src src = { NULL, NULL };
     bool bypass = true;
+    int part = gw_part_find(r);
+    if (part < 0)
+        return;
     if (r->cache && !open_through_cache(r, &src, &m, &bypass) && !bypass)
         goto out;
     if (src.co && r->cache_use != GW_CACHE_MISS)
@@ -531,8 +534,14 @@ void gw_h_object_get(struct gw_req *r, bool head)
         }
         goto out;
     }
+    if (part && (strcmp(m.etag, r->part_rng.etag) != 0 || m.size != r->part_rng.total)) {
+        /* replaced between finding the part and opening the object */
+        gw_reply_error(r, S3E_SLOW_DOWN, "The object changed while its part was being "
+                       "looked up; please retry.", NULL);
+        goto out;
+    }
     struct gw_range rg;
-    const char *range_hdr = gw_req_header(r, "range");
+    const char *range_hdr = part ? NULL : gw_req_header(r, "range");
     enum gw_range_result rr = gw_range_parse(range_hdr, m.size, &rg);
     if (rr == GW_RANGE_UNSATISFIABLE) {
         struct gw_buf x;
@@ -551,8 +560,8 @@ void gw_h_object_get(struct gw_req *r, bool head)
         gw_reply(r, 416, resp);
         goto out;
     }
-    uint64_t off = rg.present ? rg.first : 0;
-    uint64_t len = rg.present ? rg.last - rg.first + 1 : m.size;
+    uint64_t off = part ? r->part_rng.first : rg.present ? rg.first : 0;
+    uint64_t len = part ? r->part_rng.size : rg.present ? rg.last - rg.first + 1 : m.size;
 
     struct MHD_Response *resp = object_body(r, &src, &m, off, len);
     if (!resp) {
@@ -560,7 +569,7 @@ void gw_h_object_get(struct gw_req *r, bool head)
         goto out;
     }
     object_headers(r, resp, &m,
-                   !rg.present && gw_req_header(r, "x-amz-checksum-mode") &&
+                   !rg.present && !part && gw_req_header(r, "x-amz-checksum-mode") &&
                        strcasecmp(gw_req_header(r, "x-amz-checksum-mode"), "ENABLED") == 0);
     if (rg.present) {
         char cr[96];
@@ -568,8 +577,10 @@ void gw_h_object_get(struct gw_req *r, bool head)
                  (unsigned long long)rg.last, (unsigned long long)m.size);
         MHD_add_response_header(resp, "Content-Range", cr);
     }
+    if (part)
+        gw_part_headers(r, resp);
     r->resp_bytes = head ? 0 : len;
-    gw_reply(r, rg.present ? 206 : 200, resp);
+    gw_reply(r, rg.present || (part && len) ? 206 : 200, resp);
     if (r->cache && !head)   /* ordered prefetch jobs follow the reader */
         cache_note_read(r->cache, r->bucket, r->key);
 out:
