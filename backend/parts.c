@@ -4,7 +4,9 @@
  * unit-tested in tests/unit/test_backend_parts.c. */
 #include "posix_int.h"
 
+#include <ctype.h>
 #include <inttypes.h>
+#include <openssl/evp.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -98,4 +100,37 @@ unsigned backend_etag_parts(const char *etag)
     char *end;
     unsigned long n = strtoul(dash + 1, &end, 10);
     return *end || n > BACKEND_MAX_PARTS ? 0 : (unsigned)n;
+}
+
+void backend_parts_digest(const struct backend_part *parts, size_t n, char out[65])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int ml = 0;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    if (ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1) {
+        for (size_t i = 0; i < n; i++) {
+            char line[96];
+            const char *e = parts[i].etag;
+            size_t el = strlen(e);
+            if (el >= 2 && e[0] == '"' && e[el - 1] == '"') {
+                e++;
+                el -= 2;
+            }
+            int w = snprintf(line, sizeof line, "%u ", parts[i].part_no);
+            size_t o = (size_t)w;
+            for (size_t j = 0; j < el && o + 2 < sizeof line; j++)
+                line[o++] = (char)tolower((unsigned char)e[j]);
+            line[o++] = '\n';
+            EVP_DigestUpdate(ctx, line, o);
+        }
+        EVP_DigestFinal_ex(ctx, md, &ml);
+    }
+    EVP_MD_CTX_free(ctx);
+    static const char hex[] = "0123456789abcdef";
+    memset(out, '0', 64);
+    for (unsigned i = 0; i < ml && i < 32; i++) {
+        out[2 * i] = hex[md[i] >> 4];
+        out[2 * i + 1] = hex[md[i] & 15];
+    }
+    out[64] = '\0';
 }

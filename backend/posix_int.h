@@ -219,6 +219,24 @@ enum backend_status posix_object_part(struct posix_store *b, const char *bucket,
                                       const char *key, unsigned part_no,
                                       struct backend_part_range *out);
 
+/* ---- completed uploads (posix_mpu_done.c) ---- */
+
+/* How long a completed upload is remembered: a day, as AWS does for a while. */
+#define POSIX_DONE_TTL_S (24 * 3600)
+/* Records that upload `id` of (bucket, key) completed with these parts and
+ * ETag; a failure is logged, never fatal. */
+void posix_mpu_done_record(struct posix_store *b, const char *bucket, const char *key,
+                           const char *id, const struct backend_part *parts, size_t n,
+                           const char *etag);
+/* BACKEND_OK with out->etag (out may be NULL) when upload `id` of (bucket,
+ * key) completed with the same parts list; else BACKEND_NO_UPLOAD. */
+enum backend_status posix_mpu_done_lookup(struct posix_store *b, const char *bucket,
+                                          const char *key, const char *id,
+                                          const struct backend_part *parts, size_t n,
+                                          struct obj_meta *out);
+/* Removes the records older than POSIX_DONE_TTL_S at `now`: how many. */
+uint64_t posix_mpu_done_expire(struct posix_store *b, time_t now);
+
 /* Fills meta (size, mtime, etag, hdrs) from an open regular file. */
 enum backend_status posix_meta_from_fd(int fd, const struct stat *st, struct obj_meta *meta);
 /* Opens an object of a bucket for reading: regular file check included. */

@@ -115,6 +115,8 @@ enum backend_status posix_mpu_complete(struct posix_store *b, const char *bucket
     struct posix_upload_info ui;
     int ufd;
     enum backend_status s = posix_mpu_upload_open(b, bucket, key, upload_id, &ufd, &ui);
+    if (s == BACKEND_NO_UPLOAD)   /* sent again after it completed? */
+        return posix_mpu_done_lookup(b, bucket, key, upload_id, parts, n_parts, out);
     if (s != BACKEND_OK)
         return s;
     struct posix_put *p = NULL;
@@ -212,8 +214,10 @@ enum backend_status posix_mpu_complete(struct posix_store *b, const char *bucket
     nm.n_hdrs = meta ? meta->n_hdrs : ui.meta.n_hdrs;
     s = posix_put_commit(p, &nm, out);
     p = NULL;
-    if (s == BACKEND_OK)
+    if (s == BACKEND_OK) {
+        posix_mpu_done_record(b, bucket, key, upload_id, parts, n_parts, nm.etag);
         posix_mpu_upload_remove_path(b, bucket, upload_id);
+    }
 out:
     if (p)
         posix_put_abort(p);

@@ -84,6 +84,7 @@ static void s3_close(struct backend *base)
     free(s->sigv4);
     free(s->ca_path);
     free(s->spool_dir);
+    s3_done_free(s);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }
