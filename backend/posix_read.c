@@ -154,29 +154,26 @@ enum backend_status posix_object_part(struct posix_store *b, const char *bucket,
                                       struct backend_part_range *out)
 {
     memset(out, 0, sizeof *out);
-    int fd;
-    struct stat st;
-    enum backend_status s = posix_object_fd(b, bucket, key, &fd, &st);
-    if (s != BACKEND_OK)
-        return s;
     struct obj_meta m;
-    s = posix_meta_from_fd(fd, &st, &m);
-    char list[POSIX_PARTS_MAX];
-    ssize_t n = s == BACKEND_OK ? fgetxattr(fd, POSIX_PARTS_XATTR, list, sizeof list) : -1;
-    int e = errno;
-    close(fd);
+    struct posix_obj *o;
+    enum backend_status s = posix_object_open(b, bucket, key, &m, &o);
     if (s != BACKEND_OK)
         return s;
+    char list[POSIX_PARTS_MAX];
+    ssize_t n = fgetxattr(o->fd, POSIX_PARTS_XATTR, list, sizeof list);
+    int e = errno;
+    posix_obj_close(o);
     snprintf(out->etag, sizeof out->etag, "%s", m.etag);
-    out->total = m.size;
+    uint64_t size = m.size;
+    out->total = size;
     obj_meta_clear(&m);
     if (n >= 0) {
         int rc = posix_parts_locate(list, (size_t)n, part_no, out);
-        if (rc >= 0 && out->total == (uint64_t)st.st_size)
+        if (rc >= 0 && out->total == size)
             return rc == 0 ? BACKEND_OK : BACKEND_INVALID_PART_NUMBER;
         log_msg(LOG_LVL_WARN, "backend", "bucket=%s key=%s: malformed part list ignored",
                 bucket, key);
-        out->total = (uint64_t)st.st_size;
+        out->total = size;
     } else if (e != ENODATA && e != ENOTSUP && e != ERANGE) {
         log_msg(LOG_LVL_ERROR, "backend", "bucket=%s key=%s: read part list: %s", bucket, key,
                 strerror(e));

@@ -20,7 +20,6 @@ Skips (77) when boto3 or moto is missing."""
 
 import os
 import shutil
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -173,6 +172,7 @@ def repeat_complete(m, c, b):
 
 
 def suite(m, b):
+    """Every check of both modes on a new bucket b; the client it used."""
     c = H.boto3_client()
     c.create_bucket(Bucket=b)
     part_reads(m, c, b)
@@ -185,21 +185,13 @@ def suite(m, b):
 # ---------------------------------------------------------------- the modes
 
 def local_store():
-    H.start("test_mpu_parts")
     b = "parts-local"
+    H.start("test_mpu_parts")
     suite("local", b)
     x = os.getxattr(H.direct_path(b, "mp"), "user.shardgate.parts")
     eq("[local] the part sizes are kept run-length in an xattr", x,
        b"SGP1 5242881*1,5242880*1,1000*1")
-    H._stop_gateway(report=True)
-    env = C.clean_env()
-    env.update(SHARDGATE_ACCESS_KEY=H.ACCESS_KEY, SHARDGATE_SECRET_KEY=H.SECRET_KEY)
-    H.S.proc = subprocess.Popen(
-        [os.environ["SHARDGATE_BIN"], "serve", "--listen", "127.0.0.1:%d" % H.S.port,
-         "--data", H.S.data_dir], stdout=H.S.log_file, stderr=subprocess.STDOUT, env=env,
-        cwd=H.S.tmp, stdin=subprocess.DEVNULL)
-    check("[local] restarted gateway answers health",
-          C.wait_until(lambda: H.health(1.0) == 200, timeout=15))
+    C.restart_local()
     c = H.boto3_client()
     datas, etag = PARTS["mp"]
     check_parts("local", c, b, "mp", datas, etag, " after a restart:")
