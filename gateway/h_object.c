@@ -494,6 +494,16 @@ void gw_h_object_get(struct gw_req *r, bool head)
         return;
     if (r->cache && !open_through_cache(r, &src, &m, &bypass) && !bypass)
         goto out;
+    if (part && src.co && (strcmp(m.etag, r->part_rng.etag) != 0 ||
+                           m.size != r->part_rng.total)) {
+        /* The cache holds another version than the one whose part was found
+         * (an immutable bucket's object replaced in the cold tier): the
+         * part comes from the cold tier. */
+        cache_obj_close(src.co);
+        src.co = NULL;
+        obj_meta_clear(&m);
+        bypass = true;
+    }
     if (src.co && r->cache_use != GW_CACHE_MISS)
         r->cache_use = cache_obj_complete(src.co) ? GW_CACHE_HIT : GW_CACHE_MISS;
     if (src.co)   /* for the access log */

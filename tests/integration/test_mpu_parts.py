@@ -15,7 +15,10 @@ directory store (`--data`) and the cache in front of moto (`--cold`,
   * Complete sent again with the same parts: 200, the same ETag, Bucket and
     Key; with another parts list: 404 NoSuchUpload.
 Directory store only: a restart keeps the part boundaries (and the record of
-the completed upload). Cache only: a part read of a cached object is a hit.
+the completed upload); an object whose boundaries were not kept answers 501.
+Cache only: a part read of a cached object is a hit; after the object is
+replaced in the cold tier, a part read gives the new object, not the cached
+copy.
 Skips (77) when boto3 or moto is missing."""
 
 import os
@@ -200,6 +203,13 @@ def local_store():
                                     MultipartUpload={"Parts": parts})
     eq("[local] after a restart, Complete again still answers the same ETag",
        (r["ResponseMetadata"]["HTTPStatusCode"], r["ETag"]), (200, etag))
+    # a multipart object whose boundaries were not kept (completed by an older
+    # shardgate): its parts cannot be told apart
+    os.removexattr(H.direct_path(b, "mp"), "user.shardgate.parts")
+    eq("[local] part boundaries not kept: 501 NotImplemented",
+       err(c.get_object, Bucket=b, Key="mp", PartNumber=1), ("NotImplemented", 501))
+    eq("[local] part boundaries not kept, beyond the ETag's count: 416",
+       err(c.get_object, Bucket=b, Key="mp", PartNumber=4), ("InvalidPartNumber", 416))
     H._stop_gateway(report=True)
 
 
@@ -219,6 +229,14 @@ def cache_over_moto():
         return ok and any("read=hit" in l for l in H.log_grep("key=mp ")[-1:])
     check("[cache] a part of a cached object is read from the cache",
           C.wait_until(hit, timeout=30, step=0.2), H.log_grep("key=mp ")[-3:])
+    # replaced in the cold tier behind the immutable bucket's cached copy: the
+    # part is the cold tier's object, not a slice of the stale copy
+    new = os.urandom(1000)
+    moto.client().put_object(Bucket=b, Key="mp", Body=new)
+    g = c.get_object(Bucket=b, Key="mp", PartNumber=1)
+    eq("[cache] after a replace in the cold tier, part 1 is the new object",
+       (g["ResponseMetadata"]["HTTPStatusCode"], g.get("ContentRange"), g.get("PartsCount"),
+        g["Body"].read() == new), (206, "bytes 0-999/1000", None, True))
     C.stop_cache()
 
 

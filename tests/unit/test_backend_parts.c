@@ -3,14 +3,21 @@
  * ways as tables (uniform parts, a short last part, irregular sizes, the
  * 10000-part limit, what does not fit), the lookup of each part and of one
  * beyond the last, malformed lists refused; the ETag's part count and the
- * digest of a Complete's parts list. */
+ * digest of a Complete's parts list; and on a posix store, a Complete sent
+ * again (posix_mpu_done.c): the same answer for the same parts, NoSuchUpload
+ * for others, forgotten after a day. */
 #include "backend.h"
 #include "posix_int.h"
 #include "cu.h"
 
+#include <fcntl.h>
+#include <openssl/evp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #define MIB (1024ull * 1024)
 
@@ -144,6 +151,107 @@ static void digest_ignores_quotes_and_case_only(void)
     CU_ASSERT_STRING_NOT_EQUAL(da, db);
 }
 
+/* ---- a Complete sent again, on a posix store in a scratch directory ---- */
+
+static char g_dir[64];
+static struct backend *g_store;
+
+static int store_open(void)
+{
+    snprintf(g_dir, sizeof g_dir, "/tmp/sgparts.XXXXXX");
+    struct backend_posix_conf cf = { .root = mkdtemp(g_dir) };
+    if (!cf.root || backend_posix_open(&cf, &g_store) != BACKEND_OK)
+        return -1;
+    return backend_bucket_create(g_store, "bkt") == BACKEND_OK ? 0 : -1;
+}
+
+static int store_close(void)
+{
+    backend_close(g_store);
+    g_store = NULL;
+    return cu_rm_tree(g_dir);
+}
+
+/* A one-part upload of `data` to key k: its id and the part's ETag. */
+static void one_part_upload(const char *k, const char *data, char id[BACKEND_UPLOAD_ID_MAX],
+                            struct backend_part *part)
+{
+    struct obj_meta none = { 0 };
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_create(g_store, "bkt", k, &none, id), BACKEND_OK);
+    struct backend_put *p;
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_part_begin(g_store, "bkt", k, id, 1, &p), BACKEND_OK);
+    CU_ASSERT_EQUAL_FATAL(backend_put_write(p, data, strlen(data)), BACKEND_OK);
+    unsigned char md[16];
+    EVP_Digest(data, strlen(data), md, NULL, EVP_md5(), NULL);
+    struct obj_meta pm = { 0 };
+    posix_md5_to_hex(md, pm.etag);
+    CU_ASSERT_EQUAL_FATAL(backend_put_commit(p, &pm, NULL), BACKEND_OK);
+    memset(part, 0, sizeof *part);
+    part->part_no = 1;
+    char hex[33];
+    posix_md5_to_hex(md, hex);
+    snprintf(part->etag, sizeof part->etag, "\"%s\"", hex);   /* as clients send it */
+}
+
+static void complete_again_same_parts_same_etag(void)
+{
+    char id[BACKEND_UPLOAD_ID_MAX];
+    struct backend_part part;
+    one_part_upload("k", "hello", id, &part);
+    struct obj_meta first, again;
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_complete(g_store, "bkt", "k", id, &part, 1, &first),
+                          BACKEND_OK);
+    CU_ASSERT_EQUAL(backend_mpu_complete(g_store, "bkt", "k", id, &part, 1, &again),
+                    BACKEND_OK);
+    CU_ASSERT_STRING_EQUAL(again.etag, first.etag);
+    /* the part list kept with it: one part of 5 bytes, nothing beyond */
+    struct backend_part_range r;
+    CU_ASSERT_EQUAL(backend_object_part(g_store, "bkt", "k", 1, &r), BACKEND_OK);
+    CU_ASSERT(r.parts_count == 1 && r.first == 0 && r.size == 5 && r.total == 5);
+    CU_ASSERT_STRING_EQUAL(r.etag, first.etag);
+    CU_ASSERT_EQUAL(backend_object_part(g_store, "bkt", "k", 2, &r),
+                    BACKEND_INVALID_PART_NUMBER);
+    obj_meta_clear(&first);
+    obj_meta_clear(&again);
+}
+
+static void complete_again_other_parts_or_key_no_upload(void)
+{
+    char id[BACKEND_UPLOAD_ID_MAX];
+    struct backend_part part;
+    one_part_upload("k2", "world", id, &part);
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_complete(g_store, "bkt", "k2", id, &part, 1, NULL),
+                          BACKEND_OK);
+    CU_ASSERT_EQUAL(backend_mpu_complete(g_store, "bkt", "k3", id, &part, 1, NULL),
+                    BACKEND_NO_UPLOAD);
+    struct backend_part other = part;
+    other.etag[1] = other.etag[1] == '0' ? '1' : '0';
+    CU_ASSERT_EQUAL(backend_mpu_complete(g_store, "bkt", "k2", id, &other, 1, NULL),
+                    BACKEND_NO_UPLOAD);
+    other = part;
+    other.part_no = 2;
+    CU_ASSERT_EQUAL(backend_mpu_complete(g_store, "bkt", "k2", id, &other, 1, NULL),
+                    BACKEND_NO_UPLOAD);
+    CU_ASSERT_EQUAL(backend_mpu_complete(g_store, "bkt", "k2", "nosuchupload", &part, 1, NULL),
+                    BACKEND_NO_UPLOAD);
+}
+
+static void completion_forgotten_after_a_day(void)
+{
+    char id[BACKEND_UPLOAD_ID_MAX];
+    struct backend_part part;
+    one_part_upload("k4", "later", id, &part);
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_complete(g_store, "bkt", "k4", id, &part, 1, NULL),
+                          BACKEND_OK);
+    struct posix_store *ps = (struct posix_store *)g_store;
+    time_t now = time(NULL);
+    CU_ASSERT_EQUAL(posix_mpu_done_expire(ps, now + POSIX_DONE_TTL_S - 60), 0);
+    CU_ASSERT_EQUAL(backend_mpu_complete(g_store, "bkt", "k4", id, &part, 1, NULL), BACKEND_OK);
+    CU_ASSERT(posix_mpu_done_expire(ps, now + POSIX_DONE_TTL_S + 60) >= 1);
+    CU_ASSERT_EQUAL(backend_mpu_complete(g_store, "bkt", "k4", id, &part, 1, NULL),
+                    BACKEND_NO_UPLOAD);
+}
+
 int register_tests(void)
 {
     static const struct cu_test tests[] = {
@@ -154,5 +262,14 @@ int register_tests(void)
         { "etag_gives_the_part_count", etag_gives_the_part_count },
         { "digest_ignores_quotes_and_case_only", digest_ignores_quotes_and_case_only },
     };
-    return cu_add_suite("backend_parts", NULL, NULL, tests, CU_N(tests));
+    static const struct cu_test store_tests[] = {
+        { "complete_again_same_parts_same_etag", complete_again_same_parts_same_etag },
+        { "complete_again_other_parts_or_key_no_upload",
+          complete_again_other_parts_or_key_no_upload },
+        { "completion_forgotten_after_a_day", completion_forgotten_after_a_day },
+    };
+    if (cu_add_suite("backend_parts", NULL, NULL, tests, CU_N(tests)) != 0)
+        return -1;
+    return cu_add_suite("backend_parts_posix", store_open, store_close, store_tests,
+                        CU_N(store_tests));
 }
