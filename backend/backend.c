@@ -5,7 +5,41 @@
 
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <time.h>
+
+/* ---- the cold tier's own error, per thread (backend_cold_error_take) ---- */
+
+static _Thread_local struct backend_cold_error cold_err;
+static _Thread_local bool cold_err_kept;
+
+void backend_cold_error_forget(void)
+{
+    cold_err_kept = false;
+}
+
+void backend_cold_error_keep(long http_status, const char *code, const char *message)
+{
+    cold_err.http_status = (int)http_status;
+    snprintf(cold_err.code, sizeof cold_err.code, "%s", code ? code : "");
+    snprintf(cold_err.message, sizeof cold_err.message, "%s", message ? message : "");
+    cold_err_kept = true;
+}
+
+void backend_cold_error_put(const struct backend_cold_error *e)
+{
+    cold_err = *e;
+    cold_err_kept = true;
+}
+
+bool backend_cold_error_take(struct backend_cold_error *out)
+{
+    if (!cold_err_kept)
+        return false;
+    *out = cold_err;
+    cold_err_kept = false;
+    return true;
+}
 
 /* ---- statistics: every verb that talks to the cold tier is counted and
  * timed here, once, whatever the implementation ---- */

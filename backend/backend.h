@@ -62,9 +62,31 @@ enum backend_status {
     BACKEND_PARTS_UNKNOWN,     /* posix: a multipart object whose part boundaries
                                   were not kept (completed before they were, or
                                   too many irregular parts for the xattr) */
+    BACKEND_COLD_ERROR,        /* s3: the cold tier answered an error this enum has
+                                  no name for (a 4xx such as InvalidObjectState, or
+                                  a 5xx to a call that is not retried): its code,
+                                  message and HTTP status are kept for the gateway
+                                  to pass on (backend_cold_error_take) */
 };
 
 const char *backend_status_name(enum backend_status st);
+
+/* The error a cold tier answered, to be passed to the client as it is. */
+struct backend_cold_error {
+    int http_status;           /* 400-599 */
+    char code[64];             /* S3's code ("InvalidObjectState"); "" when the
+                                  answer had no body (HEAD) */
+    char message[256];         /* the cold tier's message, "" when it gave none */
+};
+
+/* Takes (and forgets) the error of the last cold-tier call made on the calling
+ * thread, when that call ended in BACKEND_COLD_ERROR: true and *out filled.
+ * False when the last call on this thread ended otherwise, or the error was
+ * taken already (e.g. the call ran on a fill worker, not on this thread). */
+bool backend_cold_error_take(struct backend_cold_error *out);
+/* Hands an error taken on another thread (a fill worker's) to the calling
+ * thread, for its own backend_cold_error_take. */
+void backend_cold_error_put(const struct backend_cold_error *e);
 
 /* One stored response header of an object: Content-Type, Content-Encoding,
  * Content-Disposition, Cache-Control, Expires, Content-Language and every

@@ -105,4 +105,10 @@ struct backend_put {
     struct backend_cond cond;  /* backend_put_set_cond; read by put_commit */
 };
 
+/* The calling thread's cold-tier error for backend_cold_error_take: an
+ * implementation forgets it when a call starts and keeps it when the call
+ * ends in BACKEND_COLD_ERROR (code and message may be NULL). */
+void backend_cold_error_forget(void);
+void backend_cold_error_keep(long http_status, const char *code, const char *message);
+
 #endif

@@ -375,8 +375,28 @@ bool s3_deadline_passed(const struct s3_deadlines *d, bool answered)
  * BACKEND_OK for a 2xx answer; BACKEND_TIMEOUT when the answer did not begin
  * (or the call did not end) in time; else the mapped error (c->status,
  * c->code say more). */
+enum backend_status s3_error_status(struct s3_call *c, long http_status)
+{
+    if (c->rbuf)
+        (void)s3_xml_error_code(c->rbuf, c->rlen, c->code, sizeof c->code);
+    enum backend_status st = s3_status_from_code(c->code, http_status);
+    bool final_5xx = http_status >= 500 && http_status != 503 &&
+                     strcmp(c->code, "SlowDown") != 0 &&
+                     (!c->idempotent || http_status == 501);
+    if (final_5xx)
+        st = BACKEND_COLD_ERROR;
+    if (st == BACKEND_COLD_ERROR) {
+        char msg[sizeof ((struct backend_cold_error *)0)->message] = "";
+        if (c->rbuf)
+            s3_xml_error_message(c->rbuf, c->rlen, msg, sizeof msg);
+        backend_cold_error_keep(http_status, c->code, msg);
+    }
+    return st;
+}
+
 enum backend_status s3_do(struct s3_store *s, struct s3_call *c)
 {
+    backend_cold_error_forget();
     char *url = s3_url_build(s->endpoint, s->vhost, c->bucket, c->key, c->query);
     if (!url)
         return BACKEND_NOMEM;
@@ -441,10 +461,8 @@ enum backend_status s3_do(struct s3_store *s, struct s3_call *c)
             if (code >= 200 && code < 300) {
                 st = BACKEND_OK;
             } else {
-                if (c->rbuf)
-                    (void)s3_xml_error_code(c->rbuf, c->rlen, c->code, sizeof c->code);
-                st = s3_status_from_code(c->code, code);
-                retry = s3_retryable(c->code, code);
+                st = s3_error_status(c, code);
+                retry = st != BACKEND_COLD_ERROR && s3_retryable(c->code, code);
                 if (st == BACKEND_IO || st == BACKEND_UNAVAILABLE || st == BACKEND_DENIED)
                     log_msg(lvl, "backend", "s3: %s %s: HTTP %ld %s", c->method, url, code,
                             c->code);

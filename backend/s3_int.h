@@ -66,7 +66,9 @@ int s3_add_meta_headers(struct curl_slist **hl, const struct obj_meta *m, bool s
 /* "x-amz-copy-source: /bucket/key" (new), or NULL when out of memory. */
 char *s3_copy_source_header(const char *cbucket, const char *key);
 
-/* S3 error code (may be NULL or "") and HTTP status -> backend_status. */
+/* S3 error code (may be NULL or "") and HTTP status -> backend_status. A
+ * 4xx with a code this table has no status for is BACKEND_COLD_ERROR: the
+ * client gets the cold tier's answer as it is. */
 enum backend_status s3_status_from_code(const char *code, long http_status);
 /* Whether a response is worth retrying (idempotent calls only). */
 bool s3_retryable(const char *code, long http_status);
@@ -114,6 +116,8 @@ enum s3_read_path s3_read_path_pick(bool stream_usable, uint64_t stream_pos, uin
 
 /* The <Code> of an <Error> body into code[cap]; 0, or -1 when not an error. */
 int s3_xml_error_code(const char *xml, size_t len, char *code, size_t cap);
+/* The <Message> of an <Error> body into msg[cap] ("" when it has none). */
+void s3_xml_error_message(const char *xml, size_t len, char *msg, size_t cap);
 typedef int (*s3_bucket_fn)(void *arg, const char *name, time_t created);
 enum backend_status s3_xml_buckets(const char *xml, size_t len, s3_bucket_fn fn, void *arg);
 enum backend_status s3_xml_list_objects(const char *xml, size_t len,
@@ -239,6 +243,13 @@ struct s3_deadlines {
  * mapped error, c->status and c->code say more. Any thread; the caller frees
  * c with s3_call_free. */
 enum backend_status s3_do(struct s3_store *s, struct s3_call *c);
+/* The status of an error answer (HTTP `http_status`, its body in c->rbuf),
+ * c->code filled in. A refusal we have no status for, or a server error this
+ * call does not retry (it is not idempotent, or 501 NotImplemented), is
+ * BACKEND_COLD_ERROR, kept for the client (backend_cold_error_keep): a 500 to
+ * a CompleteMultipartUpload says "the outcome is unknown", not "the tier is
+ * down", and must reach the client as it is. */
+enum backend_status s3_error_status(struct s3_call *c, long http_status);
 /* Frees what a call's response holds (c itself is the caller's). */
 void s3_call_free(struct s3_call *c);
 /* An easy handle from the store's pool (reset, its connections kept), or a

@@ -313,13 +313,12 @@ static enum backend_status stream_open_attempt(struct s3_obj *o, const struct s3
                 curl_easy_strerror(t->rc));
         return st;
     }
-    if (t->c.rbuf)
-        (void)s3_xml_error_code(t->c.rbuf, t->c.rlen, t->c.code, sizeof t->c.code);
-    st = s3_status_from_code(t->c.code, code);
+    st = s3_error_status(&t->c, code);
     if (st == BACKEND_OK)
         st = BACKEND_IO;
-    *retry = s3_retryable(t->c.code, code);
-    if (st == BACKEND_IO || st == BACKEND_UNAVAILABLE || st == BACKEND_DENIED)
+    *retry = st != BACKEND_COLD_ERROR && s3_retryable(t->c.code, code);
+    if (st == BACKEND_IO || st == BACKEND_UNAVAILABLE || st == BACKEND_DENIED ||
+        st == BACKEND_COLD_ERROR)
         log_msg(LOG_LVL_WARN, "backend", "s3: GET %s: HTTP %ld %s", t->url, code, t->c.code);
     return st;
 }
@@ -436,6 +435,7 @@ enum backend_status s3_object_open(struct backend *base, const char *bucket,
     if (!t->url || s3_call_hdr_list(s, &t->c, &t->hl) != BACKEND_OK)
         goto out;
     struct s3_deadlines d = s3_call_deadlines(s, &t->c);
+    backend_cold_error_forget();
     for (unsigned att = 0;; att++) {
         bool retry = false;
         st = stream_open_attempt(o, &d, &retry);

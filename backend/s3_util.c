@@ -99,10 +99,15 @@ enum backend_status s3_status_from_code(const char *code, long http_status)
         { "PreconditionFailed", BACKEND_PRECONDITION_FAILED },
         { "ConditionalRequestConflict", BACKEND_COND_CONFLICT },
     };
-    if (code && *code)
+    if (code && *code) {
         for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
             if (strcmp(code, map[i].code) == 0)
                 return map[i].st;
+        /* A refusal we have no name for (InvalidObjectState, a missing
+         * sub-resource's NoSuchXxx, ...): the client gets it as it is. */
+        if (http_status >= 400 && http_status < 500)
+            return BACKEND_COLD_ERROR;
+    }
     if (http_status >= 200 && http_status < 300)
         return BACKEND_OK;
     if (http_status == 404)

@@ -114,13 +114,27 @@ static xmlNode *root_named(xmlDocPtr d, const char *name)
     return NULL;
 }
 
-int s3_xml_error_code(const char *xml, size_t len, char *code, size_t cap)
+/* The text of <Error>'s child `name` into out[cap]; 0, or -1. */
+static int error_child(const char *xml, size_t len, const char *name, char *out, size_t cap)
 {
     xmlDocPtr d = xml_parse(xml, len);
     xmlNode *r = root_named(d, "Error");
-    int rc = r && child_text(r, "Code", code, cap) ? 0 : -1;
+    int rc = r && child_text(r, name, out, cap) ? 0 : -1;
     xmlFreeDoc(d);
     return rc;
+}
+
+int s3_xml_error_code(const char *xml, size_t len, char *code, size_t cap)
+{
+    return error_child(xml, len, "Code", code, cap);
+}
+
+void s3_xml_error_message(const char *xml, size_t len, char *msg, size_t cap)
+{
+    char m[2048];                  /* a longer message is cut, not dropped */
+    if (error_child(xml, len, "Message", m, sizeof m) != 0)
+        m[0] = '\0';
+    snprintf(msg, cap, "%s", m);
 }
 
 enum backend_status s3_xml_buckets(const char *xml, size_t len, s3_bucket_fn fn, void *arg)

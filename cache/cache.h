@@ -106,6 +106,7 @@ struct cache_waiter {
     uint64_t fill_id;             /* the fill whose metadata it waited for (0: none) */
     enum cache_status result;     /* a fill's failure, kept for the retry */
     enum backend_status bst;
+    struct backend_cold_error cold; /* bst == BACKEND_COLD_ERROR: its answer */
 };
 
 /* Opens bucket/key for reading. CACHE_OK: *out is a new handle and *meta

@@ -87,6 +87,8 @@ struct fill {
     uint64_t filled;             /* object bytes written, contiguous from 0 */
     enum cache_status err;       /* FILL_FAILED: why */
     enum backend_status bst;
+    struct backend_cold_error cold; /* bst == BACKEND_COLD_ERROR: the cold tier's answer,
+                                       handed to each reader's thread */
     char why[CACHE_JOB_MSG_LEN]; /* FILL_FAILED on the cache side: a sentence for jobs */
     struct cache_waiter *waiters;
 };
@@ -104,8 +106,12 @@ struct cache {
     /* The last fills that failed, for a reader woken by a fill's metadata
      * that comes back after the fill failed (and maybe left the table): it
      * takes that failure rather than start another fill. A ring. */
-    struct { uint64_t id; enum cache_status err; enum backend_status bst; }
-        failed[FAILED_RECENT];
+    struct {
+        uint64_t id;
+        enum cache_status err;
+        enum backend_status bst;
+        struct backend_cold_error cold;
+    } failed[FAILED_RECENT];
     unsigned failed_next;
     struct fill *queue_head, *queue_tail;         /* reader misses: first */
     struct fill *bg_head, *bg_tail;               /* staging: when no miss waits */
@@ -144,7 +150,8 @@ struct fill *cache_table_find(struct cache *c, const char *bucket, const char *k
  * waiters keep their failure) so that the caller starts a fresh fill rather
  * than answer with an old failure. Under c->mu. */
 struct fill *cache_table_find_live(struct cache *c, const char *bucket, const char *key);
-/* Did fill id fail lately (c->failed)? Then *err, *bst say how. Under c->mu. */
+/* Did fill id fail lately (c->failed)? Then *err, *bst say how (a cold
+ * tier's own error handed to this thread). Under c->mu. */
 bool cache_fill_failed_recently(const struct cache *c, uint64_t id, enum cache_status *err,
                                 enum backend_status *bst);
 /* Takes f out of the table; the caller drops the table's reference. Under c->mu. */
@@ -173,6 +180,9 @@ struct fill *cache_fill_new_locked(struct cache *c, const char *bucket, const ch
                                    uint64_t id, bool background);
 /* Opens index entry id's data file (cidx_data_open); -1 with errno. */
 int cache_open_data(struct cache *c, uint64_t id, int flags);
+/* A failed fill's BACKEND_COLD_ERROR answer, handed to the calling (a
+ * reader's) thread for the gateway (backend_cold_error_take). */
+void cache_cold_error_hand(enum backend_status bst, const struct backend_cold_error *cold);
 /* Ends f as failed - err is CACHE_BACKEND with the cold tier's bst, or a
  * cache-side status with why (NULL: none), a sentence for prefetch jobs -,
  * resumes its waiters and drops its index entry. No lock held. */

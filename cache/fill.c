@@ -75,6 +75,7 @@ void cache_waiters_wake(struct cache *c, struct fill *f)
         if (f->state == FILL_FAILED) {
             w->result = f->err;
             w->bst = f->bst;
+            w->cold = f->cold;
         }
         atomic_fetch_sub(&c->waiters_now, 1);
         w->resume(w->arg);
@@ -92,6 +93,12 @@ struct fill *cache_table_find(struct cache *c, const char *bucket, const char *k
     return NULL;
 }
 
+void cache_cold_error_hand(enum backend_status bst, const struct backend_cold_error *cold)
+{
+    if (bst == BACKEND_COLD_ERROR && cold->http_status)
+        backend_cold_error_put(cold);
+}
+
 bool cache_fill_failed_recently(const struct cache *c, uint64_t id, enum cache_status *err,
                                 enum backend_status *bst)
 {
@@ -99,6 +106,7 @@ bool cache_fill_failed_recently(const struct cache *c, uint64_t id, enum cache_s
         if (c->failed[i].id == id) {
             *err = c->failed[i].err;
             *bst = c->failed[i].bst;
+            cache_cold_error_hand(*bst, &c->failed[i].cold);
             return true;
         }
     }
@@ -302,17 +310,24 @@ void cache_fill_fail(struct cache *c, struct fill *f, enum cache_status err,
      * a reader that finds no entry and then this fill sees it failed and
      * starts a fresh fill (cache_table_find_live), and no new fill can begin
      * while the failed one's FILLING entry is still in the index. */
+    /* The cold tier's own answer was kept on this (the worker's) thread:
+     * the fill keeps it for its readers' threads (http_status 0: none). */
+    struct backend_cold_error cold = { 0 };
+    if (bst == BACKEND_COLD_ERROR && !backend_cold_error_take(&cold))
+        cold.http_status = 0;
     pthread_mutex_lock(&c->mu);
     cidx_fill_abort(c->idx, f->id);
     pthread_mutex_lock(&f->mu);
     f->state = FILL_FAILED;
     f->err = err;
     f->bst = bst;
+    f->cold = cold;
     snprintf(f->why, sizeof f->why, "%s", why ? why : "");
     unsigned slot = c->failed_next++ % FAILED_RECENT;
     c->failed[slot].id = f->id;
     c->failed[slot].err = err;
     c->failed[slot].bst = bst;
+    c->failed[slot].cold = cold;
     atomic_fetch_add(&c->fills_failed, 1);   /* counted before anyone hears of it */
     cache_waiters_wake(c, f);
     pthread_mutex_unlock(&f->mu);

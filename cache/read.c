@@ -202,6 +202,7 @@ static enum cache_status obj_open(struct cache *c, const char *bucket, const cha
     if (w->result != CACHE_OK) {   /* the fill this waiter waited for failed */
         enum cache_status r = w->result;
         *bst = w->bst;
+        cache_cold_error_hand(w->bst, &w->cold);
         w->result = CACHE_OK;
         return r;
     }
@@ -271,6 +272,7 @@ static enum cache_status obj_open(struct cache *c, const char *bucket, const cha
         if (f->state == FILL_FAILED) {
             enum cache_status r = f->err;
             *bst = f->bst;
+            cache_cold_error_hand(f->bst, &f->cold);
             pthread_mutex_unlock(&f->mu);
             cache_fill_unref(c, f);
             return r;

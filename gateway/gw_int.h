@@ -55,6 +55,8 @@ enum s3_err {
     S3E_BUCKET_EXISTS,
     S3E_BUCKET_TAKEN,          /* BucketAlreadyExists: someone else's */
     S3E_BUCKET_NOT_EMPTY,
+    S3E_COLD_PASSED,           /* the cold tier's own error, passed on as it is
+                                  (gw_req.cold_err); InternalError without it */
     S3E_CONDITIONAL_CONFLICT,  /* ConditionalRequestConflict (409), from a cold tier */
     S3E_ENTITY_TOO_LARGE,
     S3E_ENTITY_TOO_SMALL,
@@ -104,7 +106,14 @@ struct s3_error {
     const char *message;    /* S3's default message */
 };
 
+struct gw_req;
 const struct s3_error *s3_error_get(enum s3_err e);
+/* s3_error_get, but S3E_COLD_PASSED is r's cold-tier error when it has one. */
+const struct s3_error *s3_error_of(const struct gw_req *r, enum s3_err e);
+/* Takes the cold tier's error of this thread's last backend call (after it
+ * returned BACKEND_COLD_ERROR) into r->cold_err: true, or false when there is
+ * none (the call ran on another thread: a fill). */
+bool gw_req_take_cold_error(struct gw_req *r);
 enum s3_err s3_error_from_backend(enum backend_status st);
 enum s3_err s3_error_from_auth(enum auth_status st);
 /* S3's wording for some auth failures, or NULL for the code's default. */
@@ -247,6 +256,7 @@ struct gw_req {
     bool body_failed;            /* an error is recorded; the rest is dropped */
     enum s3_err body_err;
     const char *body_err_msg;
+    const struct s3_error *cold_err; /* S3E_COLD_PASSED's code and status (arena) */
     struct auth_body_result body_res;
 
     /* operation state kept between the first and the last call */

@@ -394,6 +394,8 @@ void gw_h_delete_objects(struct gw_req *r)
             continue;
         }
         const struct s3_error *se = s3_error_get(s3_error_from_backend(st));
+        if (st == BACKEND_COLD_ERROR && gw_req_take_cold_error(r))
+            se = r->cold_err;   /* the cold tier's own code for this key */
         char cold_msg[512];
         const char *msg = s3_error_cold_message(r->backend, st, cold_msg, sizeof cold_msg);
         rc |= gw_buf_puts(&b, "<Error>");

@@ -23,6 +23,8 @@ static const struct s3_error table[] = {
         "users of the system. Please select a different name and try again." },
     [S3E_BUCKET_NOT_EMPTY] = { "BucketNotEmpty", 409,
         "The bucket you tried to delete is not empty" },
+    [S3E_COLD_PASSED] = { "InternalError", 500,
+        "The cold tier refused the request; the gateway's log has its answer." },
     [S3E_CONDITIONAL_CONFLICT] = { "ConditionalRequestConflict", 409,
         "A conflicting operation occurred. If using PutObject you can retry the request. If "
         "using multipart upload you should initiate another CreateMultipartUpload request and "
@@ -148,6 +150,7 @@ enum s3_err s3_error_from_backend(enum backend_status st)
     case BACKEND_COND_CONFLICT: return S3E_CONDITIONAL_CONFLICT;
     case BACKEND_INVALID_PART_NUMBER: return S3E_INVALID_PART_NUMBER;
     case BACKEND_PARTS_UNKNOWN: return S3E_NOT_IMPLEMENTED;
+    case BACKEND_COLD_ERROR: return S3E_COLD_PASSED;
     }
     return S3E_INTERNAL;
 }
@@ -227,20 +230,47 @@ const char *s3_error_cold_message(struct backend *b, enum backend_status st, cha
     case BACKEND_ENTITY_TOO_SMALL: case BACKEND_TOO_LARGE: case BACKEND_NO_SPACE:
     case BACKEND_DENIED: case BACKEND_IO: case BACKEND_NOMEM: case BACKEND_INVALID_REQUEST:
     case BACKEND_READ_ONLY: case BACKEND_NO_TAG_SET: case BACKEND_META_TOO_LARGE:
-    case BACKEND_PRECONDITION_FAILED: case BACKEND_COND_CONFLICT:
-    case BACKEND_INVALID_PART_NUMBER:
+    case BACKEND_PRECONDITION_FAILED: case BACKEND_COND_CONFLICT: case BACKEND_COLD_ERROR:
+    case BACKEND_INVALID_PART_NUMBER: case BACKEND_PARTS_UNKNOWN:
         return NULL;
-    case BACKEND_PARTS_UNKNOWN:
-        snprintf(buf, len, "The part boundaries of this multipart object were not kept "
-                 "(completed before shardgate kept them, or too many parts of different "
-                 "sizes): read it with a Range instead.");
-        return buf;
     }
     return NULL;
 }
 
+const struct s3_error *s3_error_of(const struct gw_req *r, enum s3_err e)
+{
+    return e == S3E_COLD_PASSED && r->cold_err ? r->cold_err : &table[e];
+}
+
+bool gw_req_take_cold_error(struct gw_req *r)
+{
+    struct backend_cold_error ce;
+    if (!backend_cold_error_take(&ce))
+        return false;
+    struct s3_error *se = gw_arena_alloc(&r->arena, sizeof *se);
+    if (!se)
+        return false;
+    /* A HEAD's error has no body to name it: the status's usual code. */
+    const char *code = ce.code[0] ? ce.code
+                       : ce.http_status == 404 ? "NotFound"
+                       : ce.http_status == 403 ? "Forbidden"
+                       : ce.http_status < 500 ? "BadRequest" : "InternalError";
+    se->code = gw_arena_strdup(&r->arena, code);
+    se->message = gw_arena_strdup(&r->arena, ce.message[0] ? ce.message
+                                             : "The cold tier refused the request.");
+    se->http_status = (unsigned)ce.http_status;
+    if (!se->code || !se->message)
+        return false;
+    r->cold_err = se;
+    return true;
+}
+
 void gw_req_fail_backend(struct gw_req *r, enum backend_status st)
 {
+    if (st == BACKEND_COLD_ERROR && gw_req_take_cold_error(r)) {
+        gw_req_fail(r, S3E_COLD_PASSED, NULL);
+        return;
+    }
     char buf[512];
     const char *msg = s3_error_cold_message(r->backend, st, buf, sizeof buf);
     /* the message must live as long as the request: the arena's copy */

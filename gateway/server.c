@@ -100,7 +100,7 @@ void gw_reply_xml_buf(struct gw_req *r, unsigned status, struct gw_buf *xml)
 struct MHD_Response *gw_error_response(struct gw_req *r, enum s3_err e, const char *msg,
                                        const char *extra_xml)
 {
-    const struct s3_error *se = s3_error_get(e);
+    const struct s3_error *se = s3_error_of(r, e);
     if (e == S3E_NOT_MODIFIED)   /* 304 carries no body */
         return MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     struct gw_buf b;
@@ -141,7 +141,7 @@ struct MHD_Response *gw_error_response(struct gw_req *r, enum s3_err e, const ch
 
 void gw_reply_error(struct gw_req *r, enum s3_err e, const char *msg, const char *extra_xml)
 {
-    gw_reply(r, s3_error_get(e)->http_status, gw_error_response(r, e, msg, extra_xml));
+    gw_reply(r, s3_error_of(r, e)->http_status, gw_error_response(r, e, msg, extra_xml));
 }
 
 void gw_reply_backend_error(struct gw_req *r, enum backend_status st)
@@ -161,12 +161,30 @@ void gw_reply_backend_error(struct gw_req *r, enum backend_status st)
         msg = "Your key is too long: at most 1024 bytes, and at most 255 bytes between two "
               "'/' on shardgate's directory store.";
         break;
-    case BACKEND_DENIED:
-        msg = "Access Denied: the path crosses a symbolic link or leaves the store.";
+    case BACKEND_DENIED: {
+        /* The directory store's own refusal; a cold tier's AccessDenied is
+         * about the gateway's credentials there. */
+        struct backend_info bi;
+        backend_info_get(r->backend, &bi);
+        msg = bi.location ? "Access Denied: the cold tier refused the gateway's request (its "
+                            "credentials for the cold tier, or the tier's policy)."
+                          : "Access Denied: the path crosses a symbolic link or leaves the "
+                            "store.";
+        break;
+    }
+    case BACKEND_COLD_ERROR:
+        if (gw_req_take_cold_error(r))
+            break;
+        msg = s3_error_cold_message(r->backend, st, buf, sizeof buf);
         break;
     case BACKEND_META_TOO_LARGE:
         msg = "The metadata and tags are more than this store's file system keeps with one "
               "file (ext4: about 4 KiB of extended attributes for all of them).";
+        break;
+    case BACKEND_PARTS_UNKNOWN:
+        msg = "The part boundaries of this multipart object were not kept (completed before "
+              "shardgate kept them, or too many parts of different sizes): read it with a "
+              "Range instead.";
         break;
     default:
         break;
@@ -257,7 +275,7 @@ static int body_out(void *arg, const uint8_t *buf, size_t len)
     case GW_BODY_STREAM: {
         enum backend_status st = backend_put_write(r->put, buf, len);
         if (st != BACKEND_OK) {
-            gw_req_fail(r, s3_error_from_backend(st), NULL);
+            gw_req_fail_backend(r, st);
             return -1;
         }
         return 0;

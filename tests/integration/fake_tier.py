@@ -5,6 +5,10 @@ mode (switchable while it runs):
   "mute"    accepts connections and reads requests, never writes a byte
             (a hung tier: what a SIGSTOPped or wedged server looks like);
   "forbid"  answers every request 403 at once (reachable, says no);
+  "error"   answers every request (or those of `methods`, the others an
+            empty 200) with `error` = (status, code, message): an S3 <Error>
+            body (none to a HEAD), then closes the connection (a request
+            body is never read);
   "trickle" answers GET of a key ending in "slow" with 200, its headers at
             once and the body SLOW_BODY a byte every `trickle_s`; HEAD of
             it with the headers; everything else like "mute".
@@ -21,8 +25,10 @@ SLOW_ETAG = hashlib.md5(SLOW_BODY).hexdigest()
 
 
 class FakeTier:
-    def __init__(self, mode="mute", trickle_s=0.1):
+    def __init__(self, mode="mute", trickle_s=0.1, error=(500, "InternalError", "boom")):
         self.mode = mode
+        self.error = error
+        self.methods = None        # "error" mode: every method
         self.trickle_s = trickle_s
         self.lock = threading.Lock()
         self.requests = 0
@@ -39,9 +45,17 @@ class FakeTier:
         self.thread = threading.Thread(target=self._accept, daemon=True)
         self.thread.start()
 
-    def set_mode(self, mode):
+    def set_mode(self, mode, error=None, methods=None):
         with self.lock:
             self.mode = mode
+            self.methods = methods
+            if error:
+                self.error = error
+
+    def count_of(self, method):
+        """Request heads received so far with this method."""
+        with self.lock:
+            return sum(1 for h in self.heads if h.startswith(method + " "))
 
     def count(self):
         with self.lock:
@@ -61,11 +75,24 @@ class FakeTier:
 
     def _answer(self, c, line):
         with self.lock:
-            mode = self.mode
+            mode, error, methods = self.mode, self.error, self.methods
         method, _, rest = line.partition(" ")
         path = rest.partition(" ")[0].split("?")[0]
         if mode == "forbid":
             c.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+        elif mode == "error" and methods is not None and method not in methods:
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            raise ConnectionAbortedError("closed after the answer")
+        elif mode == "error":
+            status, code, message = error
+            body = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code>"
+                    "<Message>%s</Message><RequestId>fake</RequestId></Error>"
+                    % (code, message)).encode()
+            c.sendall(("HTTP/1.1 %d Error\r\nContent-Type: application/xml\r\n"
+                       "Content-Length: %d\r\nConnection: close\r\n\r\n"
+                       % (status, 0 if method == "HEAD" else len(body))).encode() +
+                      (b"" if method == "HEAD" else body))
+            raise ConnectionAbortedError("closed after an error")
         elif mode == "trickle" and path.endswith("slow"):
             c.sendall(("HTTP/1.1 200 OK\r\nContent-Length: %d\r\nETag: \"%s\"\r\n"
                        "Last-Modified: Wed, 21 Oct 2015 07:28:00 GMT\r\n"

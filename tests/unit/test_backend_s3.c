@@ -87,7 +87,11 @@ static void error_codes_map_to_statuses(void)
         { NULL, 504, BACKEND_UNAVAILABLE, true },
         { NULL, 404, BACKEND_NO_KEY, false },     /* HEAD: no body */
         { NULL, 403, BACKEND_DENIED, false },
-        { "Weird", 400, BACKEND_IO, false },
+        /* a refusal we have no status for is passed to the client as it is */
+        { "Weird", 400, BACKEND_COLD_ERROR, false },
+        { "InvalidObjectState", 403, BACKEND_COLD_ERROR, false },
+        { "NoSuchLifecycleConfiguration", 404, BACKEND_COLD_ERROR, false },
+        { NULL, 400, BACKEND_IO, false },         /* HEAD: nothing to pass on */
         { NULL, 204, BACKEND_OK, false },
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
@@ -159,6 +163,45 @@ static void xml_error_code(void)
     CU_ASSERT_EQUAL(s3_xml_error_code(X("<ListBucketResult/>"), code, sizeof code), -1);
     CU_ASSERT_EQUAL(s3_xml_error_code(X("<Error><Code>"), code, sizeof code), -1);
     CU_ASSERT_EQUAL(s3_xml_error_code(NULL, 0, code, sizeof code), -1);
+}
+
+/* An error answer's status: what is passed to the client (the tier's
+ * code, status and message), what is retried. */
+static void error_answers_pass_on_what_is_not_ours(void)
+{
+    static const struct {
+        long http;
+        const char *code;
+        bool idempotent;
+        enum backend_status st;
+    } t[] = {
+        { 403, "InvalidObjectState", true, BACKEND_COLD_ERROR },
+        { 500, "InternalError", false, BACKEND_COLD_ERROR },  /* outcome unknown */
+        { 500, "InternalError", true, BACKEND_UNAVAILABLE },  /* retried, then 503 */
+        { 501, "NotImplemented", true, BACKEND_COLD_ERROR },  /* never worth a retry */
+        { 503, "SlowDown", false, BACKEND_UNAVAILABLE },
+        { 404, "NoSuchKey", true, BACKEND_NO_KEY },
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        char xml[256];
+        snprintf(xml, sizeof xml, "<?xml version=\"1.0\"?><Error><Code>%s</Code>"
+                 "<Message>said &lt;%zu&gt;</Message></Error>", t[i].code, i);
+        struct s3_call c = { .rbuf = xml, .rlen = strlen(xml), .idempotent = t[i].idempotent };
+        backend_cold_error_forget();
+        CU_ASSERT_EQUAL(s3_error_status(&c, t[i].http), t[i].st);
+        CU_ASSERT_STRING_EQUAL(c.code, t[i].code);
+        struct backend_cold_error ce;
+        bool kept = backend_cold_error_take(&ce);
+        CU_ASSERT_EQUAL(kept, t[i].st == BACKEND_COLD_ERROR);
+        if (kept) {
+            char want[32];
+            snprintf(want, sizeof want, "said <%zu>", i);
+            CU_ASSERT_EQUAL(ce.http_status, t[i].http);
+            CU_ASSERT_STRING_EQUAL(ce.code, t[i].code);
+            CU_ASSERT_STRING_EQUAL(ce.message, want);
+            CU_ASSERT_FALSE(backend_cold_error_take(&ce));   /* taken once */
+        }
+    }
 }
 
 static void xml_list_objects_v2(void)
@@ -755,7 +798,7 @@ int register_tests(void)
 #define T(fn) CU_add_test(s, #fn, fn)
     if (!T(url_building_table) || !T(error_codes_map_to_statuses) ||
         !T(backoff_is_full_jitter_and_capped) || !T(headers_map_to_obj_meta) ||
-        !T(xml_error_code) || !T(xml_list_objects_v2) || !T(xml_list_parts_and_uploads) ||
+        !T(xml_error_code) || !T(error_answers_pass_on_what_is_not_ours) || !T(xml_list_objects_v2) || !T(xml_list_parts_and_uploads) ||
         !T(down_tier_fails_fast_with_unavailable) || !T(ring_wraps_and_is_all_or_nothing) ||
         !T(read_path_table))
         return -1;
