@@ -112,6 +112,18 @@ static int item_cmp(const void *x, const void *y)
     return c;
 }
 
+/* Sorts the n items whose names and values sit in tmp, once tmp is final:
+ * AUTH_OK, or what tmp's failure means (nothing sorted). */
+static enum auth_status items_sort(struct v2_item *items, size_t n, const struct sg_buf *tmp)
+{
+    if (tmp->err)
+        return tmp->err == SG_BUF_NOMEM ? AUTH_NOMEM : AUTH_MALFORMED;
+    for (size_t i = 0; i < n; i++)
+        items[i].base = tmp->p;
+    qsort(items, n, sizeof *items, item_cmp);
+    return AUTH_OK;
+}
+
 /* Appends a query component to tmp decoded as the gateway decodes it
  * (percent escapes, '+' is a space), so the signature covers what the
  * request will be taken to mean; returns its offset. */
@@ -284,13 +296,9 @@ enum auth_status auth_sigv2_string_to_sign(const struct auth_req *r,
         it->val_len = vl;
         it->order = ni++;
     }
-    if (tmp.err) {
-        st = tmp.err == SG_BUF_NOMEM ? AUTH_NOMEM : AUTH_MALFORMED;
+    st = items_sort(items, ni, &tmp);
+    if (st != AUTH_OK)
         goto out;
-    }
-    for (size_t i = 0; i < ni; i++)
-        items[i].base = tmp.p;
-    qsort(items, ni, sizeof *items, item_cmp);
     for (size_t i = 0; i < ni; i++) {
         bool same = i > 0 && items[i].name_len == items[i - 1].name_len &&
                     memcmp(tmp.p + items[i].name_off, tmp.p + items[i - 1].name_off,
@@ -335,13 +343,9 @@ enum auth_status auth_sigv2_string_to_sign(const struct auth_req *r,
         it->has_eq = segs[i].has_eq;
         it->order = ns++;
     }
-    if (tmp.err) {
-        st = tmp.err == SG_BUF_NOMEM ? AUTH_NOMEM : AUTH_MALFORMED;
+    st = items_sort(items, ns, &tmp);
+    if (st != AUTH_OK)
         goto out;
-    }
-    for (size_t i = 0; i < ns; i++)
-        items[i].base = tmp.p;
-    qsort(items, ns, sizeof *items, item_cmp);
     for (size_t i = 0; i < ns; i++) {
         sg_buf_addc(out, i == 0 ? '?' : '&');
         sg_buf_add(out, tmp.p + items[i].name_off, items[i].name_len);

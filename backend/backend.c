@@ -301,18 +301,7 @@ enum backend_status backend_mpu_complete(struct backend *b, const char *bucket, 
                                          const struct backend_part *parts, size_t n_parts,
                                          struct obj_meta *out)
 {
-    COUNT(BACKEND_OP_MULTIPART, b->ops->mpu_complete(b, bucket, key, upload_id, parts, n_parts,
-                                                     NULL, NULL, out));
-}
-
-enum backend_status backend_mpu_complete_meta(struct backend *b, const char *bucket,
-                                              const char *key, const char *upload_id,
-                                              const struct backend_part *parts, size_t n_parts,
-                                              const struct obj_meta *meta,
-                                              struct obj_meta *out)
-{
-    COUNT(BACKEND_OP_MULTIPART, b->ops->mpu_complete(b, bucket, key, upload_id, parts, n_parts,
-                                                     meta, NULL, out));
+    return backend_mpu_complete_cond(b, bucket, key, upload_id, parts, n_parts, NULL, NULL, out);
 }
 
 enum backend_status backend_mpu_complete_cond(struct backend *b, const char *bucket,

@@ -512,15 +512,9 @@ enum backend_status backend_mpu_complete(struct backend *b, const char *bucket, 
  * (x-amz-checksum-<algo>, x-amz-checksum-type) computed from the parts.
  * s3: `meta` is ignored; the cold S3 computes the checksum from the part
  * checksums sent in the Complete body, and *out->hdrs receives the
- * x-amz-checksum-<algo> / x-amz-checksum-type it answered with, if any. */
-enum backend_status backend_mpu_complete_meta(struct backend *b, const char *bucket,
-                                              const char *key, const char *upload_id,
-                                              const struct backend_part *parts, size_t n_parts,
-                                              const struct obj_meta *meta,
-                                              struct obj_meta *out);
-/* backend_mpu_complete_meta whose commit holds only when `cond` (may be
- * NULL) does. A failed condition leaves the upload in place (posix; the
- * cold S3 decides for itself). */
+ * x-amz-checksum-<algo> / x-amz-checksum-type it answered with, if any.
+ * The commit holds only when `cond` (may be NULL) does. A failed condition
+ * leaves the upload in place (posix; the cold S3 decides for itself). */
 enum backend_status backend_mpu_complete_cond(struct backend *b, const char *bucket,
                                               const char *key, const char *upload_id,
                                               const struct backend_part *parts, size_t n_parts,

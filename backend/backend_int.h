@@ -111,4 +111,13 @@ struct backend_put {
 void backend_cold_error_forget(void);
 void backend_cold_error_keep(long http_status, const char *code, const char *message);
 
+/* Appends len bytes of buf to a put's spool file fd, which holds *size bytes
+ * of at most max_size: TOO_LARGE (nothing written) when len would pass
+ * max_size, else writes all of it, retrying EINTR and short writes, and adds
+ * what it wrote to *size. A write() that fails gives IO with its errno in
+ * *err (EIO for a write of nothing), for the caller to map and log. Any
+ * thread; the put is the caller's (put_spool.c). */
+enum backend_status backend_spool_append(int fd, const void *buf, size_t len, uint64_t *size,
+                                         uint64_t max_size, int *err);
+
 #endif

@@ -34,9 +34,12 @@ enum backend_status posix_bucket_open(struct posix_store *b, const char *bucket,
 }
 
 enum backend_status posix_key_bucket_open(struct posix_store *b, const char *bucket,
-                                          const char *key, char path[POSIX_PATH_MAX], int *fd)
+                                          const char *key, bool write,
+                                          char path[POSIX_PATH_MAX], int *fd)
 {
     *fd = -1;
+    if (write && b->read_only)
+        return BACKEND_READ_ONLY;
     enum backend_status s = posix_key_to_path(key, path, POSIX_PATH_MAX);
     if (s != BACKEND_OK)
         return s;

@@ -181,11 +181,13 @@ int posix_dir_has_object(int dirfd);
 
 /* Opens ROOT/<bucket> (validating the name). */
 enum backend_status posix_bucket_open(struct posix_store *b, const char *bucket, int *fd);
-/* The first steps of a verb on a key: maps key to its path in the bucket
- * (BAD_KEY, KEY_TOO_LONG), then opens the bucket (*fd, which the caller
- * closes; NO_BUCKET, DENIED, ...). */
+/* The first steps of a verb on a key: refuses a verb that writes on a
+ * read-only store (READ_ONLY), maps key to its path in the bucket (BAD_KEY,
+ * KEY_TOO_LONG), then opens the bucket (*fd, which the caller closes;
+ * NO_BUCKET, DENIED, ...). */
 enum backend_status posix_key_bucket_open(struct posix_store *b, const char *bucket,
-                                          const char *key, char path[POSIX_PATH_MAX], int *fd);
+                                          const char *key, bool write,
+                                          char path[POSIX_PATH_MAX], int *fd);
 
 /* Encodes etag and hdrs as the metadata xattr and sets it on fd (replacing
  * any older one in one step). BACKEND_OK with *stored false when the file

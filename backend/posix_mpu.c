@@ -171,11 +171,9 @@ enum backend_status posix_mpu_create(struct posix_store *b, const char *bucket, 
                                        char upload_id[BACKEND_UPLOAD_ID_MAX])
 {
     upload_id[0] = '\0';
-    if (b->read_only)
-        return BACKEND_READ_ONLY;
     char path[POSIX_PATH_MAX];
     int bfd;
-    enum backend_status s = posix_key_bucket_open(b, bucket, key, path, &bfd);
+    enum backend_status s = posix_key_bucket_open(b, bucket, key, true, path, &bfd);
     if (s != BACKEND_OK)
         return s;
     close(bfd);

@@ -50,7 +50,7 @@ enum backend_status posix_object_fd(struct posix_store *b, const char *bucket, c
     *fd = -1;
     char path[POSIX_PATH_MAX];
     int bfd;
-    enum backend_status s = posix_key_bucket_open(b, bucket, key, path, &bfd);
+    enum backend_status s = posix_key_bucket_open(b, bucket, key, false, path, &bfd);
     if (s != BACKEND_OK)
         return s;
     /* O_NONBLOCK: a planted fifo must not hang us; it is refused below. */

@@ -8,6 +8,7 @@
  * completed more than a day ago (posix_mpu_done.c). */
 #include "posix_int.h"
 #include "log.h"
+#include "worker.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -48,69 +49,79 @@ static void rm_tmp_files(int dirfd, struct posix_reclaim_stats *st)
     closedir(d);
 }
 
-/* ROOT/<bucket>/.sg~tmp/ of every bucket directory. */
-static void reclaim_buckets(struct posix_store *b, struct posix_reclaim_stats *st)
+/* Called by each_subdir for one subdirectory `name` of dirfd, open (fd) for
+ * the call. */
+typedef void (*subdir_fn)(void *arg, int dirfd, const char *name, int fd);
+
+/* Calls fn for each subdirectory of dirfd whose name `valid` accepts (bucket
+ * directories of ROOT and STATE/mpu, upload directories of a bucket's).
+ * 0, or -1 when dirfd cannot be read. */
+static int each_subdir(int dirfd, bool (*valid)(const char *), subdir_fn fn, void *arg)
 {
-    DIR *d = posix_dir_stream(b->rootfd);
+    DIR *d = posix_dir_stream(dirfd);
     if (!d)
-        return;
+        return -1;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
-        if (!sg_bucket_name_valid(de->d_name))
+        if (!valid(de->d_name))
             continue;
-        int bfd = openat(b->rootfd, de->d_name, O_DIRECTORY | O_NOFOLLOW | O_RDONLY |
-                                                    O_CLOEXEC);
-        if (bfd < 0)
+        int fd = openat(dirfd, de->d_name, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
             continue;
-        int tfd = openat(bfd, POSIX_TMP_DIR, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
-        if (tfd >= 0) {
-            rm_tmp_files(tfd, st);
-            close(tfd);
-            unlinkat(bfd, POSIX_TMP_DIR, AT_REMOVEDIR);   /* made again by the next put */
-        }
-        close(bfd);
+        fn(arg, dirfd, de->d_name, fd);
+        close(fd);
     }
     closedir(d);
+    return 0;
+}
+
+/* ROOT/<bucket>/.sg~tmp/ of one bucket directory. */
+static void reclaim_bucket(void *arg, int rootfd, const char *name, int bfd)
+{
+    struct posix_reclaim_stats *st = arg;
+    (void)rootfd;
+    (void)name;
+    int tfd = openat(bfd, POSIX_TMP_DIR, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
+    if (tfd >= 0) {
+        rm_tmp_files(tfd, st);
+        close(tfd);
+        unlinkat(bfd, POSIX_TMP_DIR, AT_REMOVEDIR);   /* made again by the next put */
+    }
 }
 
 /* Called by each_upload for one upload directory: ufd is
  * STATE/mpu/<bucket>/<id> (open for the call), pfd STATE/mpu/<bucket>. */
 typedef void (*upload_fn)(void *arg, int pfd, const char *bucket, const char *id, int ufd);
 
+struct upload_walk {
+    bool prune;
+    upload_fn fn;
+    void *arg;
+    const char *bucket;   /* the one being walked */
+};
+
+static void one_upload(void *arg, int pfd, const char *id, int ufd)
+{
+    const struct upload_walk *w = arg;
+    w->fn(w->arg, pfd, w->bucket, id, ufd);
+}
+
+/* The upload directories of STATE/mpu/<bucket> (pfd); with prune, the
+ * bucket's directory is removed after when it is left empty. */
+static void bucket_uploads(void *arg, int mpufd, const char *bucket, int pfd)
+{
+    struct upload_walk *w = arg;
+    w->bucket = bucket;
+    if (each_subdir(pfd, posix_upload_id_valid, one_upload, w) == 0 && w->prune)
+        unlinkat(mpufd, bucket, AT_REMOVEDIR);   /* only when empty */
+}
+
 /* Calls fn for every upload directory of STATE/mpu, bucket by bucket; with
  * prune, each bucket's directory is removed after when it is left empty. */
 static void each_upload(struct posix_store *b, bool prune, upload_fn fn, void *arg)
 {
-    DIR *d = posix_dir_stream(b->mpufd);
-    if (!d)
-        return;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (!sg_bucket_name_valid(de->d_name))
-            continue;
-        int pfd = openat(b->mpufd, de->d_name, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
-        DIR *pd = pfd >= 0 ? posix_dir_stream(pfd) : NULL;
-        if (!pd) {
-            if (pfd >= 0)
-                close(pfd);
-            continue;
-        }
-        struct dirent *ue;
-        while ((ue = readdir(pd)) != NULL) {
-            if (!posix_upload_id_valid(ue->d_name))
-                continue;
-            int ufd = openat(pfd, ue->d_name, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
-            if (ufd < 0)
-                continue;
-            fn(arg, pfd, de->d_name, ue->d_name, ufd);
-            close(ufd);
-        }
-        closedir(pd);
-        if (prune)
-            unlinkat(b->mpufd, de->d_name, AT_REMOVEDIR);   /* only when empty */
-        close(pfd);
-    }
-    closedir(d);
+    struct upload_walk w = { .prune = prune, .fn = fn, .arg = arg };
+    (void)each_subdir(b->mpufd, sg_bucket_name_valid, bucket_uploads, &w);
 }
 
 /* An upload directory at open: the temp files of parts (and of a create's
@@ -138,7 +149,7 @@ void posix_reclaim_tmp(struct posix_store *b, struct posix_reclaim_stats *st)
     memset(st, 0, sizeof *st);
     if (b->read_only)
         return;
-    reclaim_buckets(b, st);
+    (void)each_subdir(b->rootfd, sg_bucket_name_valid, reclaim_bucket, st);
     each_upload(b, true, reclaim_upload, st);
     posix_mpu_done_expire(b, time(NULL));
 }
@@ -184,33 +195,30 @@ struct posix_expiry {
     struct posix_store *b;
     unsigned max_age_s;
     unsigned period_s;
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cond;    /* CLOCK_MONOTONIC */
-    bool stop;
+    struct sg_worker wk;
 };
 
 static void *expiry_main(void *arg)
 {
     struct posix_expiry *e = arg;
-    pthread_mutex_lock(&e->mu);
-    while (!e->stop) {
-        pthread_mutex_unlock(&e->mu);
+    pthread_mutex_lock(&e->wk.mu);
+    while (!e->wk.stop) {
+        pthread_mutex_unlock(&e->wk.mu);
         uint64_t bytes;
         uint64_t n = posix_mpu_expire(e->b, e->max_age_s, time(NULL), &bytes);
         if (n > 0)
             log_msg(LOG_LVL_INFO, "backend", "aborted %llu incomplete multipart uploads "
                     "(%llu bytes) initiated more than mpu_max_age = %u s ago",
                     (unsigned long long)n, (unsigned long long)bytes, e->max_age_s);
-        pthread_mutex_lock(&e->mu);
+        pthread_mutex_lock(&e->wk.mu);
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_sec += e->period_s;
         int rc = 0;
-        while (!e->stop && rc != ETIMEDOUT)
-            rc = pthread_cond_timedwait(&e->cond, &e->mu, &until);
+        while (!e->wk.stop && rc != ETIMEDOUT)
+            rc = pthread_cond_timedwait(&e->wk.cv, &e->wk.mu, &until);
     }
-    pthread_mutex_unlock(&e->mu);
+    pthread_mutex_unlock(&e->wk.mu);
     return NULL;
 }
 
@@ -227,18 +235,10 @@ struct posix_expiry *posix_expiry_start(struct posix_store *b, unsigned max_age_
      * under a second (no busy loop) nor over an hour. */
     unsigned p = max_age_s / 4;
     e->period_s = p < 1 ? 1 : p > 3600 ? 3600 : p;
-    pthread_mutex_init(&e->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&e->cond, &ca);
-    pthread_condattr_destroy(&ca);
-    int r = pthread_create(&e->thread, NULL, expiry_main, e);
+    int r = sg_worker_start(&e->wk, expiry_main, e);
     if (r != 0) {
         log_msg(LOG_LVL_ERROR, "backend", "cannot start the upload expiry thread: %s",
                 strerror(r));
-        pthread_cond_destroy(&e->cond);
-        pthread_mutex_destroy(&e->mu);
         free(e);
         return NULL;
     }
@@ -249,12 +249,6 @@ void posix_expiry_stop(struct posix_expiry *e)
 {
     if (!e)
         return;
-    pthread_mutex_lock(&e->mu);
-    e->stop = true;
-    pthread_cond_signal(&e->cond);
-    pthread_mutex_unlock(&e->mu);
-    pthread_join(e->thread, NULL);
-    pthread_cond_destroy(&e->cond);
-    pthread_mutex_destroy(&e->mu);
+    sg_worker_stop(&e->wk);
     free(e);
 }

@@ -99,6 +99,33 @@ static bool errno_means_read_only(int e)
     return e == EROFS || e == EACCES || e == EPERM;
 }
 
+/* What taking a directory lock (lr, with lerr and the message why) means
+ * for the open: true to go on (taken, or a file system without locks:
+ * warned). BUSY and ERRNO fail the open with why, except, when
+ * may_read_only, an ERRNO that means a read-only directory: that sets
+ * *read_only and goes on. */
+static bool lock_taken(const struct backend_posix_conf *cf, enum sg_dirlock_status lr, int lerr,
+                       const char *why, bool may_read_only, bool *read_only)
+{
+    switch (lr) {
+    case SG_DIRLOCK_OK:
+        return true;
+    case SG_DIRLOCK_UNSUPPORTED:
+        log_msg(LOG_LVL_WARN, "backend", "%s", why);
+        return true;
+    case SG_DIRLOCK_BUSY:
+        break;
+    case SG_DIRLOCK_ERRNO:
+        if (may_read_only && errno_means_read_only(lerr)) {
+            *read_only = true;
+            return true;
+        }
+        break;
+    }
+    open_fail(cf, "%s", why);
+    return false;
+}
+
 enum backend_status backend_posix_open(const struct backend_posix_conf *cf,
                                        struct backend **out)
 {
@@ -136,23 +163,10 @@ enum backend_status backend_posix_open(const struct backend_posix_conf *cf,
      * lock can be created where nothing can be written. */
     char why[768] = "";
     int lerr = 0;
-    switch (sg_dirlock_take(state, "state directory", &b->lock, &lerr, why, sizeof why)) {
-    case SG_DIRLOCK_OK:
-        break;
-    case SG_DIRLOCK_UNSUPPORTED:
-        log_msg(LOG_LVL_WARN, "backend", "%s", why);
-        break;
-    case SG_DIRLOCK_BUSY:
-        open_fail(cf, "%s", why);
+    enum sg_dirlock_status lr =
+        sg_dirlock_take(state, "state directory", &b->lock, &lerr, why, sizeof why);
+    if (!lock_taken(cf, lr, lerr, why, true, &b->read_only))
         goto fail;
-    case SG_DIRLOCK_ERRNO:
-        if (!errno_means_read_only(lerr)) {
-            open_fail(cf, "%s", why);
-            goto fail;
-        }
-        b->read_only = true;
-        break;
-    }
     struct statvfs vfs;
     bool ro_mount = fstatvfs(b->rootfd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY);
     if (!b->read_only) {
@@ -190,18 +204,10 @@ enum backend_status backend_posix_open(const struct backend_posix_conf *cf,
         /* A writer also owns the tree: the reclaim below removes temp
          * files, which must not be those of a live gateway whose state
          * directory is another. Read-only gateways share a tree freely. */
-        switch (sg_dirlock_take_dir(cf->root, "data directory", &b->tree_lock, &lerr, why,
-                                      sizeof why)) {
-        case SG_DIRLOCK_OK:
-            break;
-        case SG_DIRLOCK_UNSUPPORTED:
-            log_msg(LOG_LVL_WARN, "backend", "%s", why);
-            break;
-        case SG_DIRLOCK_BUSY:
-        case SG_DIRLOCK_ERRNO:
-            open_fail(cf, "%s", why);
+        lr = sg_dirlock_take_dir(cf->root, "data directory", &b->tree_lock, &lerr, why,
+                                 sizeof why);
+        if (!lock_taken(cf, lr, lerr, why, false, &b->read_only))
             goto fail;
-        }
     }
 
     warn_skipped_dirs(b->rootfd, cf->root);

@@ -181,11 +181,9 @@ enum backend_status posix_put_begin(struct posix_store *b, const char *bucket, c
                                       struct posix_put **out)
 {
     *out = NULL;
-    if (b->read_only)
-        return BACKEND_READ_ONLY;
     char path[POSIX_PATH_MAX];
     int bfd;
-    enum backend_status s = posix_key_bucket_open(b, bucket, key, path, &bfd);
+    enum backend_status s = posix_key_bucket_open(b, bucket, key, true, path, &bfd);
     if (s != BACKEND_OK)
         return s;
     for (int tries = 0; tries < 4; tries++) {
@@ -227,29 +225,18 @@ enum backend_status posix_put_write(struct posix_put *p, const void *buf, size_t
 {
     if (p->failed)
         return p->fail_st;
-    if (len > p->max_size - p->size) {
+    int e;
+    enum backend_status s = backend_spool_append(p->fd, buf, len, &p->size, p->max_size, &e);
+    if (s == BACKEND_IO) {
+        s = posix_write_errno_status(e);
+        if (s == BACKEND_IO)
+            log_msg(LOG_LVL_ERROR, "backend", "write: %s", strerror(e));
+    }
+    if (s != BACKEND_OK) {
         p->failed = true;
-        p->fail_st = BACKEND_TOO_LARGE;
-        return p->fail_st;
+        p->fail_st = s;
     }
-    const char *c = buf;
-    while (len > 0) {
-        ssize_t n = write(p->fd, c, len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            int e = errno;
-            p->failed = true;
-            p->fail_st = posix_write_errno_status(e);
-            if (p->fail_st == BACKEND_IO)
-                log_msg(LOG_LVL_ERROR, "backend", "write: %s", strerror(e));
-            return p->fail_st;
-        }
-        c += n;
-        len -= (size_t)n;
-        p->size += (uint64_t)n;
-    }
-    return BACKEND_OK;
+    return s;
 }
 
 static enum backend_status io_status(const char *what, int e)
@@ -506,11 +493,9 @@ void posix_rmdir_parents(int bucketfd, const char *path)
 enum backend_status posix_object_delete(struct posix_store *b, const char *bucket,
                                           const char *key)
 {
-    if (b->read_only)
-        return BACKEND_READ_ONLY;
     char path[POSIX_PATH_MAX];
     int bfd;
-    enum backend_status s = posix_key_bucket_open(b, bucket, key, path, &bfd);
+    enum backend_status s = posix_key_bucket_open(b, bucket, key, true, path, &bfd);
     if (s != BACKEND_OK)
         return s;
     const char *leaf;

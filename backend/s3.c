@@ -205,31 +205,35 @@ static enum backend_status s3_bucket_create(struct backend *base, const char *bu
     return st;
 }
 
-enum backend_status s3_bucket_head(struct backend *base, const char *bucket)
+/* An idempotent call on the bucket itself (HEAD, DELETE): a 404 is
+ * NO_BUCKET; *status gets the HTTP status. */
+static enum backend_status bucket_call(struct s3_store *s, const char *method,
+                                       const char *bucket, long *status)
 {
-    struct s3_store *s = (struct s3_store *)base;
-    struct s3_call c = { .method = "HEAD", .bucket = s3_cold_bucket(s, bucket), .body_fd = -1,
+    struct s3_call c = { .method = method, .bucket = s3_cold_bucket(s, bucket), .body_fd = -1,
                          .idempotent = true };
     enum backend_status st = s3_do(s, &c);
     if (st == BACKEND_NO_KEY)
         st = BACKEND_NO_BUCKET;
-    else if (st == BACKEND_IO && c.status == 400)
+    *status = c.status;
+    s3_call_free(&c);
+    return st;
+}
+
+enum backend_status s3_bucket_head(struct backend *base, const char *bucket)
+{
+    long status;
+    enum backend_status st = bucket_call((struct s3_store *)base, "HEAD", bucket, &status);
+    if (st == BACKEND_IO && status == 400)
         st = BACKEND_BAD_BUCKET_NAME;   /* a HEAD's 400 has no body to say why;
                                            a bad name is what S3 answers 400 for */
-    s3_call_free(&c);
     return st;
 }
 
 static enum backend_status s3_bucket_delete(struct backend *base, const char *bucket)
 {
-    struct s3_store *s = (struct s3_store *)base;
-    struct s3_call c = { .method = "DELETE", .bucket = s3_cold_bucket(s, bucket), .body_fd = -1,
-                         .idempotent = true };
-    enum backend_status st = s3_do(s, &c);
-    if (st == BACKEND_NO_KEY)
-        st = BACKEND_NO_BUCKET;
-    s3_call_free(&c);
-    return st;
+    long status;
+    return bucket_call((struct s3_store *)base, "DELETE", bucket, &status);
 }
 
 /* ---- health ---- */
@@ -318,26 +322,34 @@ static enum backend_status s3_list_objects(struct backend *base, const char *buc
         free(q);
         return BACKEND_NOMEM;
     }
-    struct s3_call c;
-    enum backend_status st = s3_get_listing(s, &c, bucket, NULL, q);
-    if (st == BACKEND_OK)
-        st = s3_xml_list_objects(c.rbuf, c.rlen, out);
+    return s3_get_listing(s, bucket, NULL, q, S3_LISTING_OBJECTS,
+                          (union s3_page){ .objects = out });
+}
+
+enum backend_status s3_get_listing(struct s3_store *s, const char *bucket, const char *key,
+                                   char *q, enum s3_listing kind, union s3_page page)
+{
+    struct s3_call c = { .method = "GET", .bucket = s3_cold_bucket(s, bucket), .key = key,
+                         .query = q, .body_fd = -1, .idempotent = true, .rmax = S3_XML_MAX };
+    enum backend_status st = s3_do(s, &c);
+    if (st == BACKEND_NO_KEY && !key)
+        st = BACKEND_NO_BUCKET;
+    if (st == BACKEND_OK) {
+        switch (kind) {
+        case S3_LISTING_OBJECTS:
+            st = s3_xml_list_objects(c.rbuf, c.rlen, page.objects);
+            break;
+        case S3_LISTING_PARTS:
+            st = s3_xml_list_parts(c.rbuf, c.rlen, page.parts);
+            break;
+        case S3_LISTING_UPLOADS:
+            st = s3_xml_list_uploads(c.rbuf, c.rlen, page.uploads);
+            break;
+        }
+    }
     s3_call_free(&c);
     free(q);
     return st;
-}
-
-/* GETs a listing of the cold tier (a bucket's, or an upload's parts when
- * key is given) into c->rbuf for the caller to parse; the caller frees c.
- * Without a key, a missing bucket answers NoSuchBucket. */
-enum backend_status s3_get_listing(struct s3_store *s, struct s3_call *c,
-                                   const char *bucket, const char *key, const char *q)
-{
-    *c = (struct s3_call){ .method = "GET", .bucket = s3_cold_bucket(s, bucket), .key = key,
-                           .query = q, .body_fd = -1, .idempotent = true,
-                           .rmax = S3_XML_MAX };
-    enum backend_status st = s3_do(s, c);
-    return st == BACKEND_NO_KEY && !key ? BACKEND_NO_BUCKET : st;
 }
 
 const struct backend_ops s3_ops = {

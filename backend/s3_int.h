@@ -182,11 +182,19 @@ extern const struct backend_ops s3_ops;
 /* The cold tier's name of a gateway bucket (the bucket map; the name itself
  * when unmapped). Borrowed from s or bucket. */
 const char *s3_cold_bucket(const struct s3_store *s, const char *bucket);
-struct s3_call;
-/* GETs a listing (query q) into c->rbuf; without a key a 404 is
- * BACKEND_NO_BUCKET. The caller frees c (s3_call_free) whatever the result. */
-enum backend_status s3_get_listing(struct s3_store *s, struct s3_call *c, const char *bucket,
-                                   const char *key, const char *q);
+/* Which page a listing GET fills, so which parser of s3_xml.c reads it. */
+enum s3_listing { S3_LISTING_OBJECTS, S3_LISTING_PARTS, S3_LISTING_UPLOADS };
+union s3_page {
+    struct backend_list_page *objects;
+    struct backend_parts_page *parts;
+    struct backend_uploads_page *uploads;
+};
+/* GETs a listing of the cold tier (a bucket's, or an upload's parts when key
+ * is given) with query q (takes it) and parses the answer into the member of
+ * page that `kind` names. Without a key, a missing bucket is
+ * BACKEND_NO_BUCKET. Any thread. */
+enum backend_status s3_get_listing(struct s3_store *s, const char *bucket, const char *key,
+                                   char *q, enum s3_listing kind, union s3_page page);
 
 /* ---- the request engine (s3_call.c) ---- */
 

@@ -326,13 +326,8 @@ enum backend_status s3_mpu_list_parts(struct backend *base, const char *bucket,
     char *q = upload_query(upload_id, extra);
     if (!q)
         return BACKEND_NOMEM;
-    struct s3_call c;
-    enum backend_status st = s3_get_listing(s, &c, bucket, key, q);
-    if (st == BACKEND_OK)
-        st = s3_xml_list_parts(c.rbuf, c.rlen, out);
-    s3_call_free(&c);
-    free(q);
-    return st;
+    return s3_get_listing(s, bucket, key, q, S3_LISTING_PARTS,
+                          (union s3_page){ .parts = out });
 }
 
 enum backend_status s3_mpu_list_uploads(struct backend *base, const char *bucket,
@@ -361,11 +356,6 @@ enum backend_status s3_mpu_list_uploads(struct backend *base, const char *bucket
         free(q);
         return BACKEND_NOMEM;
     }
-    struct s3_call c;
-    enum backend_status st = s3_get_listing(s, &c, bucket, NULL, q);
-    if (st == BACKEND_OK)
-        st = s3_xml_list_uploads(c.rbuf, c.rlen, out);
-    s3_call_free(&c);
-    free(q);
-    return st;
+    return s3_get_listing(s, bucket, NULL, q, S3_LISTING_UPLOADS,
+                          (union s3_page){ .uploads = out });
 }

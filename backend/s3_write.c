@@ -89,28 +89,17 @@ enum backend_status s3_put_write(struct backend_put *base, const void *buf, size
     struct s3_put *p = (struct s3_put *)base;
     if (p->failed)
         return p->fail_st;
-    if (len > p->max_size - p->size) {
+    int e;
+    enum backend_status st = backend_spool_append(p->fd, buf, len, &p->size, p->max_size, &e);
+    if (st == BACKEND_IO) {
+        log_msg(LOG_LVL_ERROR, "backend", "s3: write spool: %s", strerror(e));
+        st = e == ENOSPC || e == EDQUOT ? BACKEND_NO_SPACE : BACKEND_IO;
+    }
+    if (st != BACKEND_OK) {
         p->failed = true;
-        p->fail_st = BACKEND_TOO_LARGE;
-        return p->fail_st;
+        p->fail_st = st;
     }
-    const char *b = buf;
-    while (len) {
-        ssize_t n = write(p->fd, b, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            int e = n < 0 ? errno : EIO;
-            log_msg(LOG_LVL_ERROR, "backend", "s3: write spool: %s", strerror(e));
-            p->failed = true;
-            p->fail_st = e == ENOSPC || e == EDQUOT ? BACKEND_NO_SPACE : BACKEND_IO;
-            return p->fail_st;
-        }
-        b += n;
-        len -= (size_t)n;
-        p->size += (uint64_t)n;
-    }
-    return BACKEND_OK;
+    return st;
 }
 
 static void put_free(struct s3_put *p)

@@ -114,6 +114,29 @@ static xmlNode *root_named(xmlDocPtr d, const char *name)
     return NULL;
 }
 
+/* Parses an answer whose root must be `name` (as root_named): the root, with
+ * the document in *d for the caller to free; NULL (and *d NULL) when the
+ * answer does not parse or has another root. */
+static xmlNode *parse_root(const char *xml, size_t len, const char *name, xmlDocPtr *d)
+{
+    *d = xml_parse(xml, len);
+    xmlNode *r = root_named(*d, name);
+    if (!r) {
+        xmlFreeDoc(*d);
+        *d = NULL;
+    }
+    return r;
+}
+
+/* How many element children of r are named `name`: the size of a page. */
+static size_t count_children(const xmlNode *r, const char *name)
+{
+    size_t n = 0;
+    for (const xmlNode *c = r->children; c; c = c->next)
+        n += is_el(c, name);
+    return n;
+}
+
 /* The text of <Error>'s child `name` into out[cap]; 0, or -1. */
 static int error_child(const char *xml, size_t len, const char *name, char *out, size_t cap)
 {
@@ -139,12 +162,10 @@ void s3_xml_error_message(const char *xml, size_t len, char *msg, size_t cap)
 
 enum backend_status s3_xml_buckets(const char *xml, size_t len, s3_bucket_fn fn, void *arg)
 {
-    xmlDocPtr d = xml_parse(xml, len);
-    xmlNode *r = root_named(d, "ListAllMyBucketsResult");
-    if (!r) {
-        xmlFreeDoc(d);
+    xmlDocPtr d;
+    xmlNode *r = parse_root(xml, len, "ListAllMyBucketsResult", &d);
+    if (!r)
         return BACKEND_IO;
-    }
     for (xmlNode *c = child(r, "Buckets") ? child(r, "Buckets")->children : NULL; c;
          c = c->next) {
         if (!is_el(c, "Bucket"))
@@ -185,18 +206,14 @@ enum backend_status s3_xml_list_objects(const char *xml, size_t len,
                                         struct backend_list_page *out)
 {
     memset(out, 0, sizeof *out);
-    xmlDocPtr d = xml_parse(xml, len);
-    xmlNode *r = root_named(d, "ListBucketResult");
-    if (!r) {
-        xmlFreeDoc(d);
+    xmlDocPtr d;
+    xmlNode *r = parse_root(xml, len, "ListBucketResult", &d);
+    if (!r)
         return BACKEND_IO;
-    }
     enum backend_status st = BACKEND_NOMEM;
     char et[8];
     bool enc = child_text(r, "EncodingType", et, sizeof et) && strcmp(et, "url") == 0;
-    size_t n = 0;
-    for (xmlNode *c = r->children; c; c = c->next)
-        n += is_el(c, "Contents");
+    size_t n = count_children(r, "Contents");
     if (n) {
         out->objs = calloc(n, sizeof *out->objs);
         if (!out->objs)
@@ -247,15 +264,11 @@ enum backend_status s3_xml_list_parts(const char *xml, size_t len,
                                       struct backend_parts_page *out)
 {
     memset(out, 0, sizeof *out);
-    xmlDocPtr d = xml_parse(xml, len);
-    xmlNode *r = root_named(d, "ListPartsResult");
-    if (!r) {
-        xmlFreeDoc(d);
+    xmlDocPtr d;
+    xmlNode *r = parse_root(xml, len, "ListPartsResult", &d);
+    if (!r)
         return BACKEND_IO;
-    }
-    size_t n = 0;
-    for (xmlNode *c = r->children; c; c = c->next)
-        n += is_el(c, "Part");
+    size_t n = count_children(r, "Part");
     if (n && !(out->parts = calloc(n, sizeof *out->parts))) {
         xmlFreeDoc(d);
         return BACKEND_NOMEM;
@@ -292,16 +305,12 @@ enum backend_status s3_xml_list_uploads(const char *xml, size_t len,
                                         struct backend_uploads_page *out)
 {
     memset(out, 0, sizeof *out);
-    xmlDocPtr d = xml_parse(xml, len);
-    xmlNode *r = root_named(d, "ListMultipartUploadsResult");
-    if (!r) {
-        xmlFreeDoc(d);
+    xmlDocPtr d;
+    xmlNode *r = parse_root(xml, len, "ListMultipartUploadsResult", &d);
+    if (!r)
         return BACKEND_IO;
-    }
     enum backend_status st = BACKEND_NOMEM;
-    size_t n = 0;
-    for (xmlNode *c = r->children; c; c = c->next)
-        n += is_el(c, "Upload");
+    size_t n = count_children(r, "Upload");
     if (n && !(out->uploads = calloc(n, sizeof *out->uploads)))
         goto out;
     for (xmlNode *c = r->children; c; c = c->next) {

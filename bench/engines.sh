@@ -32,7 +32,7 @@ trap cleanup EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 cc -O2 -Wall -Wextra -pthread -o "$work/getc" "$root/bench/clients/getc.c"
 hz=$(getconf CLK_TCK)
-cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }   # utime + stime, clock ticks
+. "$root/bench/lib/wrk.sh"   # cpu, wrk_case
 now() { date +%s.%N; }
 
 # ---- data: three sets, and the cold tier
@@ -108,14 +108,6 @@ done
 
 echo
 echo "# hits: warm caches, wrk -t2 -c8 (small also -c64), ${secs} s per run"
-cat > "$work/small.lua" <<'LUA'
-local i = 0
-request = function() i = (i + 1) % 200; return wrk.format("GET", "/bench/small-" .. i) end
-LUA
-cat > "$work/mid.lua" <<'LUA'
-local i = 0
-request = function() i = (i + 1) % 20; return wrk.format("GET", "/bench/mid-" .. i) end
-LUA
 declare -A HP HPID
 for engine in io_uring threads; do
     for rp in io_uring sendfile; do
@@ -135,11 +127,8 @@ for case in small mid big; do
                 for engine in io_uring threads; do
                     p=${HP[$engine-$rp]}; pid=${HPID[$engine-$rp]}
                     g0=$(metric $p shardgate_cache_fills_total); h0=$(metric $p shardgate_cache_hits_total)
-                    url="http://127.0.0.1:$p/bench/big-0"
-                    args=(-t2 -c$conns -d${secs}s)
-                    [ $case != big ] && args+=(-s "$work/$case.lua") && url="http://127.0.0.1:$p"
                     c0=$(cpu $pid)
-                    out=$(wrk "${args[@]}" "$url")
+                    out=$(wrk_case $case $conns $p /bench/big-0)
                     c1=$(cpu $pid)
                     g1=$(metric $p shardgate_cache_fills_total); h1=$(metric $p shardgate_cache_hits_total)
                     [ "$g0" = "$g1" ] && [ "$h1" -gt "$h0" ] ||

@@ -47,16 +47,8 @@ for p in $p1 $p2 $p3; do   # warm the caches (public-read: anonymous GETs)
     curl -sf -o /dev/null "http://127.0.0.1:$p/bench/big"
 done
 sleep 1
-cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }   # utime + stime, clock ticks
+. "$root/bench/lib/wrk.sh"   # cpu, wrk_case
 hz=$(getconf CLK_TCK)
-cat > "$work/small.lua" <<'LUA'
-local i = 0
-request = function() i = (i + 1) % 200; return wrk.format("GET", "/bench/small-" .. i) end
-LUA
-cat > "$work/mid.lua" <<'LUA'
-local i = 0
-request = function() i = (i + 1) % 20; return wrk.format("GET", "/bench/mid-" .. i) end
-LUA
 printf "%-8s %-10s %5s %12s %10s %14s\n" case path conns "req/s" "MB/s" "CPU us/req"
 for case in small mid big; do
     for conns in 8 64; do
@@ -68,11 +60,8 @@ for case in small mid big; do
                     io_uring) p=$p2 pid=$pid2 ;;
                     auto) p=$p3 pid=$pid3 ;;
                 esac
-                url="http://127.0.0.1:$p/bench/big"
-                args=(-t2 -c$conns -d${secs}s)
-                [ $case != big ] && args+=(-s "$work/$case.lua") && url="http://127.0.0.1:$p"
                 c0=$(cpu $pid)
-                out=$(wrk "${args[@]}" "$url")
+                out=$(wrk_case $case $conns $p /bench/big)
                 c1=$(cpu $pid)
                 rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
                 mbs=$(echo "$out" | awk '/Transfer\/sec/ {v=$2; u=substr(v,length(v)-1); n=v+0; if (u=="GB") n*=1024; if (u=="KB") n/=1024; print n}')

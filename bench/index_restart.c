@@ -27,13 +27,10 @@ static double now_ms(void)
 
 static const struct cidx_opts no_sweep = {.sweep = CIDX_SWEEP_NONE};
 
-/* Fills dir with n READY entries; returns 0 or -1. */
-static int build(const char *dir, unsigned n, double *ms)
+/* Publishes n READY entries of 1 MiB (train/shard-NNNNNNN.tar in bucket
+ * "datasets"); returns 0 or -1. */
+static int publish_n(struct cidx *x, unsigned n)
 {
-    struct cidx *x;
-    if (cidx_open_ex(dir, UINT64_C(1) << 50, &no_sweep, &x) != CIDX_OK)
-        return -1;
-    double t0 = now_ms();
     for (unsigned i = 0; i < n; i++) {
         char k[64], e[40];
         snprintf(k, sizeof k, "train/shard-%07u.tar", i);
@@ -43,6 +40,18 @@ static int build(const char *dir, unsigned n, double *ms)
             cidx_publish(x, id, 1u << 20, e, (struct timespec){1700000000, 0}) != CIDX_OK)
             return -1;
     }
+    return 0;
+}
+
+/* Fills dir with n READY entries; returns 0 or -1. */
+static int build(const char *dir, unsigned n, double *ms)
+{
+    struct cidx *x;
+    if (cidx_open_ex(dir, UINT64_C(1) << 50, &no_sweep, &x) != CIDX_OK)
+        return -1;
+    double t0 = now_ms();
+    if (publish_n(x, n) != 0)
+        return -1;
     *ms = now_ms() - t0;
     return cidx_close(x) == CIDX_OK ? 0 : -1;
 }
@@ -81,15 +90,8 @@ static int build_killed(const char *dir, unsigned n)
         struct cidx *x;
         if (cidx_open_ex(dir, UINT64_C(1) << 50, &no_sweep, &x) != CIDX_OK)
             _exit(3);
-        for (unsigned i = 0; i < n; i++) {
-            char k[64], e[40];
-            snprintf(k, sizeof k, "train/shard-%07u.tar", i);
-            snprintf(e, sizeof e, "%08x%08x%08x%08x", i, i * 7u, i * 13u, ~i);
-            uint64_t id;
-            if (cidx_begin_fill(x, "datasets", k, &id, NULL) != CIDX_OK ||
-                cidx_publish(x, id, 1u << 20, e, (struct timespec){1700000000, 0}) != CIDX_OK)
-                _exit(4);
-        }
+        if (publish_n(x, n) != 0)
+            _exit(4);
         raise(SIGKILL);
         _exit(5);
     }

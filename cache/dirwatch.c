@@ -28,6 +28,7 @@
 #include "cache_index.h"
 #include "dirwatch_int.h"
 #include "log.h"
+#include "worker.h"
 
 enum { WHY_LEN = 320 };
 
@@ -40,13 +41,11 @@ struct cache_dirwatch {
     atomic_bool up;
     atomic_uint_fast64_t resets;
 
-    pthread_mutex_t mu;           /* everything below */
-    pthread_cond_t cv;            /* CLOCK_MONOTONIC */
+    struct sg_worker wk;          /* its mu guards everything below */
     char why[WHY_LEN];            /* "" while up */
-    bool stop, reported;
+    bool reported;
     dev_t dev;                    /* the directory the index is in, while up */
     ino_t ino;
-    pthread_t thread;
 };
 
 bool cache_dirwatch_up(const struct cache_dirwatch *w)
@@ -61,11 +60,11 @@ uint64_t cache_dirwatch_resets(const struct cache_dirwatch *w)
 
 bool cache_dirwatch_ready(struct cache_dirwatch *w, char *why, size_t len)
 {
-    pthread_mutex_lock(&w->mu);
+    pthread_mutex_lock(&w->wk.mu);
     bool up = atomic_load(&w->up);
     if (len)
         snprintf(why, len, "%s", up ? "" : w->why);
-    pthread_mutex_unlock(&w->mu);
+    pthread_mutex_unlock(&w->wk.mu);
     return up;
 }
 
@@ -74,10 +73,10 @@ void cache_dirwatch_report(struct cache_dirwatch *w, int err)
     if (err != ENOENT && err != ENOTDIR && err != EROFS && err != EACCES && err != EPERM &&
         err != EIO)
         return;
-    pthread_mutex_lock(&w->mu);
+    pthread_mutex_lock(&w->wk.mu);
     w->reported = true;
-    pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->mu);
+    pthread_cond_signal(&w->wk.cv);
+    pthread_mutex_unlock(&w->wk.mu);
 }
 
 /* The directory is unusable: reads go to the cold tier. Logged when the
@@ -85,11 +84,11 @@ void cache_dirwatch_report(struct cache_dirwatch *w, int err)
  * unless quiet. */
 static void go_down(struct cache_dirwatch *w, const char *why, bool quiet)
 {
-    pthread_mutex_lock(&w->mu);
+    pthread_mutex_lock(&w->wk.mu);
     bool changed = atomic_load(&w->up) || strcmp(w->why, why) != 0;
     snprintf(w->why, sizeof w->why, "%s", why);
     atomic_store_explicit(&w->up, false, memory_order_release);
-    pthread_mutex_unlock(&w->mu);
+    pthread_mutex_unlock(&w->wk.mu);
     if (changed && !quiet)
         log_msg(LOG_LVL_WARN, "cache", "%s: reads go to the cold tier until it is usable",
                 why);
@@ -127,12 +126,12 @@ static void attach(struct cache_dirwatch *w, bool vanished)
     dev_t dev = 0;
     ino_t ino = 0;
     dir_id(w->dir, &dev, &ino);
-    pthread_mutex_lock(&w->mu);
+    pthread_mutex_lock(&w->wk.mu);
     w->dev = dev;
     w->ino = ino;
     w->why[0] = '\0';
     atomic_store_explicit(&w->up, true, memory_order_release);
-    pthread_mutex_unlock(&w->mu);
+    pthread_mutex_unlock(&w->wk.mu);
     atomic_fetch_add(&w->resets, 1);
     if (vanished)
         log_msg(LOG_LVL_WARN, "cache", "cache directory %s was deleted: recreated it and "
@@ -160,9 +159,9 @@ static void check(struct cache_dirwatch *w, bool reported)
     dev_t dev = 0;
     ino_t ino = 0;
     int e = dir_id(w->dir, &dev, &ino);
-    pthread_mutex_lock(&w->mu);
+    pthread_mutex_lock(&w->wk.mu);
     bool moved = e == ENOENT || e == ENOTDIR || (e == 0 && (dev != w->dev || ino != w->ino));
-    pthread_mutex_unlock(&w->mu);
+    pthread_mutex_unlock(&w->wk.mu);
     if (moved) {
         /* said once, by attach(), when it is back */
         snprintf(why, sizeof why, "cache directory %s is missing: recreating it", w->dir);
@@ -191,25 +190,25 @@ static void *watch_main(void *arg)
             log_msg(LOG_LVL_INFO, "cache", "%s: removed %lu files of a dropped index", w->dir,
                     n);
     }
-    pthread_mutex_lock(&w->mu);
-    while (!w->stop) {
+    pthread_mutex_lock(&w->wk.mu);
+    while (!w->wk.stop) {
         if (!w->reported) {
             struct timespec dl;
             clock_gettime(CLOCK_MONOTONIC, &dl);
             uint64_t ns = (uint64_t)dl.tv_nsec + (uint64_t)w->interval_ms * 1000000u;
             dl.tv_sec += (time_t)(ns / 1000000000u);
             dl.tv_nsec = (long)(ns % 1000000000u);
-            pthread_cond_timedwait(&w->cv, &w->mu, &dl);
+            pthread_cond_timedwait(&w->wk.cv, &w->wk.mu, &dl);
         }
-        if (w->stop)
+        if (w->wk.stop)
             break;
         bool reported = w->reported;
         w->reported = false;
-        pthread_mutex_unlock(&w->mu);
+        pthread_mutex_unlock(&w->wk.mu);
         check(w, reported);
-        pthread_mutex_lock(&w->mu);
+        pthread_mutex_lock(&w->wk.mu);
     }
-    pthread_mutex_unlock(&w->mu);
+    pthread_mutex_unlock(&w->wk.mu);
     return NULL;
 }
 
@@ -273,15 +272,7 @@ int cache_dirwatch_start(struct cidx *idx, bool up, const char *why, unsigned in
     snprintf(w->why, sizeof w->why, "%s", up ? "" : why);
     if (up)
         dir_id(w->dir, &w->dev, &w->ino);
-    pthread_mutex_init(&w->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    if (pthread_create(&w->thread, NULL, watch_main, w) != 0) {
-        pthread_cond_destroy(&w->cv);
-        pthread_mutex_destroy(&w->mu);
+    if (sg_worker_start(&w->wk, watch_main, w) != 0) {
         free(w);
         return -1;
     }
@@ -293,12 +284,6 @@ void cache_dirwatch_stop(struct cache_dirwatch *w)
 {
     if (!w)
         return;
-    pthread_mutex_lock(&w->mu);
-    w->stop = true;
-    pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-    pthread_join(w->thread, NULL);
-    pthread_cond_destroy(&w->cv);
-    pthread_mutex_destroy(&w->mu);
+    sg_worker_stop(&w->wk);
     free(w);
 }

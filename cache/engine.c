@@ -17,6 +17,7 @@
 
 #include "engine_int.h"
 #include "log.h"
+#include "worker.h"
 
 enum { QUEUE_MAX = 16 };   /* writes a pwrite context holds (depth is 2-3 in practice) */
 
@@ -33,12 +34,11 @@ struct cache_eng {
     /* io_uring */
     struct io_uring ring;
     bool ring_ok;
-    /* threads: writes queued for the writer thread, then their completions,
-     * both in order; everything under mu */
-    pthread_t writer;
-    bool writer_started, stop;
-    pthread_mutex_t mu;
-    pthread_cond_t work, done_cv;
+    /* threads: writes queued for the writer thread (wk: its cv says there is
+     * work), then their completions (done_cv), both in order; everything
+     * under wk.mu */
+    struct sg_worker wk;
+    pthread_cond_t done_cv;
     struct eng_write q[QUEUE_MAX];
     unsigned qh, qn;
     bool busy;                   /* the writer is in a pwrite */
@@ -132,25 +132,25 @@ static int write_now(int fd, const void *buf, size_t len, uint64_t off)
 static void *writer_main(void *arg)
 {
     struct cache_eng *e = arg;
-    pthread_mutex_lock(&e->mu);
+    pthread_mutex_lock(&e->wk.mu);
     for (;;) {
-        while (!e->stop && e->qn == 0)
-            pthread_cond_wait(&e->work, &e->mu);
+        while (!e->wk.stop && e->qn == 0)
+            pthread_cond_wait(&e->wk.cv, &e->wk.mu);
         if (e->qn == 0)
             break;   /* stopping, and nothing left: every buffer was written */
         struct eng_write w = e->q[e->qh];
         e->qh = (e->qh + 1) % QUEUE_MAX;
         e->qn--;
         e->busy = true;
-        pthread_mutex_unlock(&e->mu);
+        pthread_mutex_unlock(&e->wk.mu);
         int res = write_now(w.fd, w.buf, w.len, w.off);
-        pthread_mutex_lock(&e->mu);
+        pthread_mutex_lock(&e->wk.mu);
         e->busy = false;
         e->done[(e->dh + e->dn) % QUEUE_MAX] = (struct cache_eng_done){ w.tag, res };
         e->dn++;
         pthread_cond_signal(&e->done_cv);
     }
-    pthread_mutex_unlock(&e->mu);
+    pthread_mutex_unlock(&e->wk.mu);
     return NULL;
 }
 
@@ -174,15 +174,13 @@ int cache_eng_new(enum cache_engine kind, unsigned depth, struct cache_eng **out
         }
         e->ring_ok = true;
     } else {
-        pthread_mutex_init(&e->mu, NULL);
-        pthread_cond_init(&e->work, NULL);
         pthread_cond_init(&e->done_cv, NULL);
-        int rc = pthread_create(&e->writer, NULL, writer_main, e);
+        int rc = sg_worker_start(&e->wk, writer_main, e);
         if (rc != 0) {
-            cache_eng_free(e);
+            pthread_cond_destroy(&e->done_cv);
+            free(e);
             return -rc;
         }
-        e->writer_started = true;
     }
     *out = e;
     return 0;
@@ -195,16 +193,8 @@ void cache_eng_free(struct cache_eng *e)
     if (e->ring_ok)
         io_uring_queue_exit(&e->ring);
     if (e->kind == CACHE_ENGINE_THREADS) {
-        if (e->writer_started) {
-            pthread_mutex_lock(&e->mu);
-            e->stop = true;
-            pthread_cond_signal(&e->work);
-            pthread_mutex_unlock(&e->mu);
-            pthread_join(e->writer, NULL);
-        }
+        sg_worker_stop(&e->wk);
         pthread_cond_destroy(&e->done_cv);
-        pthread_cond_destroy(&e->work);
-        pthread_mutex_destroy(&e->mu);
     }
     free(e);
 }
@@ -215,16 +205,16 @@ int cache_eng_write(struct cache_eng *e, int fd, const void *buf, size_t len, ui
     if (len > INT32_MAX)
         return -EINVAL;
     if (e->kind == CACHE_ENGINE_THREADS) {
-        pthread_mutex_lock(&e->mu);
+        pthread_mutex_lock(&e->wk.mu);
         unsigned held = e->qn + e->dn + (e->busy ? 1u : 0u);
         if (held >= e->depth) {
-            pthread_mutex_unlock(&e->mu);
+            pthread_mutex_unlock(&e->wk.mu);
             return -EBUSY;
         }
         e->q[(e->qh + e->qn) % QUEUE_MAX] = (struct eng_write){ fd, buf, len, off, tag };
         e->qn++;
-        pthread_cond_signal(&e->work);
-        pthread_mutex_unlock(&e->mu);
+        pthread_cond_signal(&e->wk.cv);
+        pthread_mutex_unlock(&e->wk.mu);
         return 0;
     }
     struct io_uring_sqe *sqe = io_uring_get_sqe(&e->ring);
@@ -239,17 +229,17 @@ int cache_eng_write(struct cache_eng *e, int fd, const void *buf, size_t len, ui
 int cache_eng_wait(struct cache_eng *e, struct cache_eng_done *out)
 {
     if (e->kind == CACHE_ENGINE_THREADS) {
-        pthread_mutex_lock(&e->mu);
+        pthread_mutex_lock(&e->wk.mu);
         if (e->qn + e->dn == 0 && !e->busy) {
-            pthread_mutex_unlock(&e->mu);
+            pthread_mutex_unlock(&e->wk.mu);
             return -EINVAL;   /* nothing queued: a caller bug, never a hang */
         }
         while (e->dn == 0)
-            pthread_cond_wait(&e->done_cv, &e->mu);
+            pthread_cond_wait(&e->done_cv, &e->wk.mu);
         *out = e->done[e->dh];
         e->dh = (e->dh + 1) % QUEUE_MAX;
         e->dn--;
-        pthread_mutex_unlock(&e->mu);
+        pthread_mutex_unlock(&e->wk.mu);
         return 0;
     }
     struct io_uring_cqe *cqe;

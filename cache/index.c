@@ -434,15 +434,32 @@ enum cidx_status cidx_begin_fill(struct cidx *x, const char *bucket, const char 
     return CIDX_OK;
 }
 
-enum cidx_status cidx_fill_size(struct cidx *x, uint64_t id, uint64_t size)
+/* Locks the shard of fill `id` and finds its entry. CIDX_OK leaves the shard
+ * locked with *sp and *ep set; CIDX_NOT_FOUND (no entry) and CIDX_INVAL (the
+ * entry is not filling) leave it unlocked. */
+static enum cidx_status fill_lock(struct cidx *x, uint64_t id, struct cidx_shard **sp,
+                                  struct cidx_ent **ep)
 {
     struct cidx_shard *s = &x->shards[cidx_id_shard(id)];
-    enum cidx_status st = CIDX_OK;
     pthread_mutex_lock(&s->mu);
     struct cidx_ent *e = cidx_it_find(s, id);
     if (e == NULL || e->state != CIDX_STATE_FILLING) {
-        st = e == NULL ? CIDX_NOT_FOUND : CIDX_INVAL;
-    } else if (size > x->capacity) {
+        pthread_mutex_unlock(&s->mu);
+        return e == NULL ? CIDX_NOT_FOUND : CIDX_INVAL;
+    }
+    *sp = s;
+    *ep = e;
+    return CIDX_OK;
+}
+
+enum cidx_status cidx_fill_size(struct cidx *x, uint64_t id, uint64_t size)
+{
+    struct cidx_shard *s;
+    struct cidx_ent *e;
+    enum cidx_status st = fill_lock(x, id, &s, &e);
+    if (st != CIDX_OK)
+        return st;
+    if (size > x->capacity) {
         st = CIDX_TOOBIG;
     } else {
         atomic_fetch_sub_explicit(&x->reserved, e->size, memory_order_relaxed);
@@ -459,13 +476,11 @@ enum cidx_status cidx_publish(struct cidx *x, uint64_t id, uint64_t size, const 
     size_t el = etag != NULL ? strlen(etag) : 0;
     if (etag == NULL || el >= CIDX_ETAG_MAX)
         return CIDX_INVAL;
-    struct cidx_shard *s = &x->shards[cidx_id_shard(id)];
-    pthread_mutex_lock(&s->mu);
-    struct cidx_ent *e = cidx_it_find(s, id);
-    if (e == NULL || e->state != CIDX_STATE_FILLING) {
-        pthread_mutex_unlock(&s->mu);
-        return e == NULL ? CIDX_NOT_FOUND : CIDX_INVAL;
-    }
+    struct cidx_shard *s;
+    struct cidx_ent *e;
+    enum cidx_status fst = fill_lock(x, id, &s, &e);
+    if (fst != CIDX_OK)
+        return fst;
     if (e->flags & ENT_DOOMED) {
         cidx_ent_unlink_locked(x, s, e);
         pthread_mutex_unlock(&s->mu);
@@ -529,13 +544,11 @@ enum cidx_status cidx_publish(struct cidx *x, uint64_t id, uint64_t size, const 
 
 enum cidx_status cidx_fill_abort(struct cidx *x, uint64_t id)
 {
-    struct cidx_shard *s = &x->shards[cidx_id_shard(id)];
-    pthread_mutex_lock(&s->mu);
-    struct cidx_ent *e = cidx_it_find(s, id);
-    if (e == NULL || e->state != CIDX_STATE_FILLING) {
-        pthread_mutex_unlock(&s->mu);
-        return e == NULL ? CIDX_NOT_FOUND : CIDX_INVAL;
-    }
+    struct cidx_shard *s;
+    struct cidx_ent *e;
+    enum cidx_status st = fill_lock(x, id, &s, &e);
+    if (st != CIDX_OK)
+        return st;
     cidx_ent_unlink_locked(x, s, e);
     pthread_mutex_unlock(&s->mu);
     cidx_unlink_data(x, id);

@@ -17,11 +17,11 @@
  * still reads this one. The older hint of a chain is the one being read:
  * reads count against it alone.
  *
- * One mutex (pf->mu) guards every job: jobs are few and each step is short.
- * Lock order: pf->mu, then the cache's locks (cache_stage, the index).
+ * One mutex (pf->wk.mu) guards every job: jobs are few and each step is short.
+ * Lock order: pf->wk.mu, then the cache's locks (cache_stage, the index).
  *
  * Past 800 lines as one file: the jobs, their next uses and the stager are
- * one state under pf->mu that every part reads through struct job; the stager
+ * one state under pf->wk.mu that every part reads through struct job; the stager
  * on its own would take struct job and ten of the statics into cache_int.h. */
 #include <pthread.h>
 #include <stdio.h>
@@ -35,6 +35,7 @@
 #include "cache_int.h"
 #include "hash.h"
 #include "log.h"
+#include "worker.h"
 
 enum {
     STAGER_TICK_MS = 200,       /* the stager also wakes on every event */
@@ -85,13 +86,10 @@ struct stage_obs {
 struct cache_prefetch {
     struct cache *c;
     struct cidx *idx;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
+    struct sg_worker wk;        /* the stager; its mu guards the jobs */
     struct job *jobs;           /* newest first */
     uint64_t next_seq;
-    bool stopping;
-    bool started;
-    pthread_t thread;
+    bool started;               /* the stager runs, not yet joined */
 };
 
 const char *cache_job_state_name(enum cache_job_state st)
@@ -174,7 +172,7 @@ static bool same_chain(const struct job *a, const struct job *b)
            strcmp(a->bucket, b->bucket) == 0 && same_consumer(a->consumer, b->consumer);
 }
 
-/* The hint of j's chain the reader is in: its oldest live one. Under pf->mu. */
+/* The hint of j's chain the reader is in: its oldest live one. Under pf->wk.mu. */
 static struct job *chain_head(struct cache_prefetch *pf, struct job *j)
 {
     struct job *head = j;
@@ -187,7 +185,7 @@ static struct job *chain_head(struct cache_prefetch *pf, struct job *j)
 /* Where the readers of live ordered hints are now on the use clock: the
  * least (seq_base + position) of the chains being read; next_seq when none.
  * A new hint starts there, so hints of several ranks sent at an epoch's
- * start line up key for key. Under pf->mu. */
+ * start line up key for key. Under pf->wk.mu. */
 static uint64_t use_clock_now(struct cache_prefetch *pf)
 {
     uint64_t now = UINT64_MAX;
@@ -201,7 +199,7 @@ static uint64_t use_clock_now(struct cache_prefetch *pf)
 /* ---- next uses ---- */
 
 /* The next use of bucket/key in any live ordered job other than `except`:
- * the earliest position still ahead of its reader, or NONE. Under pf->mu. */
+ * the earliest position still ahead of its reader, or NONE. Under pf->wk.mu. */
 static uint64_t next_use_of(struct cache_prefetch *pf, const char *bucket, const char *key,
                             const struct job *except)
 {
@@ -217,7 +215,7 @@ static uint64_t next_use_of(struct cache_prefetch *pf, const char *bucket, const
 }
 
 /* Declares (or clears) the next use of an entry, published or still
- * filling (a fill gets its next use before it is published). Under pf->mu. */
+ * filling (a fill gets its next use before it is published). Under pf->wk.mu. */
 static void declare(struct cache_prefetch *pf, const char *bucket, const char *key)
 {
     struct cidx_info info;
@@ -227,7 +225,7 @@ static void declare(struct cache_prefetch *pf, const char *bucket, const char *k
 }
 
 /* The eviction policy follows the hints: next-use while any live ordered job
- * exists, LRU otherwise. Under pf->mu. */
+ * exists, LRU otherwise. Under pf->wk.mu. */
 static void update_policy(struct cache_prefetch *pf)
 {
     bool hinted = false;
@@ -237,7 +235,7 @@ static void update_policy(struct cache_prefetch *pf)
 }
 
 /* The job stops guiding eviction: its pins go, and the entries it declared
- * get their next use from the other live jobs (or none). Under pf->mu. */
+ * get their next use from the other live jobs (or none). Under pf->wk.mu. */
 static void job_retire(struct cache_prefetch *pf, struct job *j)
 {
     if (j->retired)
@@ -317,7 +315,7 @@ static void stage_done(struct cache_stage_obs *base, const struct cache_stage_en
     struct job *j = o->job;
     struct cache_prefetch *pf = j->pf;
     size_t i = base->index;
-    pthread_mutex_lock(&pf->mu);
+    pthread_mutex_lock(&pf->wk.mu);
     j->inflight--;
     if (j->st[i] == K_INFLIGHT) {
         if (ok) {
@@ -333,8 +331,8 @@ static void stage_done(struct cache_stage_obs *base, const struct cache_stage_en
         }
     }
     check_done(j);
-    pthread_cond_signal(&pf->cv);
-    pthread_mutex_unlock(&pf->mu);
+    pthread_cond_signal(&pf->wk.cv);
+    pthread_mutex_unlock(&pf->wk.mu);
     free(o);
 }
 
@@ -344,7 +342,7 @@ static void stage_done(struct cache_stage_obs *base, const struct cache_stage_en
  * default half the low watermark shared by the chains being read (four
  * ranks each staging half the cache ahead would stage far more than fits,
  * and evict what the next epoch needs soon: measured with bench/epochs.py
- * --ranks 4, 102-107 MiB per epoch where 80 is the minimum). Under pf->mu. */
+ * --ranks 4, 102-107 MiB per epoch where 80 is the minimum). Under pf->wk.mu. */
 static uint64_t window_of(struct cache_prefetch *pf, const struct job *j)
 {
     if (j->window_bytes)
@@ -357,7 +355,7 @@ static uint64_t window_of(struct cache_prefetch *pf, const struct job *j)
 }
 
 /* The next use of key after the use `after` on the use clock (in any live
- * ordered job), or NONE. Under pf->mu. */
+ * ordered job), or NONE. Under pf->wk.mu. */
 static uint64_t next_use_after(struct cache_prefetch *pf, const char *bucket, const char *key,
                                uint64_t after)
 {
@@ -384,7 +382,7 @@ static uint64_t next_use_after(struct cache_prefetch *pf, const char *bucket, co
  * and fills are timed (before: 82-90 cold reads where 81 suffice, varying
  * from run to run, tests/integration/test_prefetch_epochs.py). The keys
  * looked at are those of the hints being read; at most PASSED_SCAN of
- * them, true beyond. Under pf->mu. */
+ * them, true beyond. Under pf->wk.mu. */
 enum { PASSED_SCAN = 4096 };
 static bool passed_keys_beat(struct cache_prefetch *pf, uint64_t use, uint64_t victim)
 {
@@ -408,7 +406,7 @@ static bool passed_keys_beat(struct cache_prefetch *pf, uint64_t use, uint64_t v
 }
 
 /* May key i of an ordered job be staged now? Within the window, and making
- * room for it evicts nothing needed sooner. Under pf->mu. */
+ * room for it evicts nothing needed sooner. Under pf->wk.mu. */
 static bool ordered_may_stage(struct cache_prefetch *pf, struct job *j, size_t i)
 {
     if (j->window_objects && i >= j->position + j->window_objects)
@@ -442,7 +440,7 @@ static bool ordered_may_stage(struct cache_prefetch *pf, struct job *j, size_t i
 }
 
 /* Moves j's cursor past keys that need nothing; whether the key there may
- * be staged now. Under pf->mu. */
+ * be staged now. Under pf->wk.mu. */
 static bool job_ready(struct cache_prefetch *pf, struct job *j)
 {
     if (j->state == CACHE_JOB_QUEUED)
@@ -456,7 +454,7 @@ static bool job_ready(struct cache_prefetch *pf, struct job *j)
 }
 
 /* Stages the key at j's cursor. False when the background budget is
- * exhausted (nothing more starts this round). Under pf->mu. */
+ * exhausted (nothing more starts this round). Under pf->wk.mu. */
 static bool stage_one(struct cache_prefetch *pf, struct job *j)
 {
     size_t i = j->cursor;
@@ -499,7 +497,7 @@ static bool stage_one(struct cache_prefetch *pf, struct job *j)
 /* Starts staging work, most urgent first: each round, of the keys the jobs
  * may stage now, the one whose use comes first on the use clock (several
  * ranks reading in step are served in step, not one job before the next).
- * Under pf->mu. */
+ * Under pf->wk.mu. */
 static void stage_round(struct cache_prefetch *pf)
 {
     for (;;) {
@@ -531,7 +529,7 @@ static void job_free(struct job *j)
     free(j);
 }
 
-/* Drops jobs that ended long ago and have nothing in flight. Under pf->mu. */
+/* Drops jobs that ended long ago and have nothing in flight. Under pf->wk.mu. */
 static void jobs_expire(struct cache_prefetch *pf)
 {
     struct timespec now;
@@ -552,20 +550,20 @@ static void jobs_expire(struct cache_prefetch *pf)
 static void *stager_main(void *arg)
 {
     struct cache_prefetch *pf = arg;
-    pthread_mutex_lock(&pf->mu);
-    while (!pf->stopping) {
+    pthread_mutex_lock(&pf->wk.mu);
+    while (!pf->wk.stop) {
         stage_round(pf);
         jobs_expire(pf);
         struct timespec t;
-        clock_gettime(CLOCK_REALTIME, &t);
+        clock_gettime(CLOCK_MONOTONIC, &t);
         t.tv_nsec += STAGER_TICK_MS * 1000000L;
         if (t.tv_nsec >= 1000000000L) {
             t.tv_sec++;
             t.tv_nsec -= 1000000000L;
         }
-        pthread_cond_timedwait(&pf->cv, &pf->mu, &t);
+        pthread_cond_timedwait(&pf->wk.cv, &pf->wk.mu, &t);
     }
-    pthread_mutex_unlock(&pf->mu);
+    pthread_mutex_unlock(&pf->wk.mu);
     return NULL;
 }
 
@@ -670,9 +668,9 @@ int cache_job_submit(struct cache *c, struct cache_hint *h, char id_out[CACHE_JO
     clock_gettime(CLOCK_REALTIME, &j->created);
     j->state = CACHE_JOB_QUEUED;
 
-    pthread_mutex_lock(&pf->mu);
-    if (pf->stopping) {
-        pthread_mutex_unlock(&pf->mu);
+    pthread_mutex_lock(&pf->wk.mu);
+    if (pf->wk.stop) {
+        pthread_mutex_unlock(&pf->wk.mu);
         job_free(j);
         return -1;
     }
@@ -707,8 +705,8 @@ int cache_job_submit(struct cache *c, struct cache_hint *h, char id_out[CACHE_JO
         for (size_t i = 0; i < j->n; i++)
             declare(pf, j->bucket, j->keys[i]);
     update_policy(pf);
-    pthread_cond_signal(&pf->cv);
-    pthread_mutex_unlock(&pf->mu);
+    pthread_cond_signal(&pf->wk.cv);
+    pthread_mutex_unlock(&pf->wk.mu);
     memcpy(id_out, j->id, CACHE_JOB_ID_LEN);
     log_msg(LOG_LVL_INFO, "prefetch", "job %s: %zu objects of %s%s%s", j->id, j->n, j->bucket,
             j->ordered ? ", ordered" : "", j->pin ? ", pinned" : "");
@@ -727,18 +725,18 @@ int cache_job_get(struct cache *c, const char *bucket, const char *id,
                   struct cache_job_info *out)
 {
     struct cache_prefetch *pf = cache_prefetch_of(c);
-    pthread_mutex_lock(&pf->mu);
+    pthread_mutex_lock(&pf->wk.mu);
     struct job *j = job_find(pf, bucket, id);
     if (j)
         job_info(j, out);
-    pthread_mutex_unlock(&pf->mu);
+    pthread_mutex_unlock(&pf->wk.mu);
     return j ? 0 : -1;
 }
 
 int cache_job_list(struct cache *c, const char *bucket, struct cache_job_info **out, size_t *n)
 {
     struct cache_prefetch *pf = cache_prefetch_of(c);
-    pthread_mutex_lock(&pf->mu);
+    pthread_mutex_lock(&pf->wk.mu);
     size_t cnt = 0;
     for (struct job *j = pf->jobs; j; j = j->next)
         cnt += strcmp(j->bucket, bucket) == 0;
@@ -747,7 +745,7 @@ int cache_job_list(struct cache *c, const char *bucket, struct cache_job_info **
     for (struct job *j = pf->jobs; *out && j; j = j->next)
         if (strcmp(j->bucket, bucket) == 0)
             job_info(j, &(*out)[(*n)++]);
-    pthread_mutex_unlock(&pf->mu);
+    pthread_mutex_unlock(&pf->wk.mu);
     return *out ? 0 : -1;
 }
 
@@ -755,20 +753,20 @@ int cache_job_cancel(struct cache *c, const char *bucket, const char *id,
                      struct cache_job_info *out)
 {
     struct cache_prefetch *pf = cache_prefetch_of(c);
-    pthread_mutex_lock(&pf->mu);
+    pthread_mutex_lock(&pf->wk.mu);
     struct job *j = job_find(pf, bucket, id);
     if (j) {
         job_end(j, CACHE_JOB_CANCELLED);
         job_retire(pf, j);
         job_info(j, out);
     }
-    pthread_mutex_unlock(&pf->mu);
+    pthread_mutex_unlock(&pf->wk.mu);
     if (j)
         log_msg(LOG_LVL_INFO, "prefetch", "job %s cancelled", id);
     return j ? 0 : -1;
 }
 
-/* The reader of j read key i: j's position moves past it. Under pf->mu. */
+/* The reader of j read key i: j's position moves past it. Under pf->wk.mu. */
 static void job_advance(struct cache_prefetch *pf, struct job *j, size_t i)
 {
     /* keys the reader passed before they were staged: it fetched them */
@@ -789,7 +787,7 @@ static void job_advance(struct cache_prefetch *pf, struct job *j, size_t i)
 void cache_note_read(struct cache *c, const char *bucket, const char *key)
 {
     struct cache_prefetch *pf = cache_prefetch_of(c);
-    pthread_mutex_lock(&pf->mu);
+    pthread_mutex_lock(&pf->wk.mu);
     /* A read carries no consumer, only its key: it belongs to the hints
      * that expected it soonest. A read belongs to the hint of its chain
      * being read, not to the next epoch's (which holds the same keys); and
@@ -821,9 +819,9 @@ void cache_note_read(struct cache *c, const char *bucket, const char *key)
         job_advance(pf, match[k], at[k]);
     if (n) {
         declare(pf, bucket, key);   /* its next use moves on, or goes */
-        pthread_cond_signal(&pf->cv);
+        pthread_cond_signal(&pf->wk.cv);
     }
-    pthread_mutex_unlock(&pf->mu);
+    pthread_mutex_unlock(&pf->wk.mu);
 }
 
 /* ---- with the fill engine ---- */
@@ -831,7 +829,7 @@ void cache_note_read(struct cache *c, const char *bucket, const char *key)
 void cache_prefetch_on_ready(struct cache_prefetch *pf, const char *bucket, const char *key,
                              uint64_t id)
 {
-    pthread_mutex_lock(&pf->mu);
+    pthread_mutex_lock(&pf->wk.mu);
     uint64_t nu = next_use_of(pf, bucket, key, NULL);
     if (nu != CIDX_NEXT_USE_NONE)
         cidx_set_next_use(pf->idx, id, nu);
@@ -846,7 +844,7 @@ void cache_prefetch_on_ready(struct cache_prefetch *pf, const char *bucket, cons
         if (i != SIZE_MAX && !j->pinned[i] && cidx_pin(pf->idx, id) == CIDX_OK)
             j->pinned[i] = id;
     }
-    pthread_mutex_unlock(&pf->mu);
+    pthread_mutex_unlock(&pf->wk.mu);
 }
 
 struct cache_prefetch *cache_prefetch_new(struct cache *c)
@@ -857,11 +855,7 @@ struct cache_prefetch *cache_prefetch_new(struct cache *c)
     pf->c = c;
     pf->idx = cache_index_of(c);
     pf->next_seq = 1;
-    pthread_mutex_init(&pf->mu, NULL);
-    pthread_cond_init(&pf->cv, NULL);
-    if (pthread_create(&pf->thread, NULL, stager_main, pf) != 0) {
-        pthread_mutex_destroy(&pf->mu);
-        pthread_cond_destroy(&pf->cv);
+    if (sg_worker_start(&pf->wk, stager_main, pf) != 0) {
         free(pf);
         return NULL;
     }
@@ -871,12 +865,8 @@ struct cache_prefetch *cache_prefetch_new(struct cache *c)
 
 void cache_prefetch_stop(struct cache_prefetch *pf)
 {
-    pthread_mutex_lock(&pf->mu);
-    pf->stopping = true;
-    pthread_cond_signal(&pf->cv);
-    pthread_mutex_unlock(&pf->mu);
     if (pf->started)
-        pthread_join(pf->thread, NULL);
+        sg_worker_join(&pf->wk);   /* sets wk.stop: no new staging */
     pf->started = false;
 }
 
@@ -889,7 +879,6 @@ void cache_prefetch_free(struct cache_prefetch *pf)
         pf->jobs = j->next;
         job_free(j);
     }
-    pthread_mutex_destroy(&pf->mu);
-    pthread_cond_destroy(&pf->cv);
+    sg_worker_destroy(&pf->wk);
     free(pf);
 }

@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,23 +77,35 @@ void conf_users_free(struct conf_user *users, size_t n)
     free(users);
 }
 
+/* The string fields of struct conf, which conf_copy duplicates and conf_free
+ * frees (a secret wiped first): a new string field is added here, once. */
+static const struct {
+    size_t at;     /* offsetof a `char *` field */
+    bool secret;
+} conf_strs[] = {
+#define STR(f) { offsetof(struct conf, f), false }
+    STR(listen_addr), STR(data_dir), STR(state_dir), STR(cold_url), STR(cold_ca_path),
+    STR(cold_access_key), { offsetof(struct conf, cold_secret_key), true }, STR(cold_region),
+    STR(spool_dir), STR(cache_dir), STR(region), STR(vhost_domain), STR(log_file),
+#undef STR
+};
+enum { N_CONF_STRS = sizeof conf_strs / sizeof conf_strs[0] };
+
+static char **conf_str(struct conf *c, size_t i)
+{
+    return (char **)((char *)c + conf_strs[i].at);
+}
+
 void conf_free(struct conf *c)
 {
     if (c == NULL)
         return;
-    free(c->listen_addr);
-    free(c->data_dir);
-    free(c->state_dir);
-    free(c->cold_url);
-    free(c->cold_ca_path);
-    free(c->cold_access_key);
-    secret_free(c->cold_secret_key);
-    free(c->cold_region);
-    free(c->spool_dir);
-    free(c->cache_dir);
-    free(c->region);
-    free(c->vhost_domain);
-    free(c->log_file);
+    for (size_t i = 0; i < N_CONF_STRS; i++) {
+        if (conf_strs[i].secret)
+            secret_free(*conf_str(c, i));
+        else
+            free(*conf_str(c, i));
+    }
     conf_users_free(c->users, c->n_users);
     conf_buckets_free(c->buckets, c->n_buckets);
     memset(c, 0, sizeof *c);
@@ -109,70 +122,52 @@ static char *dup_opt(const char *s, bool *ok)
     return d;
 }
 
+/* A zeroed array of n elements for a copy, as dup_opt for strings: NULL when
+ * n is 0 or *ok is already false; *ok goes false when memory runs out.
+ * *n_out is n once the array exists, else 0. */
+static void *alloc_opt(size_t n, size_t size, size_t *n_out, bool *ok)
+{
+    *n_out = 0;
+    if (!*ok || n == 0)
+        return NULL;
+    void *p = calloc(n, size);
+    if (p == NULL)
+        *ok = false;
+    else
+        *n_out = n;
+    return p;
+}
+
 /* Deep copy of `src` into `dst` (uninitialised). Keep in step with struct conf:
- * every pointer field must be duplicated here. Returns 0, or -1 when out of
+ * every pointer field must be duplicated here (strings: conf_strs). Returns 0, or -1 when out of
  * memory with `dst` left empty. */
 int conf_copy(struct conf *dst, const struct conf *src)
 {
     bool ok = true;
     *dst = *src;
-    dst->listen_addr = dup_opt(src->listen_addr, &ok);
-    dst->data_dir = dup_opt(src->data_dir, &ok);
-    dst->state_dir = dup_opt(src->state_dir, &ok);
-    dst->cold_url = dup_opt(src->cold_url, &ok);
-    dst->cold_ca_path = dup_opt(src->cold_ca_path, &ok);
-    dst->cold_access_key = dup_opt(src->cold_access_key, &ok);
-    dst->cold_secret_key = dup_opt(src->cold_secret_key, &ok);
-    dst->cold_region = dup_opt(src->cold_region, &ok);
-    dst->spool_dir = dup_opt(src->spool_dir, &ok);
-    dst->cache_dir = dup_opt(src->cache_dir, &ok);
-    dst->region = dup_opt(src->region, &ok);
-    dst->vhost_domain = dup_opt(src->vhost_domain, &ok);
-    dst->log_file = dup_opt(src->log_file, &ok);
-    dst->users = NULL;
-    dst->n_users = 0;
-    if (ok && src->n_users > 0) {
-        dst->users = calloc(src->n_users, sizeof *dst->users);
-        if (dst->users == NULL) {
-            ok = false;
-        } else {
-            dst->n_users = src->n_users;
-            for (size_t i = 0; i < src->n_users; i++) {
-                const struct conf_user *su = &src->users[i];
-                struct conf_user *du = &dst->users[i];
-                du->name = dup_opt(su->name, &ok);
-                du->access_key = dup_opt(su->access_key, &ok);
-                du->secret_key = dup_opt(su->secret_key, &ok);
-                if (ok && su->n_perms > 0) {
-                    du->perms = calloc(su->n_perms, sizeof *du->perms);
-                    if (du->perms == NULL) {
-                        ok = false;
-                        continue;
-                    }
-                    du->n_perms = su->n_perms;
-                    for (size_t k = 0; k < su->n_perms; k++) {
-                        du->perms[k].bucket = dup_opt(su->perms[k].bucket, &ok);
-                        du->perms[k].level = su->perms[k].level;
-                    }
-                }
-            }
+    for (size_t i = 0; i < N_CONF_STRS; i++) {
+        char **d = conf_str(dst, i);   /* still src's string: replaced by a copy */
+        *d = dup_opt(*d, &ok);
+    }
+    dst->users = alloc_opt(src->n_users, sizeof *dst->users, &dst->n_users, &ok);
+    for (size_t i = 0; i < dst->n_users; i++) {
+        const struct conf_user *su = &src->users[i];
+        struct conf_user *du = &dst->users[i];
+        du->name = dup_opt(su->name, &ok);
+        du->access_key = dup_opt(su->access_key, &ok);
+        du->secret_key = dup_opt(su->secret_key, &ok);
+        du->perms = alloc_opt(su->n_perms, sizeof *du->perms, &du->n_perms, &ok);
+        for (size_t k = 0; k < du->n_perms; k++) {
+            du->perms[k].bucket = dup_opt(su->perms[k].bucket, &ok);
+            du->perms[k].level = su->perms[k].level;
         }
     }
-    dst->buckets = NULL;
-    dst->n_buckets = 0;
-    if (ok && src->n_buckets > 0) {
-        dst->buckets = calloc(src->n_buckets, sizeof *dst->buckets);
-        if (dst->buckets == NULL) {
-            ok = false;
-        } else {
-            dst->n_buckets = src->n_buckets;
-            /* copy the plain fields, then replace every pointer */
-            for (size_t i = 0; i < src->n_buckets; i++) {
-                dst->buckets[i] = src->buckets[i];
-                dst->buckets[i].name = dup_opt(src->buckets[i].name, &ok);
-                dst->buckets[i].cold_bucket = dup_opt(src->buckets[i].cold_bucket, &ok);
-            }
-        }
+    dst->buckets = alloc_opt(src->n_buckets, sizeof *dst->buckets, &dst->n_buckets, &ok);
+    /* copy the plain fields, then replace every pointer */
+    for (size_t i = 0; i < dst->n_buckets; i++) {
+        dst->buckets[i] = src->buckets[i];
+        dst->buckets[i].name = dup_opt(src->buckets[i].name, &ok);
+        dst->buckets[i].cold_bucket = dup_opt(src->buckets[i].cold_bucket, &ok);
     }
     if (!ok) {
         conf_free(dst);

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -135,41 +136,53 @@ struct file_key {
     const char *name;
     conf_str_setter set;   /* NULL: not a plain string option */
     bool null_ok;     /* with set: null is passed on as NULL (turns the option off) */
+    /* Without set: FK_UINT, an `unsigned` field of struct conf at offset `at`
+     * that takes an integer from min to max; FK_BOOL, a `bool` field at `at`
+     * that takes true or false; FK_OTHER, handled by name in key_apply. */
+    enum { FK_OTHER, FK_UINT, FK_BOOL } kind;
+    size_t at;
+    unsigned long long min, max;
 };
+#define STR_KEY(n, setter, nullok) { .name = (n), .set = (setter), .null_ok = (nullok) }
+#define UINT_KEY(n, field, lo, hi)                                                        \
+    { .name = (n), .kind = FK_UINT, .at = offsetof(struct conf, field), .min = (lo),   \
+      .max = (hi) }
+#define BOOL_KEY(n, field) { .name = (n), .kind = FK_BOOL, .at = offsetof(struct conf, field) }
+#define OTHER_KEY(n) { .name = (n) }
 
 static const struct file_key file_keys[] = {
-    { "listen", conf_set_listen, false },
-    { "data_dir", conf_set_data_dir, false },
-    { "cold_url", conf_set_cold_url, true },
-    { "cold_ca_path", conf_set_cold_ca_path, true },
-    { "cold_connect_timeout_ms", NULL, false },
-    { "cold_request_timeout_ms", NULL, false },
-    { "cold_first_byte_timeout_ms", NULL, false },
-    { "cold_retries", NULL, false },
-    { "cold_access_key", NULL, false },
-    { "cold_secret_key", NULL, false },
-    { "cold_secret_key_env", NULL, false },
-    { "cold_region", NULL, false },
-    { "cold_virtual_hosted", NULL, false },
-    { "spool_dir", conf_set_spool_dir, false },
-    { "state_dir", conf_set_state_dir, true },
-    { "mpu_max_age", NULL, false },
-    { "cache", NULL, false },
-    { "region", conf_set_region, false },
-    { "vhost_domain", NULL, false },
-    { "threads", NULL, false },
-    { "log_level", conf_set_log_level, false },
-    { "shutdown_grace_s", NULL, false },
-    { "prefetch_keep_s", NULL, false },
-    { "max_xml_body", NULL, false },
-    { "max_header_bytes", NULL, false },
-    { "metrics_public", NULL, false },
-    { "sigv2", NULL, false },
-    { "users", NULL, false },
-    { "buckets", NULL, false },
-    { "connections", NULL, false },
-    { "log_format", conf_set_log_format, false },
-    { "log_file", conf_set_log_file, true },
+    STR_KEY("listen", conf_set_listen, false),
+    STR_KEY("data_dir", conf_set_data_dir, false),
+    STR_KEY("cold_url", conf_set_cold_url, true),
+    STR_KEY("cold_ca_path", conf_set_cold_ca_path, true),
+    UINT_KEY("cold_connect_timeout_ms", cold_connect_timeout_ms, 1, CONNECT_TIMEOUT_MAX_MS),
+    UINT_KEY("cold_request_timeout_ms", cold_request_timeout_ms, 1, REQUEST_TIMEOUT_MAX_MS),
+    UINT_KEY("cold_first_byte_timeout_ms", cold_first_byte_timeout_ms, 1, FIRST_BYTE_MAX_MS),
+    UINT_KEY("cold_retries", cold_retries, 0, RETRIES_MAX),
+    OTHER_KEY("cold_access_key"),
+    OTHER_KEY("cold_secret_key"),
+    OTHER_KEY("cold_secret_key_env"),
+    OTHER_KEY("cold_region"),
+    BOOL_KEY("cold_virtual_hosted", cold_virtual_hosted),
+    STR_KEY("spool_dir", conf_set_spool_dir, false),
+    STR_KEY("state_dir", conf_set_state_dir, true),
+    OTHER_KEY("mpu_max_age"),
+    OTHER_KEY("cache"),
+    STR_KEY("region", conf_set_region, false),
+    OTHER_KEY("vhost_domain"),
+    UINT_KEY("threads", threads, 0, THREADS_MAX),
+    STR_KEY("log_level", conf_set_log_level, false),
+    UINT_KEY("shutdown_grace_s", shutdown_grace_s, 0, GRACE_MAX_S),
+    UINT_KEY("prefetch_keep_s", prefetch_keep_s, 1, 30u * 86400),
+    OTHER_KEY("max_xml_body"),
+    UINT_KEY("max_header_bytes", max_header_bytes, HEADER_MIN, HEADER_MAX),
+    BOOL_KEY("metrics_public", metrics_public),
+    BOOL_KEY("sigv2", sigv2),
+    OTHER_KEY("users"),
+    OTHER_KEY("buckets"),
+    OTHER_KEY("connections"),
+    STR_KEY("log_format", conf_set_log_format, false),
+    STR_KEY("log_file", conf_set_log_file, true),
 };
 enum { N_FILE_KEYS = sizeof file_keys / sizeof file_keys[0] };
 _Static_assert(N_FILE_KEYS == 32, "update file_keys, FILE_KEYS_HELP, key_apply and the "
@@ -199,6 +212,18 @@ static int key_apply(struct conf *c, const struct file_key *k, const json_t *v, 
                              k->null_ok ? " or null" : "");
         return k->set(c, k->name, s, err, errlen);
     }
+    if (k->kind == FK_UINT) {
+        if (json_uint(v, k->name, k->min, k->max, &n, err, errlen) != 0)
+            return -1;
+        *(unsigned *)((char *)c + k->at) = (unsigned)n;
+        return 0;
+    }
+    if (k->kind == FK_BOOL) {
+        if (!json_is_boolean(v))
+            return conf_fail(err, errlen, "%s: must be true or false", k->name);
+        *(bool *)((char *)c + k->at) = json_is_true(v);
+        return 0;
+    }
     if (strcmp(k->name, "vhost_domain") == 0) {
         if (json_is_null(v))
             return conf_set_vhost_domain(c, k->name, NULL, err, errlen);
@@ -207,64 +232,10 @@ static int key_apply(struct conf *c, const struct file_key *k, const json_t *v, 
             return conf_fail(err, errlen, "vhost_domain: must be a non-empty string or null");
         return conf_set_vhost_domain(c, k->name, s, err, errlen);
     }
-    if (strcmp(k->name, "threads") == 0) {
-        if (json_uint(v, k->name, 0, THREADS_MAX, &n, err, errlen) != 0)
-            return -1;
-        c->threads = (unsigned)n;
-        return 0;
-    }
-    if (strcmp(k->name, "shutdown_grace_s") == 0) {
-        if (json_uint(v, k->name, 0, GRACE_MAX_S, &n, err, errlen) != 0)
-            return -1;
-        c->shutdown_grace_s = (unsigned)n;
-        return 0;
-    }
-    if (strcmp(k->name, "prefetch_keep_s") == 0) {
-        if (json_uint(v, k->name, 1, 30u * 86400, &n, err, errlen) != 0)
-            return -1;
-        c->prefetch_keep_s = (unsigned)n;
-        return 0;
-    }
     if (strcmp(k->name, "max_xml_body") == 0) {
         if (json_uint(v, k->name, XML_BODY_MIN, XML_BODY_MAX, &n, err, errlen) != 0)
             return -1;
         c->max_xml_body = n;
-        return 0;
-    }
-    if (strcmp(k->name, "max_header_bytes") == 0) {
-        if (json_uint(v, k->name, HEADER_MIN, HEADER_MAX, &n, err, errlen) != 0)
-            return -1;
-        c->max_header_bytes = (unsigned)n;
-        return 0;
-    }
-    if (strcmp(k->name, "cold_connect_timeout_ms") == 0) {
-        if (json_uint(v, k->name, 1, CONNECT_TIMEOUT_MAX_MS, &n, err, errlen) != 0)
-            return -1;
-        c->cold_connect_timeout_ms = (unsigned)n;
-        return 0;
-    }
-    if (strcmp(k->name, "cold_request_timeout_ms") == 0) {
-        if (json_uint(v, k->name, 1, REQUEST_TIMEOUT_MAX_MS, &n, err, errlen) != 0)
-            return -1;
-        c->cold_request_timeout_ms = (unsigned)n;
-        return 0;
-    }
-    if (strcmp(k->name, "cold_first_byte_timeout_ms") == 0) {
-        if (json_uint(v, k->name, 1, FIRST_BYTE_MAX_MS, &n, err, errlen) != 0)
-            return -1;
-        c->cold_first_byte_timeout_ms = (unsigned)n;
-        return 0;
-    }
-    if (strcmp(k->name, "cold_retries") == 0) {
-        if (json_uint(v, k->name, 0, RETRIES_MAX, &n, err, errlen) != 0)
-            return -1;
-        c->cold_retries = (unsigned)n;
-        return 0;
-    }
-    if (strcmp(k->name, "cold_virtual_hosted") == 0) {
-        if (!json_is_boolean(v))
-            return conf_fail(err, errlen, "cold_virtual_hosted: must be true or false");
-        c->cold_virtual_hosted = json_is_true(v);
         return 0;
     }
     if (strcmp(k->name, "cold_access_key") == 0 || strcmp(k->name, "cold_secret_key") == 0 ||
@@ -295,18 +266,6 @@ static int key_apply(struct conf *c, const struct file_key *k, const json_t *v, 
         if (json_uint(v, k->name, 0, MPU_MAX_AGE_MAX_S, &n, err, errlen) != 0)
             return conf_fail(err, errlen, "mpu_max_age: " MPU_MAX_AGE_HELP);
         c->mpu_max_age_s = (unsigned)n;
-        return 0;
-    }
-    if (strcmp(k->name, "metrics_public") == 0) {
-        if (!json_is_boolean(v))
-            return conf_fail(err, errlen, "metrics_public: must be true or false");
-        c->metrics_public = json_is_true(v);
-        return 0;
-    }
-    if (strcmp(k->name, "sigv2") == 0) {
-        if (!json_is_boolean(v))
-            return conf_fail(err, errlen, "sigv2: must be true or false");
-        c->sigv2 = json_is_true(v);
         return 0;
     }
     if (strcmp(k->name, "cache") == 0)

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "gw_int.h"
+#include "worker.h"
 
 struct gw_conn {
     struct gw_guard *g;
@@ -25,10 +26,7 @@ struct gw_conn {
 };
 
 struct gw_guard {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;             /* CLOCK_MONOTONIC: wakes the thread to stop */
-    pthread_t thread;
-    bool stop;
+    struct sg_worker wk;           /* its mu guards what follows but the atomics */
     uint64_t timeout_ms[GW_DEADLINE_COUNT];
     /* One list per deadline kind. Every entry of a list got the same timeout
      * when it was appended, so each list is in deadline order and the thread
@@ -96,8 +94,8 @@ static void log_closed(struct gw_guard *g, const uint64_t *n)
 static void *guard_main(void *arg)
 {
     struct gw_guard *g = arg;
-    pthread_mutex_lock(&g->mu);
-    while (!g->stop) {
+    pthread_mutex_lock(&g->wk.mu);
+    while (!g->wk.stop) {
         uint64_t now = now_ms(), next = now + 1000, pending = 0;
         for (int d = 0; d < GW_DEADLINE_COUNT; d++) {
             struct gw_conn *c;
@@ -120,20 +118,20 @@ static void *guard_main(void *arg)
                 g->unlogged[d] = 0;
             }
             g->last_log_ms = now;
-            pthread_mutex_unlock(&g->mu);
+            pthread_mutex_unlock(&g->wk.mu);
             log_closed(g, n);
-            pthread_mutex_lock(&g->mu);
+            pthread_mutex_lock(&g->wk.mu);
             continue;
         }
         if (pending && g->last_log_ms + LOG_EVERY_MS < next)
             next = g->last_log_ms + LOG_EVERY_MS;
         struct timespec ts = { (time_t)(next / 1000), (long)(next % 1000) * 1000000L };
-        pthread_cond_timedwait(&g->cv, &g->mu, &ts);
+        pthread_cond_timedwait(&g->wk.cv, &g->wk.mu, &ts);
     }
     uint64_t n[GW_DEADLINE_COUNT];
     for (int d = 0; d < GW_DEADLINE_COUNT; d++)
         n[d] = g->unlogged[d];
-    pthread_mutex_unlock(&g->mu);
+    pthread_mutex_unlock(&g->wk.mu);
     log_closed(g, n);
     return NULL;
 }
@@ -145,22 +143,10 @@ int gw_guard_start(unsigned idle_timeout_s, unsigned header_timeout_s, struct gw
         return -1;
     g->timeout_ms[GW_DEADLINE_IDLE] = (uint64_t)idle_timeout_s * 1000u;
     g->timeout_ms[GW_DEADLINE_HEADER] = (uint64_t)header_timeout_s * 1000u;
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    int rc = pthread_cond_init(&g->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    if (rc != 0) {
-        free(g);
-        return -1;
-    }
-    pthread_mutex_init(&g->mu, NULL);
-    rc = pthread_create(&g->thread, NULL, guard_main, g);
+    int rc = sg_worker_start(&g->wk, guard_main, g);
     if (rc != 0) {
         log_msg(LOG_LVL_ERROR, "gw", "cannot start the connection deadline thread: %s",
                 strerror(rc));
-        pthread_cond_destroy(&g->cv);
-        pthread_mutex_destroy(&g->mu);
         free(g);
         return -1;
     }
@@ -172,13 +158,7 @@ void gw_guard_stop(struct gw_guard *g)
 {
     if (!g)
         return;
-    pthread_mutex_lock(&g->mu);
-    g->stop = true;
-    pthread_cond_signal(&g->cv);
-    pthread_mutex_unlock(&g->mu);
-    pthread_join(g->thread, NULL);
-    pthread_cond_destroy(&g->cv);
-    pthread_mutex_destroy(&g->mu);
+    sg_worker_stop(&g->wk);
     free(g);
 }
 
@@ -192,9 +172,9 @@ struct gw_conn *gw_conn_open(struct gw_guard *g, int fd)
     c->list = -1;
     atomic_fetch_add(&g->open, 1);
     uint64_t now = now_ms();
-    pthread_mutex_lock(&g->mu);
+    pthread_mutex_lock(&g->wk.mu);
     append_locked(c, GW_DEADLINE_IDLE, now);
-    pthread_mutex_unlock(&g->mu);
+    pthread_mutex_unlock(&g->wk.mu);
     return c;
 }
 
@@ -203,9 +183,9 @@ void gw_conn_close(struct gw_conn *c)
     if (!c)
         return;
     struct gw_guard *g = c->g;
-    pthread_mutex_lock(&g->mu);
+    pthread_mutex_lock(&g->wk.mu);
     unlink_locked(c);
-    pthread_mutex_unlock(&g->mu);
+    pthread_mutex_unlock(&g->wk.mu);
     atomic_fetch_sub(&g->open, 1);
     free(c);
 }
@@ -215,19 +195,19 @@ void gw_conn_arm(struct gw_conn *c, enum gw_deadline d)
     if (!c)
         return;
     uint64_t now = now_ms();
-    pthread_mutex_lock(&c->g->mu);
+    pthread_mutex_lock(&c->g->wk.mu);
     unlink_locked(c);
     append_locked(c, d, now);
-    pthread_mutex_unlock(&c->g->mu);
+    pthread_mutex_unlock(&c->g->wk.mu);
 }
 
 void gw_conn_disarm(struct gw_conn *c)
 {
     if (!c)
         return;
-    pthread_mutex_lock(&c->g->mu);
+    pthread_mutex_lock(&c->g->wk.mu);
     unlink_locked(c);
-    pthread_mutex_unlock(&c->g->mu);
+    pthread_mutex_unlock(&c->g->wk.mu);
 }
 
 void gw_guard_stats(struct gw_guard *g, uint64_t *open, uint64_t *closed_idle,

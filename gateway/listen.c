@@ -101,19 +101,12 @@ int gw_listen_open(const char *host, uint16_t port, int *fd_out, bool *ipv6_out)
         log_msg(LOG_LVL_WARN, "gw", "listen socket: SO_REUSEADDR: %s (a restart may have to "
                 "wait for old connections)", strerror(e));
     }
-    if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-        int e = errno;
-        log_msg(LOG_LVL_ERROR, "gw", "cannot listen on %s: %s%s", shown, strerror(e),
-                bind_hint(e));
-        close(fd);
-        freeaddrinfo(res);
-        return -1;
-    }
     /* The kernel caps the backlog at net.core.somaxconn. */
-    if (listen(fd, SOMAXCONN) != 0) {
+    bool bound = bind(fd, ai->ai_addr, ai->ai_addrlen) == 0;
+    if (!bound || listen(fd, SOMAXCONN) != 0) {
         int e = errno;
-        log_msg(LOG_LVL_ERROR, "gw", "cannot listen on %s: listen: %s%s", shown, strerror(e),
-                bind_hint(e));
+        log_msg(LOG_LVL_ERROR, "gw", "cannot listen on %s: %s%s%s", shown,
+                bound ? "listen: " : "", strerror(e), bind_hint(e));
         close(fd);
         freeaddrinfo(res);
         return -1;

@@ -1372,20 +1372,13 @@ def main():
             case_memory(env_, mode, res)
             return finish(mode_name, mode, res, env_, t_start, hits_needed=False)
         case_hits(env_, mode, res)
-        if mode["cold"]:
-            case_cold(env_, mode, res)
-        if mode["lj"]:
-            case_late_joiner(env_, mode, res)
-        if mode["mixed"]:
-            case_mixed(env_, mode, res)
-        if mode["bipolar"]:
-            case_bipolar(env_, mode, res)
-        if mode["epoch"]:
-            case_epoch(env_, mode, res)
-        if mode["threads"]:
-            case_threads(env_, mode, res)
-        if mode["memory"]:
-            case_memory(env_, mode, res)
+        # the optional cases, in this order, each where the mode asks for it
+        for flag, case in (("cold", case_cold), ("lj", case_late_joiner),
+                           ("mixed", case_mixed), ("bipolar", case_bipolar),
+                           ("epoch", case_epoch), ("threads", case_threads),
+                           ("memory", case_memory)):
+            if mode[flag]:
+                case(env_, mode, res)
     except Exception as e:  # noqa: BLE001 - keep what was measured, then fail
         import traceback
         traceback.print_exc()
