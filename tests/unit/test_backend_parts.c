@@ -193,6 +193,15 @@ static void one_part_upload(const char *k, const char *data, char id[BACKEND_UPL
     snprintf(part->etag, sizeof part->etag, "\"%s\"", hex);   /* as clients send it */
 }
 
+/* one_part_upload, completed. */
+static void completed_upload(const char *k, const char *data, char id[BACKEND_UPLOAD_ID_MAX],
+                             struct backend_part *part)
+{
+    one_part_upload(k, data, id, part);
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_complete(g_store, "bkt", k, id, part, 1, NULL),
+                          BACKEND_OK);
+}
+
 static void complete_again_same_parts_same_etag(void)
 {
     char id[BACKEND_UPLOAD_ID_MAX];
@@ -219,9 +228,7 @@ static void complete_again_other_parts_or_key_no_upload(void)
 {
     char id[BACKEND_UPLOAD_ID_MAX];
     struct backend_part part;
-    one_part_upload("k2", "world", id, &part);
-    CU_ASSERT_EQUAL_FATAL(backend_mpu_complete(g_store, "bkt", "k2", id, &part, 1, NULL),
-                          BACKEND_OK);
+    completed_upload("k2", "world", id, &part);
     CU_ASSERT_EQUAL(backend_mpu_complete(g_store, "bkt", "k3", id, &part, 1, NULL),
                     BACKEND_NO_UPLOAD);
     struct backend_part other = part;
@@ -240,9 +247,7 @@ static void completion_forgotten_after_a_day(void)
 {
     char id[BACKEND_UPLOAD_ID_MAX];
     struct backend_part part;
-    one_part_upload("k4", "later", id, &part);
-    CU_ASSERT_EQUAL_FATAL(backend_mpu_complete(g_store, "bkt", "k4", id, &part, 1, NULL),
-                          BACKEND_OK);
+    completed_upload("k4", "later", id, &part);
     struct posix_store *ps = (struct posix_store *)g_store;
     time_t now = time(NULL);
     CU_ASSERT_EQUAL(posix_mpu_done_expire(ps, now + POSIX_DONE_TTL_S - 60), 0);
