@@ -146,6 +146,12 @@ enum backend_status backend_object_head_timed(struct backend *b, const char *buc
     COUNT(BACKEND_OP_HEAD, b->ops->object_head_timed(b, bucket, key, timeout_ms, meta));
 }
 
+enum backend_status backend_object_part(struct backend *b, const char *bucket, const char *key,
+                                        unsigned part_no, struct backend_part_range *out)
+{
+    COUNT(BACKEND_OP_HEAD, b->ops->object_part(b, bucket, key, part_no, out));
+}
+
 enum backend_status backend_object_open(struct backend *b, const char *bucket,
                                         const char *key, struct obj_meta *meta,
                                         struct backend_obj **out)

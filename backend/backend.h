@@ -57,6 +57,11 @@ enum backend_status {
                                   (PreconditionFailed) */
     BACKEND_COND_CONFLICT,     /* s3: the cold tier refused a conditional write that
                                   raced another write (ConditionalRequestConflict) */
+    BACKEND_INVALID_PART_NUMBER, /* ?partNumber=N beyond the object's parts
+                                  (InvalidPartNumber, 416) */
+    BACKEND_PARTS_UNKNOWN,     /* posix: a multipart object whose part boundaries
+                                  were not kept (completed before they were, or
+                                  too many irregular parts for the xattr) */
     BACKEND_COLD_ERROR,        /* s3: the cold tier answered an error this enum has
                                   no name for (a 4xx such as InvalidObjectState, or
                                   a 5xx to a call that is not retried): its code,
@@ -299,6 +304,26 @@ int backend_obj_fd(const struct backend_obj *o);
 enum backend_status backend_obj_read(struct backend_obj *o, uint64_t off, void *buf,
                                      size_t len, size_t *got);
 void backend_obj_close(struct backend_obj *o);
+
+/* Where part `part_no` of an object lies (GET/HEAD ?partNumber=N). */
+struct backend_part_range {
+    char etag[72];           /* the object's ETag (multipart: "<hex>-P") */
+    uint64_t total;          /* the object's size */
+    unsigned parts_count;    /* P; 0: not a multipart object, whose part 1 is
+                                the whole object (S3 then sends no
+                                x-amz-mp-parts-count) */
+    uint64_t first;          /* the part's first byte in the object */
+    uint64_t size;           /* the part's length */
+};
+/* Finds part `part_no` (1..10000) of an object without reading its bytes:
+ * posix from the boundaries kept at CompleteMultipartUpload (parts.c), s3
+ * from the cold tier's HEAD ?partNumber=N (Content-Range, or the sizes of
+ * the parts before it when the server sends none). The caller reads the
+ * bytes as a range and checks the ETag it gets against out->etag.
+ * BACKEND_INVALID_PART_NUMBER beyond the parts, BACKEND_PARTS_UNKNOWN,
+ * BACKEND_NO_KEY, ... */
+enum backend_status backend_object_part(struct backend *b, const char *bucket, const char *key,
+                                        unsigned part_no, struct backend_part_range *out);
 
 /* ---- writing objects ---- */
 

@@ -24,6 +24,8 @@ struct backend_ops {
     enum backend_status (*obj_read)(struct backend_obj *o, uint64_t off, void *buf, size_t len,
                                     size_t *got);
     void (*obj_close)(struct backend_obj *o);
+    enum backend_status (*object_part)(struct backend *b, const char *bucket, const char *key,
+                                       unsigned part_no, struct backend_part_range *out);
     enum backend_status (*put_begin)(struct backend *b, const char *bucket, const char *key,
                                      struct backend_put **out);
     enum backend_status (*put_write)(struct backend_put *p, const void *buf, size_t len);
@@ -85,6 +87,13 @@ struct backend_ops {
  *     struct posix_store { struct backend base; int rootfd; int mpufd; };
  * and converts a base pointer back with a cast to its own type (valid: a
  * pointer to a struct's first member converts to a pointer to the struct). */
+/* The P of a multipart ETag "<32 hex>-P" (1..10000), 0 for any other
+ * ETag (bare, no quotes). parts.c. */
+unsigned backend_etag_parts(const char *etag);
+/* A digest (64 hex and NUL) of a Complete's parts list: the part numbers
+ * and ETags (quotes dropped, case folded), in order. parts.c. */
+void backend_parts_digest(const struct backend_part *parts, size_t n, char out[65]);
+
 struct backend {
     const struct backend_ops *ops;
 };

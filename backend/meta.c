@@ -42,6 +42,8 @@ const char *backend_status_name(enum backend_status st)
     case BACKEND_META_TOO_LARGE: return "META_TOO_LARGE";
     case BACKEND_PRECONDITION_FAILED: return "PRECONDITION_FAILED";
     case BACKEND_COND_CONFLICT: return "COND_CONFLICT";
+    case BACKEND_INVALID_PART_NUMBER: return "INVALID_PART_NUMBER";
+    case BACKEND_PARTS_UNKNOWN: return "PARTS_UNKNOWN";
     case BACKEND_COLD_ERROR: return "COLD_ERROR";
     }
     return "?";

@@ -83,6 +83,13 @@ static enum backend_status op_object_open(struct backend *b, const char *bucket,
     return s;
 }
 
+static enum backend_status op_object_part(struct backend *b, const char *bucket,
+                                          const char *key, unsigned part_no,
+                                          struct backend_part_range *out)
+{
+    return posix_object_part(store_of(b), bucket, key, part_no, out);
+}
+
 static int op_obj_fd(const struct backend_obj *o)
 {
     return posix_obj_fd((const struct posix_obj *)o);
@@ -237,6 +244,7 @@ const struct backend_ops posix_ops = {
     .bucket_delete = op_bucket_delete,
     .object_head = op_object_head,
     .object_open = op_object_open,
+    .object_part = op_object_part,
     .obj_fd = op_obj_fd,
     .obj_read = op_obj_read,
     .obj_close = op_obj_close,

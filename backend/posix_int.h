@@ -21,6 +21,11 @@
 #include <time.h>
 
 #define POSIX_META_XATTR "user.shardgate.meta"
+/* The part sizes of an object made by CompleteMultipartUpload (parts.c). */
+#define POSIX_PARTS_XATTR "user.shardgate.parts"
+/* Cap of that xattr: beside the metadata it must fit what ext4 keeps per
+ * file (about 4 KiB in all); a longer list is not kept (logged). */
+#define POSIX_PARTS_MAX  2048u
 #define POSIX_RESERVED   ".sg~"        /* names starting so are never keys */
 #define POSIX_EMPTY_SEG  ".sg~e"       /* stores an empty key segment */
 #define POSIX_TMP_PREFIX ".sg~tmp."    /* temp files of writes in progress */
@@ -201,6 +206,38 @@ ssize_t posix_xattr_get(int fd, const char *name, unsigned char **out);
  * (caller clears). 0 or -1 (no memory). */
 int posix_meta_tagged(const struct obj_meta *m, const struct obj_meta *src,
                       const char *tagging, struct obj_meta *out);
+
+/* ---- part boundaries (parts.c) ---- */
+
+/* Encodes the sizes of n parts (run-length, text) into buf: its length, or
+ * 0 when n is 0 or over 10000 or it does not fit in cap. */
+size_t posix_parts_encode(const uint64_t *sizes, size_t n, char *buf, size_t cap);
+/* Finds part_no in an encoded list: 0 with out->first, size, parts_count
+ * and total set; 1 when part_no is beyond the parts (parts_count and total
+ * set); -1 when buf is malformed. out->etag is not touched. */
+int posix_parts_locate(const char *buf, size_t len, unsigned part_no,
+                       struct backend_part_range *out);
+enum backend_status posix_object_part(struct posix_store *b, const char *bucket,
+                                      const char *key, unsigned part_no,
+                                      struct backend_part_range *out);
+
+/* ---- completed uploads (posix_mpu_done.c) ---- */
+
+/* How long a completed upload is remembered: a day, as AWS does for a while. */
+#define POSIX_DONE_TTL_S (24 * 3600)
+/* Records that upload `id` of (bucket, key) completed with these parts and
+ * ETag; a failure is logged, never fatal. */
+void posix_mpu_done_record(struct posix_store *b, const char *bucket, const char *key,
+                           const char *id, const struct backend_part *parts, size_t n,
+                           const char *etag);
+/* BACKEND_OK with out->etag (out may be NULL) when upload `id` of (bucket,
+ * key) completed with the same parts list; else BACKEND_NO_UPLOAD. */
+enum backend_status posix_mpu_done_lookup(struct posix_store *b, const char *bucket,
+                                          const char *key, const char *id,
+                                          const struct backend_part *parts, size_t n,
+                                          struct obj_meta *out);
+/* Removes the records older than POSIX_DONE_TTL_S at `now`: how many. */
+uint64_t posix_mpu_done_expire(struct posix_store *b, time_t now);
 
 /* Fills meta (size, mtime, etag, hdrs) from an open regular file. */
 enum backend_status posix_meta_from_fd(int fd, const struct stat *st, struct obj_meta *meta);

@@ -3,12 +3,14 @@
  * a byte is copied, then the parts are assembled into a put of the object
  * (copy_file_range where the file system can) and the upload is removed. */
 #include "posix_int.h"
+#include "log.h"
 
 #include <errno.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 /* The client's ETag, without the quotes some clients keep. */
@@ -83,6 +85,23 @@ static enum backend_status append_file(struct posix_put *p, int fd, uint64_t len
     return s;
 }
 
+/* Keeps the part sizes with the object (GET ?partNumber=N) as an xattr of
+ * the temp file, renamed with it. A list the file system cannot keep
+ * (no user xattrs, too many irregular parts) is not an error: the object
+ * is complete, only its parts cannot be read one by one. */
+static void keep_part_sizes(struct posix_put *p, const uint64_t *sizes, size_t n,
+                            const char *bucket, const char *key)
+{
+    char list[POSIX_PARTS_MAX];
+    size_t len = posix_parts_encode(sizes, n, list, sizeof list);
+    if (len && fsetxattr(p->fd, POSIX_PARTS_XATTR, list, len, 0) == 0)
+        return;
+    int e = len ? errno : E2BIG;
+    log_msg(LOG_LVL_WARN, "backend",
+            "bucket=%s key=%s: the boundaries of its %zu parts are not kept (%s): "
+            "GET ?partNumber will answer 501", bucket, key, n, strerror(e));
+}
+
 enum backend_status posix_mpu_complete(struct posix_store *b, const char *bucket, const char *key,
                                          const char *upload_id,
                                          const struct backend_part *parts, size_t n_parts,
@@ -96,9 +115,12 @@ enum backend_status posix_mpu_complete(struct posix_store *b, const char *bucket
     struct posix_upload_info ui;
     int ufd;
     enum backend_status s = posix_mpu_upload_open(b, bucket, key, upload_id, &ufd, &ui);
+    if (s == BACKEND_NO_UPLOAD)   /* sent again after it completed? */
+        return posix_mpu_done_lookup(b, bucket, key, upload_id, parts, n_parts, out);
     if (s != BACKEND_OK)
         return s;
     struct posix_put *p = NULL;
+    uint64_t *sizes = NULL;
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     if (!ctx || EVP_DigestInit_ex(ctx, EVP_md5(), NULL) != 1) {
         s = BACKEND_NOMEM;
@@ -113,6 +135,11 @@ enum backend_status posix_mpu_complete(struct posix_store *b, const char *bucket
             s = BACKEND_INVALID_PART_ORDER;
             goto out;
         }
+    }
+    sizes = malloc(n_parts * sizeof *sizes);
+    if (!sizes) {
+        s = BACKEND_NOMEM;
+        goto out;
     }
     /* Pass 1 validates everything before a byte is copied, as S3 does. */
     uint64_t total = 0;
@@ -169,11 +196,13 @@ enum backend_status posix_mpu_complete(struct posix_store *b, const char *bucket
                   part_checksum_matches(&m, &parts[i]);
         uint64_t size = m.size;
         obj_meta_clear(&m);
+        sizes[i] = size;
         s = ok ? append_file(p, fd, size) : BACKEND_INVALID_PART;
         close(fd);
         if (s != BACKEND_OK)
             goto out;
     }
+    keep_part_sizes(p, sizes, n_parts, bucket, key);
     unsigned char fin[16];
     unsigned int fl = 0;
     EVP_DigestFinal_ex(ctx, fin, &fl);
@@ -185,12 +214,15 @@ enum backend_status posix_mpu_complete(struct posix_store *b, const char *bucket
     nm.n_hdrs = meta ? meta->n_hdrs : ui.meta.n_hdrs;
     s = posix_put_commit(p, &nm, out);
     p = NULL;
-    if (s == BACKEND_OK)
+    if (s == BACKEND_OK) {
+        posix_mpu_done_record(b, bucket, key, upload_id, parts, n_parts, nm.etag);
         posix_mpu_upload_remove_path(b, bucket, upload_id);
+    }
 out:
     if (p)
         posix_put_abort(p);
     EVP_MD_CTX_free(ctx);
+    free(sizes);
     obj_meta_clear(&ui.meta);
     close(ufd);
     return s;

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -146,4 +147,47 @@ void posix_obj_close(struct posix_obj *o)
         return;
     close(o->fd);
     free(o);
+}
+
+enum backend_status posix_object_part(struct posix_store *b, const char *bucket,
+                                      const char *key, unsigned part_no,
+                                      struct backend_part_range *out)
+{
+    memset(out, 0, sizeof *out);
+    struct obj_meta m;
+    struct posix_obj *o;
+    enum backend_status s = posix_object_open(b, bucket, key, &m, &o);
+    if (s != BACKEND_OK)
+        return s;
+    char list[POSIX_PARTS_MAX];
+    ssize_t n = fgetxattr(o->fd, POSIX_PARTS_XATTR, list, sizeof list);
+    int e = errno;
+    posix_obj_close(o);
+    snprintf(out->etag, sizeof out->etag, "%s", m.etag);
+    uint64_t size = m.size;
+    out->total = size;
+    obj_meta_clear(&m);
+    if (n >= 0) {
+        int rc = posix_parts_locate(list, (size_t)n, part_no, out);
+        if (rc >= 0 && out->total == size)
+            return rc == 0 ? BACKEND_OK : BACKEND_INVALID_PART_NUMBER;
+        log_msg(LOG_LVL_WARN, "backend", "bucket=%s key=%s: malformed part list ignored",
+                bucket, key);
+        out->total = size;
+    } else if (e != ENODATA && e != ENOTSUP && e != ERANGE) {
+        log_msg(LOG_LVL_ERROR, "backend", "bucket=%s key=%s: read part list: %s", bucket, key,
+                strerror(e));
+        return BACKEND_IO;
+    }
+    /* No list: a single-part object (a PUT, a copy, a file put into the
+     * tree, whose pseudo-ETag ends in "-1") is its own part 1. */
+    unsigned p = backend_etag_parts(out->etag);
+    if (p > 1)
+        return part_no <= p ? BACKEND_PARTS_UNKNOWN : BACKEND_INVALID_PART_NUMBER;
+    if (part_no != 1)
+        return BACKEND_INVALID_PART_NUMBER;
+    out->parts_count = 0;
+    out->first = 0;
+    out->size = out->total;
+    return BACKEND_OK;
 }

@@ -4,7 +4,8 @@
  * scan costs one directory per bucket and per upload, whatever the size of
  * the dataset tree. While the store is open, a thread aborts the multipart
  * uploads older than mpu_max_age, like S3's lifecycle rule
- * AbortIncompleteMultipartUpload. */
+ * AbortIncompleteMultipartUpload; both also drop the records of uploads
+ * completed more than a day ago (posix_mpu_done.c). */
 #include "posix_int.h"
 #include "log.h"
 #include "worker.h"
@@ -150,6 +151,7 @@ void posix_reclaim_tmp(struct posix_store *b, struct posix_reclaim_stats *st)
         return;
     (void)each_subdir(b->rootfd, sg_bucket_name_valid, reclaim_bucket, st);
     each_upload(b, true, reclaim_upload, st);
+    posix_mpu_done_expire(b, time(NULL));
 }
 
 /* ---- expiry of incomplete multipart uploads ---- */
@@ -184,6 +186,7 @@ uint64_t posix_mpu_expire(struct posix_store *b, unsigned max_age_s, time_t now,
         return 0;
     struct expire_ctx x = { .max_age_s = max_age_s, .now = now };
     each_upload(b, false, expire_upload, &x);
+    posix_mpu_done_expire(b, now);
     *bytes = x.bytes;
     return x.n;
 }

@@ -84,6 +84,7 @@ static void s3_close(struct backend *base)
     free(s->sigv4);
     free(s->ca_path);
     free(s->spool_dir);
+    s3_done_free(s);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }
@@ -360,6 +361,7 @@ const struct backend_ops s3_ops = {
     .bucket_delete = s3_bucket_delete,
     .object_head = s3_object_head,
     .object_open = s3_object_open,
+    .object_part = s3_object_part,
     .obj_fd = s3_obj_fd,
     .obj_read = s3_obj_read,
     .obj_close = s3_obj_close,

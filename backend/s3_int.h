@@ -171,6 +171,8 @@ struct s3_store {
      * handshake. */
     CURLM *mpool[S3_POOL_MAX];
     size_t n_mpool;
+    struct s3_done *done;       /* completed uploads (s3_mpu_done.c), guarded by mu */
+    size_t done_next;
 };
 
 struct s3_put {
@@ -318,6 +320,26 @@ enum backend_status s3_mpu_complete_cold(struct s3_store *s, const char *cbucket
 void s3_mpu_abort_cold(struct s3_store *s, const char *cbucket, const char *key,
                        const char *upload_id);
 
+/* ---- completed uploads (s3_mpu_done.c) ---- */
+
+#define S3_DONE_MAX 1024u           /* completions remembered, the oldest dropped */
+#define S3_DONE_TTL_S (24 * 3600)   /* and for at most a day */
+struct s3_done;
+/* Remembers that upload `id` of (bucket, key) completed with these parts
+ * and ETag. Any thread. */
+void s3_done_record(struct s3_store *s, const char *bucket, const char *key, const char *id,
+                    const struct backend_part *parts, size_t n, const char *etag);
+enum s3_done_match {
+    S3_DONE_NONE,    /* no record of upload `id`: the cold tier answers */
+    S3_DONE_SAME,    /* it completed here with the same key and parts: etag set */
+    S3_DONE_OTHER,   /* it completed here with another key or parts list */
+};
+enum s3_done_match s3_done_lookup(struct s3_store *s, const char *bucket, const char *key,
+                                  const char *id, const struct backend_part *parts, size_t n,
+                                  char etag[72]);
+/* At close. */
+void s3_done_free(struct s3_store *s);
+
 /* ---- the verbs (s3.c, s3_read.c, s3_write.c, s3_mpu.c) ----
  * Same contracts as their backend_* counterparts in backend.h; s3.c's ops
  * table holds them. */
@@ -329,6 +351,8 @@ enum backend_status s3_object_head_timed(struct backend *base, const char *bucke
                                          struct obj_meta *meta);
 enum backend_status s3_object_open(struct backend *base, const char *bucket, const char *key,
                                    struct obj_meta *meta, struct backend_obj **out);
+enum backend_status s3_object_part(struct backend *base, const char *bucket, const char *key,
+                                   unsigned part_no, struct backend_part_range *out);
 int s3_obj_fd(const struct backend_obj *o);
 enum backend_status s3_obj_read(struct backend_obj *base, uint64_t off, void *buf, size_t len,
                                 size_t *got);

@@ -253,10 +253,26 @@ enum backend_status s3_mpu_complete(struct backend *base, const char *bucket,
     struct s3_store *s = (struct s3_store *)base;
     struct obj_meta ck;
     memset(&ck, 0, sizeof ck);
+    /* Sent again after it completed here: AWS's answer, not the tier's. */
+    char etag[72];
+    switch (s3_done_lookup(s, bucket, key, upload_id, parts, n_parts, etag)) {
+    case S3_DONE_SAME:
+        if (out) {
+            memset(out, 0, sizeof *out);
+            memcpy(out->etag, etag, sizeof etag);
+        }
+        return BACKEND_OK;
+    case S3_DONE_OTHER:
+        return BACKEND_NO_UPLOAD;
+    case S3_DONE_NONE:
+        break;
+    }
     enum backend_status st = s3_mpu_complete_cold(s, s3_cold_bucket(s, bucket), key, upload_id,
                                                   parts, n_parts, cond, &ck);
     if (st == BACKEND_OK && out)
         st = s3_object_head(base, bucket, key, out);
+    if (st == BACKEND_OK && out)
+        s3_done_record(s, bucket, key, upload_id, parts, n_parts, out->etag);
     /* A HEAD without x-amz-checksum-mode has no checksum: add the one the
      * Complete answered with. */
     for (size_t i = 0; st == BACKEND_OK && out && i < ck.n_hdrs; i++) {

@@ -87,6 +87,7 @@ enum backend_status s3_status_from_code(const char *code, long http_status)
         { "EntityTooSmall", BACKEND_ENTITY_TOO_SMALL },
         { "EntityTooLarge", BACKEND_TOO_LARGE },
         { "InvalidRange", BACKEND_BAD_RANGE },
+        { "InvalidPartNumber", BACKEND_INVALID_PART_NUMBER },
         { "InvalidArgument", BACKEND_BAD_KEY },  /* the one 400 a key put gets */
         { "InvalidRequest", BACKEND_INVALID_REQUEST },
         { "AccessDenied", BACKEND_DENIED },

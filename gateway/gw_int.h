@@ -71,6 +71,7 @@ enum s3_err {
     S3E_INVALID_DIGEST,
     S3E_INVALID_PART,
     S3E_INVALID_PART_ORDER,
+    S3E_INVALID_PART_NUMBER,   /* InvalidPartNumber (416): ?partNumber beyond the parts */
     S3E_INVALID_RANGE,
     S3E_INVALID_REQUEST,
     S3E_INVALID_TAG,
@@ -266,6 +267,8 @@ struct gw_req {
     struct obj_meta put_meta;    /* headers to store with a PUT */
     unsigned part_no;
     const char *upload_id;
+    struct backend_part_range part_rng;  /* GET/HEAD ?partNumber: found once (h_part.c) */
+    bool part_known;
 
     /* the response, for the access log */
     unsigned status;
@@ -465,6 +468,15 @@ const char *gw_framing_error(const struct auth_hdr *hdrs, size_t n);
 void gw_handle_begin(struct gw_req *r);
 /* Called once when the whole body was received and verified. Must reply. */
 void gw_handle_end(struct gw_req *r);
+
+/* GET/HEAD ?partNumber=N (h_part.c). gw_part_find checks the parameter as
+ * S3 does (an integer 1..10000, not with a Range) and finds the part once
+ * per request (a request resumed after a cache wait keeps it): 0 when the
+ * request has no partNumber, 1 with r->part_rng set, -1 when it answered
+ * with an error. gw_part_headers adds the part's Content-Range and
+ * x-amz-mp-parts-count. */
+int gw_part_find(struct gw_req *r);
+void gw_part_headers(struct gw_req *r, struct MHD_Response *resp);
 
 void gw_h_service(struct gw_req *r);
 void gw_h_bucket_begin(struct gw_req *r);

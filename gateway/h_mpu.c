@@ -458,6 +458,12 @@ void gw_h_mpu_complete(struct gw_req *r)
     memset(&fin, 0, sizeof fin);
     memset(&out, 0, sizeof out);
     enum backend_status st = backend_mpu_head(r->backend, r->bucket, r->key, uid, &um);
+    if (st == BACKEND_NO_UPLOAD) {
+        /* Completed before? Complete sent again with the same parts answers
+         * the same ETag, as AWS does; the backend keeps that record. */
+        obj_meta_clear(&um);
+        st = BACKEND_OK;
+    }
     if (st != BACKEND_OK) {
         gw_reply_backend_error(r, st);
         goto out;

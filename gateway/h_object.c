@@ -472,8 +472,21 @@ void gw_h_object_get(struct gw_req *r, bool head)
     memset(&m, 0, sizeof m);
     struct body_src src = { NULL, NULL };
     bool bypass = true;
+    int part = gw_part_find(r);
+    if (part < 0)
+        return;
     if (r->cache && !open_through_cache(r, &src, &m, &bypass) && !bypass)
         goto out;
+    if (part && src.co && (strcmp(m.etag, r->part_rng.etag) != 0 ||
+                           m.size != r->part_rng.total)) {
+        /* The cache holds another version than the one whose part was found
+         * (an immutable bucket's object replaced in the cold tier): the
+         * part comes from the cold tier. */
+        cache_obj_close(src.co);
+        src.co = NULL;
+        obj_meta_clear(&m);
+        bypass = true;
+    }
     if (src.co && r->cache_use != GW_CACHE_MISS)
         r->cache_use = cache_obj_complete(src.co) ? GW_CACHE_HIT : GW_CACHE_MISS;
     if (src.co)   /* for the access log */
@@ -514,8 +527,14 @@ void gw_h_object_get(struct gw_req *r, bool head)
         }
         goto out;
     }
+    if (part && (strcmp(m.etag, r->part_rng.etag) != 0 || m.size != r->part_rng.total)) {
+        /* replaced between finding the part and opening the object */
+        gw_reply_error(r, S3E_SLOW_DOWN, "The object changed while its part was being "
+                       "looked up; please retry.", NULL);
+        goto out;
+    }
     struct gw_range rg;
-    const char *range_hdr = gw_req_header(r, "range");
+    const char *range_hdr = part ? NULL : gw_req_header(r, "range");
     enum gw_range_result rr = gw_range_parse(range_hdr, m.size, &rg);
     if (rr == GW_RANGE_UNSATISFIABLE) {
         struct gw_buf x;
@@ -534,8 +553,8 @@ void gw_h_object_get(struct gw_req *r, bool head)
         gw_reply(r, 416, resp);
         goto out;
     }
-    uint64_t off = rg.present ? rg.first : 0;
-    uint64_t len = rg.present ? rg.last - rg.first + 1 : m.size;
+    uint64_t off = part ? r->part_rng.first : rg.present ? rg.first : 0;
+    uint64_t len = part ? r->part_rng.size : rg.present ? rg.last - rg.first + 1 : m.size;
 
     struct MHD_Response *resp = object_body(r, &src, &m, off, len);
     if (!resp) {
@@ -543,7 +562,7 @@ void gw_h_object_get(struct gw_req *r, bool head)
         goto out;
     }
     object_headers(r, resp, &m,
-                   !rg.present && gw_req_header(r, "x-amz-checksum-mode") &&
+                   !rg.present && !part && gw_req_header(r, "x-amz-checksum-mode") &&
                        strcasecmp(gw_req_header(r, "x-amz-checksum-mode"), "ENABLED") == 0);
     if (rg.present) {
         char cr[96];
@@ -551,8 +570,10 @@ void gw_h_object_get(struct gw_req *r, bool head)
                  (unsigned long long)rg.last, (unsigned long long)m.size);
         gw_resp_header(r, resp, "Content-Range", cr);
     }
+    if (part)
+        gw_part_headers(r, resp);
     r->resp_bytes = head ? 0 : len;
-    gw_reply(r, rg.present ? 206 : 200, resp);
+    gw_reply(r, rg.present || (part && len) ? 206 : 200, resp);
     if (r->cache && !head)   /* ordered prefetch jobs follow the reader */
         cache_note_read(r->cache, r->bucket, r->key);
 out:

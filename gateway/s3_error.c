@@ -55,6 +55,8 @@ static const struct s3_error table[] = {
         "uploaded, or the specified entity tag might not have matched the part's entity tag." },
     [S3E_INVALID_PART_ORDER] = { "InvalidPartOrder", 400,
         "The list of parts was not in ascending order. Parts must be ordered by part number." },
+    [S3E_INVALID_PART_NUMBER] = { "InvalidPartNumber", 416,
+        "The requested partnumber is not satisfiable" },
     [S3E_INVALID_RANGE] = { "InvalidRange", 416, "The requested range is not satisfiable" },
     [S3E_INVALID_REQUEST] = { "InvalidRequest", 400, "Invalid Request" },
     [S3E_INVALID_URI] = { "InvalidURI", 400, "Couldn't parse the specified URI." },
@@ -151,6 +153,8 @@ enum s3_err s3_error_from_backend(enum backend_status st)
     case BACKEND_META_TOO_LARGE: return S3E_METADATA_TOO_LARGE;
     case BACKEND_PRECONDITION_FAILED: return S3E_PRECONDITION_FAILED;
     case BACKEND_COND_CONFLICT: return S3E_CONDITIONAL_CONFLICT;
+    case BACKEND_INVALID_PART_NUMBER: return S3E_INVALID_PART_NUMBER;
+    case BACKEND_PARTS_UNKNOWN: return S3E_NOT_IMPLEMENTED;
     case BACKEND_COLD_ERROR: return S3E_COLD_PASSED;
     }
     return S3E_INTERNAL;
@@ -232,6 +236,7 @@ const char *s3_error_cold_message(struct backend *b, enum backend_status st, cha
     case BACKEND_DENIED: case BACKEND_IO: case BACKEND_NOMEM: case BACKEND_INVALID_REQUEST:
     case BACKEND_READ_ONLY: case BACKEND_NO_TAG_SET: case BACKEND_META_TOO_LARGE:
     case BACKEND_PRECONDITION_FAILED: case BACKEND_COND_CONFLICT: case BACKEND_COLD_ERROR:
+    case BACKEND_INVALID_PART_NUMBER: case BACKEND_PARTS_UNKNOWN:
         return NULL;
     }
     return NULL;

@@ -186,6 +186,11 @@ void gw_reply_backend_error(struct gw_req *r, enum backend_status st)
         msg = "The metadata and tags are more than this store's file system keeps with one "
               "file (ext4: about 4 KiB of extended attributes for all of them).";
         break;
+    case BACKEND_PARTS_UNKNOWN:
+        msg = "The part boundaries of this multipart object were not kept (completed before "
+              "shardgate kept them, or too many parts of different sizes): read it with a "
+              "Range instead.";
+        break;
     default:
         break;
     }

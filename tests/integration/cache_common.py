@@ -515,3 +515,17 @@ def wait_until(fn, timeout=30, step=0.05):
             return v
         time.sleep(step)
     return None
+
+
+def restart_local(mode="local"):
+    """Stops the harness's directory-store gateway and starts it again on the
+    same directory and port (what a restart must keep), then waits for health."""
+    H._stop_gateway(report=True)
+    env = clean_env()
+    env.update(SHARDGATE_ACCESS_KEY=H.ACCESS_KEY, SHARDGATE_SECRET_KEY=H.SECRET_KEY)
+    H.S.proc = subprocess.Popen(
+        [os.environ["SHARDGATE_BIN"], "serve", "--listen", "127.0.0.1:%d" % H.S.port,
+         "--data", H.S.data_dir], stdout=H.S.log_file, stderr=subprocess.STDOUT, env=env,
+        cwd=H.S.tmp, stdin=subprocess.DEVNULL)
+    H.check("[%s] restarted gateway answers health" % mode,
+            wait_until(lambda: H.health(1.0) == 200, timeout=15))

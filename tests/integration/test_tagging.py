@@ -25,7 +25,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -307,15 +306,7 @@ def local_store():
           (code, tags(c, b, "src")))
     c.put_object_tagging(Bucket=b, Key="src", Tagging={"TagSet": tagset([("s", "1")])})
     # restart on the same directory: the tags are still there
-    H._stop_gateway(report=True)
-    env = C.clean_env()
-    env.update(SHARDGATE_ACCESS_KEY=H.ACCESS_KEY, SHARDGATE_SECRET_KEY=H.SECRET_KEY)
-    H.S.proc = subprocess.Popen(
-        [os.environ["SHARDGATE_BIN"], "serve", "--listen", "127.0.0.1:%d" % H.S.port,
-         "--data", H.S.data_dir], stdout=H.S.log_file, stderr=subprocess.STDOUT, env=env,
-        cwd=H.S.tmp, stdin=subprocess.DEVNULL)
-    check("[local] restarted gateway answers health",
-          C.wait_until(lambda: H.health(1.0) == 200, timeout=15))
+    C.restart_local()
     c = H.boto3_client()
     eq("[local] a restart keeps object tags", (tags(c, b, "src"), tags(c, b, "big3"),
                                                c.head_object(Bucket=b, Key="mp")["TagCount"]),
