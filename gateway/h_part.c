@@ -46,10 +46,10 @@ void gw_part_headers(struct gw_req *r, struct MHD_Response *resp)
     if (p->size) {
         snprintf(buf, sizeof buf, "bytes %llu-%llu/%llu", (unsigned long long)p->first,
                  (unsigned long long)(p->first + p->size - 1), (unsigned long long)p->total);
-        MHD_add_response_header(resp, "Content-Range", buf);
+        gw_resp_header(r, resp, "Content-Range", buf);
     }
     if (p->parts_count) {
         snprintf(buf, sizeof buf, "%u", p->parts_count);
-        MHD_add_response_header(resp, "x-amz-mp-parts-count", buf);
+        gw_resp_header(r, resp, "x-amz-mp-parts-count", buf);
     }
 }
