@@ -244,6 +244,12 @@ int cache_job_get(struct cache *c, const char *bucket, const char *id,
 /* The bucket's jobs, newest first: *out is a malloc'd array of *n infos
  * (clear each, free the array). 0 or -1 (no memory). */
 int cache_job_list(struct cache *c, const char *bucket, struct cache_job_info **out, size_t *n);
+/* Has staging settled: since the last hint, read of a hinted key or end of
+ * a staged fill, has the stager looked and found nothing it may start, with
+ * no staged fill in flight? A moment's truth (a read may change it at once);
+ * what waits for "the stager has done all it may now" asks this instead of
+ * timing the stager's silence. Any thread. */
+bool cache_prefetch_settled(struct cache *c);
 /* Cancels: no new staging starts (fills running finish). 0 with the job's
  * state in *out, -1 when there is no such job. */
 int cache_job_cancel(struct cache *c, const char *bucket, const char *id,

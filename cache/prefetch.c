@@ -90,6 +90,13 @@ struct cache_prefetch {
     struct job *jobs;           /* newest first */
     uint64_t next_seq;
     bool started;               /* the stager runs, not yet joined */
+    /* Settled (cache_prefetch_settled): every event that can give the
+     * stager work (a hint, a read of a hinted key, a staged fill's end)
+     * counts in `events`; a round that found nothing to start, with no
+     * staged fill in flight and the background budget not in the way, sets
+     * settled_at to the events it had seen, plus one. */
+    uint64_t events, settled_at;
+    bool round_busy;            /* stage_one met a full background budget */
 };
 
 const char *cache_job_state_name(enum cache_job_state st)
@@ -331,6 +338,7 @@ static void stage_done(struct cache_stage_obs *base, const struct cache_stage_en
         }
     }
     check_done(j);
+    pf->events++;
     pthread_cond_signal(&pf->wk.cv);
     pthread_mutex_unlock(&pf->wk.mu);
     free(o);
@@ -471,6 +479,7 @@ static bool stage_one(struct cache_prefetch *pf, struct job *j)
                                             &err);
     if (r == CACHE_STAGE_BUSY) {
         free(o);
+        pf->round_busy = true;
         return false;
     }
     if (r != CACHE_STAGE_STARTED)
@@ -547,12 +556,25 @@ static void jobs_expire(struct cache_prefetch *pf)
     }
 }
 
+/* No job has a staged fill in flight. Under pf->wk.mu. */
+static bool none_inflight(const struct cache_prefetch *pf)
+{
+    for (const struct job *j = pf->jobs; j; j = j->next)
+        if (j->inflight)
+            return false;
+    return true;
+}
+
 static void *stager_main(void *arg)
 {
     struct cache_prefetch *pf = arg;
     pthread_mutex_lock(&pf->wk.mu);
     while (!pf->wk.stop) {
+        uint64_t seen = pf->events;
+        pf->round_busy = false;
         stage_round(pf);
+        if (!pf->round_busy && none_inflight(pf))
+            pf->settled_at = seen + 1;
         jobs_expire(pf);
         struct timespec t;
         clock_gettime(CLOCK_MONOTONIC, &t);
@@ -705,6 +727,7 @@ int cache_job_submit(struct cache *c, struct cache_hint *h, char id_out[CACHE_JO
         for (size_t i = 0; i < j->n; i++)
             declare(pf, j->bucket, j->keys[i]);
     update_policy(pf);
+    pf->events++;
     pthread_cond_signal(&pf->wk.cv);
     pthread_mutex_unlock(&pf->wk.mu);
     memcpy(id_out, j->id, CACHE_JOB_ID_LEN);
@@ -747,6 +770,15 @@ int cache_job_list(struct cache *c, const char *bucket, struct cache_job_info **
             job_info(j, &(*out)[(*n)++]);
     pthread_mutex_unlock(&pf->wk.mu);
     return *out ? 0 : -1;
+}
+
+bool cache_prefetch_settled(struct cache *c)
+{
+    struct cache_prefetch *pf = cache_prefetch_of(c);
+    pthread_mutex_lock(&pf->wk.mu);
+    bool settled = pf->settled_at == pf->events + 1;
+    pthread_mutex_unlock(&pf->wk.mu);
+    return settled;
 }
 
 int cache_job_cancel(struct cache *c, const char *bucket, const char *id,
@@ -819,6 +851,7 @@ void cache_note_read(struct cache *c, const char *bucket, const char *key)
         job_advance(pf, match[k], at[k]);
     if (n) {
         declare(pf, bucket, key);   /* its next use moves on, or goes */
+        pf->events++;
         pthread_cond_signal(&pf->wk.cv);
     }
     pthread_mutex_unlock(&pf->wk.mu);

@@ -340,20 +340,20 @@ static void next_epoch_hint_queues_behind_the_current_one(void)
     teardown();
 }
 
-/* Waits until no fill is running and none has started for 0.6 s (three
- * stager ticks): the stager has done all it may do now. */
+/* Waits until the stager has done all it may do now: it looked since the
+ * last event and found nothing to start, and no fill runs. Asked of the
+ * stager, not timed: a silence of some length (three ticks, before) can
+ * also be a stager that a loaded machine has not run yet. */
 static void quiesce(void)
 {
-    struct cache_stats a, b;
-    cache_stats_get(cache, &a);
-    for (int stable = 0, i = 0; stable < 6 && i < 1000; i++) {
-        usleep(100000);
-        cache_stats_get(cache, &b);
-        bool idle = b.fills_started == b.fills_done + b.fills_failed &&
-                    b.fills_started == a.fills_started;
-        stable = idle ? stable + 1 : 0;
-        a = b;
+    for (int i = 0; i < 24000; i++) {   /* 2 min: only a hang gets there */
+        struct cache_stats s;
+        cache_stats_get(cache, &s);
+        if (cache_prefetch_settled(cache) && s.fills_started == s.fills_done + s.fills_failed)
+            return;
+        usleep(5000);
     }
+    CU_FAIL("staging did not settle");
 }
 
 enum hints_mode { NO_HINTS, HINT_AT_START, HINT_AHEAD };
@@ -426,7 +426,7 @@ static void run_epochs(enum hints_mode mode, uint64_t out[4], unsigned first_hit
                 first_hits[e] += (unsigned)(h1.hits - h0.hits);
             free(k);
         }
-        usleep(200000);   /* staging in flight at the epoch's end is counted in it */
+        quiesce();   /* staging started by the epoch's reads is counted in it */
         cache_stats_get(cache, &s1);
         out[e] = s1.backend_bytes - s0.backend_bytes;
         CU_ASSERT_TRUE(s1.bytes_used <= 20 * MIB);
@@ -494,7 +494,7 @@ static void run_two_ranks(uint64_t out[4], unsigned first_hits[4])
                 first_hits[e] += (unsigned)(h1.hits - h0.hits);
             free(k);
         }
-        usleep(200000);
+        quiesce();
         cache_stats_get(cache, &s1);
         out[e] = s1.backend_bytes - s0.backend_bytes;
         CU_ASSERT_TRUE(s1.bytes_used <= 20 * MIB);
