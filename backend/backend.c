@@ -336,12 +336,8 @@ enum backend_status backend_mpu_list_parts(struct backend *b, const char *bucket
 }
 
 enum backend_status backend_mpu_list_uploads(struct backend *b, const char *bucket,
-                                             const char *prefix, const char *delimiter,
-                                             const char *key_marker,
-                                             const char *upload_id_marker,
-                                             unsigned max_uploads,
+                                             const struct backend_uploads_req *req,
                                              struct backend_uploads_page *out)
 {
-    COUNT(BACKEND_OP_MULTIPART, b->ops->mpu_list_uploads(b, bucket, prefix, delimiter, key_marker, upload_id_marker,
-                                    max_uploads, out));
+    COUNT(BACKEND_OP_MULTIPART, b->ops->mpu_list_uploads(b, bucket, req, out));
 }

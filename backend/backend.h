@@ -558,13 +558,19 @@ struct backend_uploads_page {
     char *next_key_marker;
     char next_upload_id_marker[BACKEND_UPLOAD_ID_MAX];
 };
+/* What a ListMultipartUploads asks for, as backend_list_req for objects:
+ * four strings side by side are easy to pass in the wrong order. */
+struct backend_uploads_req {
+    const char *prefix;           /* NULL or "" for all */
+    const char *delimiter;        /* NULL or "" for none */
+    const char *key_marker;       /* NULL or "" for the start */
+    const char *upload_id_marker; /* with key_marker: resume after this upload */
+    unsigned max_uploads;         /* at most 1000; more counts as 1000 */
+};
 /* Uploads of a bucket ordered by (key, initiation time), after
  * (key_marker, upload_id_marker) as S3 defines them. */
 enum backend_status backend_mpu_list_uploads(struct backend *b, const char *bucket,
-                                             const char *prefix, const char *delimiter,
-                                             const char *key_marker,
-                                             const char *upload_id_marker,
-                                             unsigned max_uploads,
+                                             const struct backend_uploads_req *req,
                                              struct backend_uploads_page *out);
 void backend_uploads_page_free(struct backend_uploads_page *p);
 

@@ -65,9 +65,7 @@ struct backend_ops {
                                           unsigned marker, unsigned max_parts,
                                           struct backend_parts_page *out);
     enum backend_status (*mpu_list_uploads)(struct backend *b, const char *bucket,
-                                            const char *prefix, const char *delimiter,
-                                            const char *key_marker,
-                                            const char *upload_id_marker, unsigned max_uploads,
+                                            const struct backend_uploads_req *req,
                                             struct backend_uploads_page *out);
     /* backend_tagging_get / _put; tags NULL: backend_tagging_delete */
     enum backend_status (*tagging_get)(struct backend *b, const char *bucket, const char *key,

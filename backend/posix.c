@@ -213,14 +213,10 @@ static enum backend_status op_mpu_list_parts(struct backend *b, const char *buck
 }
 
 static enum backend_status op_mpu_list_uploads(struct backend *b, const char *bucket,
-                                               const char *prefix, const char *delimiter,
-                                               const char *key_marker,
-                                               const char *upload_id_marker,
-                                               unsigned max_uploads,
+                                               const struct backend_uploads_req *req,
                                                struct backend_uploads_page *out)
 {
-    return posix_mpu_list_uploads(store_of(b), bucket, prefix, delimiter, key_marker,
-                                  upload_id_marker, max_uploads, out);
+    return posix_mpu_list_uploads(store_of(b), bucket, req, out);
 }
 
 static enum backend_status op_tagging_get(struct backend *b, const char *bucket,

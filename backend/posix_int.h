@@ -390,9 +390,8 @@ enum backend_status posix_mpu_list_parts(struct posix_store *b, const char *buck
                                          unsigned marker, unsigned max_parts,
                                          struct backend_parts_page *out);
 enum backend_status posix_mpu_list_uploads(struct posix_store *b, const char *bucket,
-                                           const char *prefix, const char *delimiter,
-                                           const char *key_marker, const char *upload_id_marker,
-                                           unsigned max_uploads, struct backend_uploads_page *out);
+                                           const struct backend_uploads_req *req,
+                                           struct backend_uploads_page *out);
 /* backend_tagging_get / _put (tags NULL: delete) (posix_tagging.c). */
 enum backend_status posix_tagging_get(struct posix_store *b, const char *bucket,
                                       const char *key, struct obj_tags *out);

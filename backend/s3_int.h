@@ -396,8 +396,7 @@ enum backend_status s3_tagging_get(struct backend *base, const char *bucket, con
 enum backend_status s3_tagging_put(struct backend *base, const char *bucket, const char *key,
                                    const struct obj_tags *tags);
 enum backend_status s3_mpu_list_uploads(struct backend *base, const char *bucket,
-                                        const char *prefix, const char *delimiter,
-                                        const char *key_marker, const char *upload_id_marker,
-                                        unsigned max_uploads, struct backend_uploads_page *out);
+                                        const struct backend_uploads_req *req,
+                                        struct backend_uploads_page *out);
 
 #endif

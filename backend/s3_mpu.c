@@ -331,26 +331,24 @@ enum backend_status s3_mpu_list_parts(struct backend *base, const char *bucket,
 }
 
 enum backend_status s3_mpu_list_uploads(struct backend *base, const char *bucket,
-                                        const char *prefix, const char *delimiter,
-                                        const char *key_marker,
-                                        const char *upload_id_marker,
-                                        unsigned max_uploads,
+                                        const struct backend_uploads_req *req,
                                         struct backend_uploads_page *out)
 {
     struct s3_store *s = (struct s3_store *)base;
     memset(out, 0, sizeof *out);
     char *q = NULL;
     char mu[16];
-    snprintf(mu, sizeof mu, "%u", max_uploads ? max_uploads : 1000);
+    snprintf(mu, sizeof mu, "%u", req->max_uploads ? req->max_uploads : 1000);
+    bool resume = req->key_marker && *req->key_marker;
     int rc = 0;
-    if (delimiter && *delimiter)
-        rc |= s3_query_add(&q, "delimiter", delimiter);
-    if (key_marker && *key_marker)
-        rc |= s3_query_add(&q, "key-marker", key_marker);
+    if (req->delimiter && *req->delimiter)
+        rc |= s3_query_add(&q, "delimiter", req->delimiter);
+    if (resume)
+        rc |= s3_query_add(&q, "key-marker", req->key_marker);
     rc |= s3_query_add(&q, "max-uploads", mu);
-    rc |= s3_query_add(&q, "prefix", prefix ? prefix : "");
-    if (key_marker && *key_marker && upload_id_marker && *upload_id_marker)
-        rc |= s3_query_add(&q, "upload-id-marker", upload_id_marker);
+    rc |= s3_query_add(&q, "prefix", req->prefix ? req->prefix : "");
+    if (resume && req->upload_id_marker && *req->upload_id_marker)
+        rc |= s3_query_add(&q, "upload-id-marker", req->upload_id_marker);
     rc |= s3_query_add(&q, "uploads", "");
     if (rc) {
         free(q);
