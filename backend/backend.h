@@ -476,13 +476,20 @@ enum backend_status backend_mpu_part_begin(struct backend *b, const char *bucket
                                            const char *key, const char *upload_id,
                                            unsigned part_no, struct backend_put **out);
 
-/* UploadPartCopy: bytes [first, last] of src (whole object when has_range is
- * false) become part `part_no`. *out gets the part's etag, size and mtime. */
+/* What an UploadPartCopy reads: bytes [first, last] of bucket/key, or the
+ * whole object when has_range is false. A struct, so the source's bucket
+ * and key cannot be swapped with the upload's. */
+struct backend_copy_src {
+    const char *bucket;
+    const char *key;
+    bool has_range;
+    uint64_t first, last;
+};
+/* UploadPartCopy: the bytes src names become part `part_no`. *out gets the
+ * part's etag, size and mtime. */
 enum backend_status backend_mpu_part_copy(struct backend *b, const char *bucket,
                                           const char *key, const char *upload_id,
-                                          unsigned part_no, const char *src_bucket,
-                                          const char *src_key, bool has_range,
-                                          uint64_t first, uint64_t last,
+                                          unsigned part_no, const struct backend_copy_src *src,
                                           struct obj_meta *out);
 
 struct backend_part {

@@ -317,8 +317,10 @@ void gw_h_mpu_part_copy(struct gw_req *r)
         first = a;
         last = b;
     }
-    st = backend_mpu_part_copy(r->backend, r->bucket, r->key, r->upload_id, r->part_no, sb, sk,
-                               range != NULL, first, last, &out);
+    struct backend_copy_src from = { .bucket = sb, .key = sk, .has_range = range != NULL,
+                                     .first = first, .last = last };
+    st = backend_mpu_part_copy(r->backend, r->bucket, r->key, r->upload_id, r->part_no, &from,
+                               &out);
     if (st != BACKEND_OK) {
         gw_reply_backend_error(r, st);
         goto out;

@@ -1203,8 +1203,8 @@ static void multipart_part_copy_with_range(void)
     char id[BACKEND_UPLOAD_ID_MAX];
     CU_ASSERT_EQUAL_FATAL(backend_mpu_create(g_b, "bkt", "dst", NULL, id), BACKEND_OK);
     struct obj_meta out;
-    CU_ASSERT_EQUAL(backend_mpu_part_copy(g_b, "bkt", "dst", id, 1, "bkt", "src", true, 2, 5,
-                                          &out), BACKEND_OK);
+    struct backend_copy_src src = { "bkt", "src", true, 2, 5 };
+    CU_ASSERT_EQUAL(backend_mpu_part_copy(g_b, "bkt", "dst", id, 1, &src, &out), BACKEND_OK);
     char hex[33];
     md5_hex("2345", 4, hex);
     CU_ASSERT_STRING_EQUAL(out.etag, hex);
@@ -1212,12 +1212,15 @@ static void multipart_part_copy_with_range(void)
     struct backend_part p = { .part_no = 1 };
     memcpy(p.etag, out.etag, sizeof p.etag);
     obj_meta_clear(&out);
-    CU_ASSERT_EQUAL(backend_mpu_part_copy(g_b, "bkt", "dst", id, 2, "bkt", "src", true, 5, 10,
-                                          &out), BACKEND_BAD_RANGE);
-    CU_ASSERT_EQUAL(backend_mpu_part_copy(g_b, "bkt", "dst", id, 2, "bkt", "src", true, 6, 5,
-                                          &out), BACKEND_BAD_RANGE);
-    CU_ASSERT_EQUAL(backend_mpu_part_copy(g_b, "bkt", "dst", id, 2, "bkt", "none", false, 0, 0,
-                                          &out), BACKEND_NO_KEY);
+    src = (struct backend_copy_src){ "bkt", "src", true, 5, 10 };   /* past the end */
+    CU_ASSERT_EQUAL(backend_mpu_part_copy(g_b, "bkt", "dst", id, 2, &src, &out),
+                    BACKEND_BAD_RANGE);
+    src = (struct backend_copy_src){ "bkt", "src", true, 6, 5 };    /* first > last */
+    CU_ASSERT_EQUAL(backend_mpu_part_copy(g_b, "bkt", "dst", id, 2, &src, &out),
+                    BACKEND_BAD_RANGE);
+    src = (struct backend_copy_src){ "bkt", "none", false, 0, 0 };
+    CU_ASSERT_EQUAL(backend_mpu_part_copy(g_b, "bkt", "dst", id, 2, &src, &out),
+                    BACKEND_NO_KEY);
     CU_ASSERT_EQUAL(backend_mpu_complete(g_b, "bkt", "dst", id, &p, 1, &out), BACKEND_OK);
     obj_meta_clear(&out);
     char buf[32];
