@@ -287,13 +287,11 @@ enum backend_status backend_mpu_part_begin(struct backend *b, const char *bucket
 
 enum backend_status backend_mpu_part_copy(struct backend *b, const char *bucket,
                                           const char *key, const char *upload_id,
-                                          unsigned part_no, const char *src_bucket,
-                                          const char *src_key, bool has_range,
-                                          uint64_t first, uint64_t last,
+                                          unsigned part_no, const struct backend_copy_src *src,
                                           struct obj_meta *out)
 {
-    COUNT(BACKEND_OP_MULTIPART, b->ops->mpu_part_copy(b, bucket, key, upload_id, part_no, src_bucket, src_key,
-                                 has_range, first, last, out));
+    COUNT(BACKEND_OP_MULTIPART,
+          b->ops->mpu_part_copy(b, bucket, key, upload_id, part_no, src, out));
 }
 
 enum backend_status backend_mpu_complete(struct backend *b, const char *bucket, const char *key,
@@ -336,12 +334,8 @@ enum backend_status backend_mpu_list_parts(struct backend *b, const char *bucket
 }
 
 enum backend_status backend_mpu_list_uploads(struct backend *b, const char *bucket,
-                                             const char *prefix, const char *delimiter,
-                                             const char *key_marker,
-                                             const char *upload_id_marker,
-                                             unsigned max_uploads,
+                                             const struct backend_uploads_req *req,
                                              struct backend_uploads_page *out)
 {
-    COUNT(BACKEND_OP_MULTIPART, b->ops->mpu_list_uploads(b, bucket, prefix, delimiter, key_marker, upload_id_marker,
-                                    max_uploads, out));
+    COUNT(BACKEND_OP_MULTIPART, b->ops->mpu_list_uploads(b, bucket, req, out));
 }

@@ -476,13 +476,20 @@ enum backend_status backend_mpu_part_begin(struct backend *b, const char *bucket
                                            const char *key, const char *upload_id,
                                            unsigned part_no, struct backend_put **out);
 
-/* UploadPartCopy: bytes [first, last] of src (whole object when has_range is
- * false) become part `part_no`. *out gets the part's etag, size and mtime. */
+/* What an UploadPartCopy reads: bytes [first, last] of bucket/key, or the
+ * whole object when has_range is false. A struct, so the source's bucket
+ * and key cannot be swapped with the upload's. */
+struct backend_copy_src {
+    const char *bucket;
+    const char *key;
+    bool has_range;
+    uint64_t first, last;
+};
+/* UploadPartCopy: the bytes src names become part `part_no`. *out gets the
+ * part's etag, size and mtime. */
 enum backend_status backend_mpu_part_copy(struct backend *b, const char *bucket,
                                           const char *key, const char *upload_id,
-                                          unsigned part_no, const char *src_bucket,
-                                          const char *src_key, bool has_range,
-                                          uint64_t first, uint64_t last,
+                                          unsigned part_no, const struct backend_copy_src *src,
                                           struct obj_meta *out);
 
 struct backend_part {
@@ -558,13 +565,19 @@ struct backend_uploads_page {
     char *next_key_marker;
     char next_upload_id_marker[BACKEND_UPLOAD_ID_MAX];
 };
+/* What a ListMultipartUploads asks for, as backend_list_req for objects:
+ * four strings side by side are easy to pass in the wrong order. */
+struct backend_uploads_req {
+    const char *prefix;           /* NULL or "" for all */
+    const char *delimiter;        /* NULL or "" for none */
+    const char *key_marker;       /* NULL or "" for the start */
+    const char *upload_id_marker; /* with key_marker: resume after this upload */
+    unsigned max_uploads;         /* at most 1000; more counts as 1000 */
+};
 /* Uploads of a bucket ordered by (key, initiation time), after
  * (key_marker, upload_id_marker) as S3 defines them. */
 enum backend_status backend_mpu_list_uploads(struct backend *b, const char *bucket,
-                                             const char *prefix, const char *delimiter,
-                                             const char *key_marker,
-                                             const char *upload_id_marker,
-                                             unsigned max_uploads,
+                                             const struct backend_uploads_req *req,
                                              struct backend_uploads_page *out);
 void backend_uploads_page_free(struct backend_uploads_page *p);
 

@@ -49,8 +49,7 @@ struct backend_ops {
                                           unsigned part_no, struct backend_put **out);
     enum backend_status (*mpu_part_copy)(struct backend *b, const char *bucket, const char *key,
                                          const char *upload_id, unsigned part_no,
-                                         const char *src_bucket, const char *src_key,
-                                         bool has_range, uint64_t first, uint64_t last,
+                                         const struct backend_copy_src *src,
                                          struct obj_meta *out);
     enum backend_status (*mpu_complete)(struct backend *b, const char *bucket, const char *key,
                                         const char *upload_id, const struct backend_part *parts,
@@ -65,9 +64,7 @@ struct backend_ops {
                                           unsigned marker, unsigned max_parts,
                                           struct backend_parts_page *out);
     enum backend_status (*mpu_list_uploads)(struct backend *b, const char *bucket,
-                                            const char *prefix, const char *delimiter,
-                                            const char *key_marker,
-                                            const char *upload_id_marker, unsigned max_uploads,
+                                            const struct backend_uploads_req *req,
                                             struct backend_uploads_page *out);
     /* backend_tagging_get / _put; tags NULL: backend_tagging_delete */
     enum backend_status (*tagging_get)(struct backend *b, const char *bucket, const char *key,

@@ -174,12 +174,10 @@ static enum backend_status op_mpu_part_begin(struct backend *b, const char *buck
 
 static enum backend_status op_mpu_part_copy(struct backend *b, const char *bucket,
                                             const char *key, const char *upload_id,
-                                            unsigned part_no, const char *src_bucket,
-                                            const char *src_key, bool has_range,
-                                            uint64_t first, uint64_t last, struct obj_meta *out)
+                                            unsigned part_no, const struct backend_copy_src *src,
+                                            struct obj_meta *out)
 {
-    return posix_mpu_part_copy(store_of(b), bucket, key, upload_id, part_no, src_bucket,
-                               src_key, has_range, first, last, out);
+    return posix_mpu_part_copy(store_of(b), bucket, key, upload_id, part_no, src, out);
 }
 
 static enum backend_status op_mpu_complete(struct backend *b, const char *bucket,
@@ -213,14 +211,10 @@ static enum backend_status op_mpu_list_parts(struct backend *b, const char *buck
 }
 
 static enum backend_status op_mpu_list_uploads(struct backend *b, const char *bucket,
-                                               const char *prefix, const char *delimiter,
-                                               const char *key_marker,
-                                               const char *upload_id_marker,
-                                               unsigned max_uploads,
+                                               const struct backend_uploads_req *req,
                                                struct backend_uploads_page *out)
 {
-    return posix_mpu_list_uploads(store_of(b), bucket, prefix, delimiter, key_marker,
-                                  upload_id_marker, max_uploads, out);
+    return posix_mpu_list_uploads(store_of(b), bucket, req, out);
 }
 
 static enum backend_status op_tagging_get(struct backend *b, const char *bucket,

@@ -373,9 +373,8 @@ enum backend_status posix_mpu_part_begin(struct posix_store *b, const char *buck
                                          unsigned part_no, struct posix_put **out);
 enum backend_status posix_mpu_part_copy(struct posix_store *b, const char *bucket,
                                         const char *key, const char *upload_id,
-                                        unsigned part_no, const char *src_bucket,
-                                        const char *src_key, bool has_range,
-                                        uint64_t first, uint64_t last, struct obj_meta *out);
+                                        unsigned part_no, const struct backend_copy_src *src,
+                                        struct obj_meta *out);
 enum backend_status posix_mpu_complete(struct posix_store *b, const char *bucket,
                                        const char *key, const char *upload_id,
                                        const struct backend_part *parts, size_t n_parts,
@@ -390,9 +389,8 @@ enum backend_status posix_mpu_list_parts(struct posix_store *b, const char *buck
                                          unsigned marker, unsigned max_parts,
                                          struct backend_parts_page *out);
 enum backend_status posix_mpu_list_uploads(struct posix_store *b, const char *bucket,
-                                           const char *prefix, const char *delimiter,
-                                           const char *key_marker, const char *upload_id_marker,
-                                           unsigned max_uploads, struct backend_uploads_page *out);
+                                           const struct backend_uploads_req *req,
+                                           struct backend_uploads_page *out);
 /* backend_tagging_get / _put (tags NULL: delete) (posix_tagging.c). */
 enum backend_status posix_tagging_get(struct posix_store *b, const char *bucket,
                                       const char *key, struct obj_tags *out);

@@ -371,20 +371,17 @@ void posix_mpu_bucket_forget(struct posix_store *b, const char *bucket)
 }
 
 enum backend_status posix_mpu_list_uploads(struct posix_store *b, const char *bucket,
-                                             const char *prefix, const char *delimiter,
-                                             const char *key_marker,
-                                             const char *upload_id_marker,
-                                             unsigned max_uploads,
+                                             const struct backend_uploads_req *req,
                                              struct backend_uploads_page *out)
 {
     memset(out, 0, sizeof *out);
     enum backend_status s = posix_bucket_head(b, bucket);
     if (s != BACKEND_OK)
         return s;
-    if (max_uploads > 1000)
-        max_uploads = 1000;
-    prefix = prefix ? prefix : "";
-    const char *delim = delimiter && *delimiter ? delimiter : NULL;
+    unsigned max_uploads = req->max_uploads > 1000 ? 1000 : req->max_uploads;
+    const char *prefix = req->prefix ? req->prefix : "";
+    const char *delim = req->delimiter && *req->delimiter ? req->delimiter : NULL;
+    const char *key_marker = req->key_marker, *upload_id_marker = req->upload_id_marker;
     size_t plen = strlen(prefix);
     out->uploads = calloc(max_uploads ? max_uploads : 1, sizeof *out->uploads);
     out->prefixes = calloc(max_uploads ? max_uploads : 1, sizeof *out->prefixes);

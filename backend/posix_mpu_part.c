@@ -38,26 +38,24 @@ enum backend_status posix_mpu_part_begin(struct posix_store *b, const char *buck
 
 enum backend_status posix_mpu_part_copy(struct posix_store *b, const char *bucket,
                                           const char *key, const char *upload_id,
-                                          unsigned part_no, const char *src_bucket,
-                                          const char *src_key, bool has_range,
-                                          uint64_t first, uint64_t last,
+                                          unsigned part_no, const struct backend_copy_src *src,
                                           struct obj_meta *out)
 {
     if (out)
         memset(out, 0, sizeof *out);
     int sfd;
     struct stat st;
-    enum backend_status s = posix_object_fd(b, src_bucket, src_key, &sfd, &st);
+    enum backend_status s = posix_object_fd(b, src->bucket, src->key, &sfd, &st);
     if (s != BACKEND_OK)
         return s;
     uint64_t size = (uint64_t)st.st_size, off = 0, len = size;
-    if (has_range) {
-        if (first > last || last >= size) {
+    if (src->has_range) {
+        if (src->first > src->last || src->last >= size) {
             close(sfd);
             return BACKEND_BAD_RANGE;
         }
-        off = first;
-        len = last - first + 1;
+        off = src->first;
+        len = src->last - src->first + 1;
     }
     if (len > POSIX_MAX_PUT) {
         close(sfd);

@@ -377,9 +377,7 @@ enum backend_status s3_mpu_part_begin(struct backend *base, const char *bucket, 
                                       struct backend_put **out);
 enum backend_status s3_mpu_part_copy(struct backend *base, const char *bucket, const char *key,
                                      const char *upload_id, unsigned part_no,
-                                     const char *src_bucket, const char *src_key,
-                                     bool has_range, uint64_t first, uint64_t last,
-                                     struct obj_meta *out);
+                                     const struct backend_copy_src *src, struct obj_meta *out);
 enum backend_status s3_mpu_complete(struct backend *base, const char *bucket, const char *key,
                                     const char *upload_id, const struct backend_part *parts,
                                     size_t n_parts, const struct obj_meta *meta,
@@ -396,8 +394,7 @@ enum backend_status s3_tagging_get(struct backend *base, const char *bucket, con
 enum backend_status s3_tagging_put(struct backend *base, const char *bucket, const char *key,
                                    const struct obj_tags *tags);
 enum backend_status s3_mpu_list_uploads(struct backend *base, const char *bucket,
-                                        const char *prefix, const char *delimiter,
-                                        const char *key_marker, const char *upload_id_marker,
-                                        unsigned max_uploads, struct backend_uploads_page *out);
+                                        const struct backend_uploads_req *req,
+                                        struct backend_uploads_page *out);
 
 #endif

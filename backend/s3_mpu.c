@@ -55,27 +55,26 @@ enum backend_status s3_mpu_create(struct backend *base, const char *bucket,
 
 enum backend_status s3_mpu_part_copy(struct backend *base, const char *bucket,
                                      const char *key, const char *upload_id,
-                                     unsigned part_no, const char *src_bucket,
-                                     const char *src_key, bool has_range,
-                                     uint64_t first, uint64_t last, struct obj_meta *out)
+                                     unsigned part_no, const struct backend_copy_src *src,
+                                     struct obj_meta *out)
 {
     struct s3_store *s = (struct s3_store *)base;
     memset(out, 0, sizeof *out);
     char extra[32];
     snprintf(extra, sizeof extra, "partNumber=%u", part_no);
     char *q = upload_query(upload_id, extra);
-    char *cs = s3_copy_source_header(s3_cold_bucket(s, src_bucket), src_key);
+    char *cs = s3_copy_source_header(s3_cold_bucket(s, src->bucket), src->key);
     char range[96];
     snprintf(range, sizeof range, "x-amz-copy-source-range: bytes=%llu-%llu",
-             (unsigned long long)first, (unsigned long long)last);
-    struct curl_slist h2 = { range, NULL }, h1 = { cs, has_range ? &h2 : NULL };
+             (unsigned long long)src->first, (unsigned long long)src->last);
+    struct curl_slist h2 = { range, NULL }, h1 = { cs, src->has_range ? &h2 : NULL };
     enum backend_status st = BACKEND_NOMEM;
     if (!q || !cs)
         goto out;
-    uint64_t size = last - first + 1;
-    if (!has_range) {
+    uint64_t size = src->last - src->first + 1;
+    if (!src->has_range) {
         struct obj_meta sm;
-        st = s3_object_head(base, src_bucket, src_key, &sm);
+        st = s3_object_head(base, src->bucket, src->key, &sm);
         if (st != BACKEND_OK)
             goto out;
         size = sm.size;
@@ -331,26 +330,24 @@ enum backend_status s3_mpu_list_parts(struct backend *base, const char *bucket,
 }
 
 enum backend_status s3_mpu_list_uploads(struct backend *base, const char *bucket,
-                                        const char *prefix, const char *delimiter,
-                                        const char *key_marker,
-                                        const char *upload_id_marker,
-                                        unsigned max_uploads,
+                                        const struct backend_uploads_req *req,
                                         struct backend_uploads_page *out)
 {
     struct s3_store *s = (struct s3_store *)base;
     memset(out, 0, sizeof *out);
     char *q = NULL;
     char mu[16];
-    snprintf(mu, sizeof mu, "%u", max_uploads ? max_uploads : 1000);
+    snprintf(mu, sizeof mu, "%u", req->max_uploads ? req->max_uploads : 1000);
+    bool resume = req->key_marker && *req->key_marker;
     int rc = 0;
-    if (delimiter && *delimiter)
-        rc |= s3_query_add(&q, "delimiter", delimiter);
-    if (key_marker && *key_marker)
-        rc |= s3_query_add(&q, "key-marker", key_marker);
+    if (req->delimiter && *req->delimiter)
+        rc |= s3_query_add(&q, "delimiter", req->delimiter);
+    if (resume)
+        rc |= s3_query_add(&q, "key-marker", req->key_marker);
     rc |= s3_query_add(&q, "max-uploads", mu);
-    rc |= s3_query_add(&q, "prefix", prefix ? prefix : "");
-    if (key_marker && *key_marker && upload_id_marker && *upload_id_marker)
-        rc |= s3_query_add(&q, "upload-id-marker", upload_id_marker);
+    rc |= s3_query_add(&q, "prefix", req->prefix ? req->prefix : "");
+    if (resume && req->upload_id_marker && *req->upload_id_marker)
+        rc |= s3_query_add(&q, "upload-id-marker", req->upload_id_marker);
     rc |= s3_query_add(&q, "uploads", "");
     if (rc) {
         free(q);

@@ -114,18 +114,22 @@ static xmlNode *root_named(xmlDocPtr d, const char *name)
     return NULL;
 }
 
-/* Parses an answer whose root must be `name` (as root_named): the root, with
- * the document in *d for the caller to free; NULL (and *d NULL) when the
- * answer does not parse or has another root. */
-static xmlNode *parse_root(const char *xml, size_t len, const char *name, xmlDocPtr *d)
+/* Reads the root element r of an answer into `out` (a page, or a walk);
+ * the document is freed when it returns, so nothing may point into it. */
+typedef enum backend_status (*root_cb)(const xmlNode *r, void *out);
+
+/* Parses an answer whose root must be `name` (as root_named) and hands the
+ * root to fn: BACKEND_IO when the answer does not parse or has another
+ * root, else what fn returns. The one place the listings' document is
+ * freed, whichever way fn ends. */
+static enum backend_status with_root(const char *xml, size_t len, const char *name, root_cb fn,
+                                     void *out)
 {
-    *d = xml_parse(xml, len);
-    xmlNode *r = root_named(*d, name);
-    if (!r) {
-        xmlFreeDoc(*d);
-        *d = NULL;
-    }
-    return r;
+    xmlDocPtr d = xml_parse(xml, len);
+    xmlNode *r = root_named(d, name);
+    enum backend_status st = r ? fn(r, out) : BACKEND_IO;
+    xmlFreeDoc(d);
+    return st;
 }
 
 /* How many element children of r are named `name`: the size of a page. */
@@ -160,12 +164,14 @@ void s3_xml_error_message(const char *xml, size_t len, char *msg, size_t cap)
     snprintf(msg, cap, "%s", m);
 }
 
-enum backend_status s3_xml_buckets(const char *xml, size_t len, s3_bucket_fn fn, void *arg)
+struct bucket_walk {
+    s3_bucket_fn fn;
+    void *arg;
+};
+
+static enum backend_status buckets_walk(const xmlNode *r, void *out)
 {
-    xmlDocPtr d;
-    xmlNode *r = parse_root(xml, len, "ListAllMyBucketsResult", &d);
-    if (!r)
-        return BACKEND_IO;
+    const struct bucket_walk *w = out;
     for (xmlNode *c = child(r, "Buckets") ? child(r, "Buckets")->children : NULL; c;
          c = c->next) {
         if (!is_el(c, "Bucket"))
@@ -175,11 +181,16 @@ enum backend_status s3_xml_buckets(const char *xml, size_t len, s3_bucket_fn fn,
         if (!child_text(c, "Name", name, sizeof name))
             continue;
         child_time(c, "CreationDate", &ts);
-        if (fn(arg, name, ts.tv_sec) != 0)
+        if (w->fn(w->arg, name, ts.tv_sec) != 0)
             break;
     }
-    xmlFreeDoc(d);
     return BACKEND_OK;
+}
+
+enum backend_status s3_xml_buckets(const char *xml, size_t len, s3_bucket_fn fn, void *arg)
+{
+    struct bucket_walk w = { fn, arg };
+    return with_root(xml, len, "ListAllMyBucketsResult", buckets_walk, &w);
 }
 
 /* Appends the <Prefix> of each CommonPrefixes child of r. */
@@ -202,14 +213,9 @@ static int add_prefixes(const xmlNode *r, char ***v, size_t *n)
     return 0;
 }
 
-enum backend_status s3_xml_list_objects(const char *xml, size_t len,
-                                        struct backend_list_page *out)
+static enum backend_status objects_page(const xmlNode *r, void *page)
 {
-    memset(out, 0, sizeof *out);
-    xmlDocPtr d;
-    xmlNode *r = parse_root(xml, len, "ListBucketResult", &d);
-    if (!r)
-        return BACKEND_IO;
+    struct backend_list_page *out = page;
     enum backend_status st = BACKEND_NOMEM;
     char et[8];
     bool enc = child_text(r, "EncodingType", et, sizeof et) && strcmp(et, "url") == 0;
@@ -256,23 +262,22 @@ enum backend_status s3_xml_list_objects(const char *xml, size_t len,
 out:
     if (st != BACKEND_OK)
         backend_list_page_free(out);
-    xmlFreeDoc(d);
     return st;
 }
 
-enum backend_status s3_xml_list_parts(const char *xml, size_t len,
-                                      struct backend_parts_page *out)
+enum backend_status s3_xml_list_objects(const char *xml, size_t len,
+                                        struct backend_list_page *out)
 {
     memset(out, 0, sizeof *out);
-    xmlDocPtr d;
-    xmlNode *r = parse_root(xml, len, "ListPartsResult", &d);
-    if (!r)
-        return BACKEND_IO;
+    return with_root(xml, len, "ListBucketResult", objects_page, out);
+}
+
+static enum backend_status parts_page(const xmlNode *r, void *page)
+{
+    struct backend_parts_page *out = page;
     size_t n = count_children(r, "Part");
-    if (n && !(out->parts = calloc(n, sizeof *out->parts))) {
-        xmlFreeDoc(d);
+    if (n && !(out->parts = calloc(n, sizeof *out->parts)))
         return BACKEND_NOMEM;
-    }
     for (xmlNode *c = r->children; c; c = c->next) {
         if (!is_el(c, "Part"))
             continue;
@@ -297,18 +302,19 @@ enum backend_status s3_xml_list_parts(const char *xml, size_t len,
     out->next_marker = (unsigned)child_u64(r, "NextPartNumberMarker");
     if (out->n_parts && out->next_marker == 0)
         out->next_marker = out->parts[out->n_parts - 1].part_no;
-    xmlFreeDoc(d);
     return BACKEND_OK;
 }
 
-enum backend_status s3_xml_list_uploads(const char *xml, size_t len,
-                                        struct backend_uploads_page *out)
+enum backend_status s3_xml_list_parts(const char *xml, size_t len,
+                                      struct backend_parts_page *out)
 {
     memset(out, 0, sizeof *out);
-    xmlDocPtr d;
-    xmlNode *r = parse_root(xml, len, "ListMultipartUploadsResult", &d);
-    if (!r)
-        return BACKEND_IO;
+    return with_root(xml, len, "ListPartsResult", parts_page, out);
+}
+
+static enum backend_status uploads_page(const xmlNode *r, void *page)
+{
+    struct backend_uploads_page *out = page;
     enum backend_status st = BACKEND_NOMEM;
     size_t n = count_children(r, "Upload");
     if (n && !(out->uploads = calloc(n, sizeof *out->uploads)))
@@ -338,8 +344,14 @@ enum backend_status s3_xml_list_uploads(const char *xml, size_t len,
 out:
     if (st != BACKEND_OK)
         backend_uploads_page_free(out);
-    xmlFreeDoc(d);
     return st;
+}
+
+enum backend_status s3_xml_list_uploads(const char *xml, size_t len,
+                                        struct backend_uploads_page *out)
+{
+    memset(out, 0, sizeof *out);
+    return with_root(xml, len, "ListMultipartUploadsResult", uploads_page, out);
 }
 
 enum backend_status s3_xml_upload_id(const char *xml, size_t len,

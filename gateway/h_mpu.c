@@ -317,8 +317,10 @@ void gw_h_mpu_part_copy(struct gw_req *r)
         first = a;
         last = b;
     }
-    st = backend_mpu_part_copy(r->backend, r->bucket, r->key, r->upload_id, r->part_no, sb, sk,
-                               range != NULL, first, last, &out);
+    struct backend_copy_src from = { .bucket = sb, .key = sk, .has_range = range != NULL,
+                                     .first = first, .last = last };
+    st = backend_mpu_part_copy(r->backend, r->bucket, r->key, r->upload_id, r->part_no, &from,
+                               &out);
     if (st != BACKEND_OK) {
         gw_reply_backend_error(r, st);
         goto out;
@@ -637,9 +639,10 @@ void gw_h_list_uploads(struct gw_req *r)
     bool url = enc && strcmp(enc, "url") == 0;
     struct backend_uploads_page pg;
     memset(&pg, 0, sizeof pg);
-    enum backend_status st = backend_mpu_list_uploads(r->backend, r->bucket,
-                                                      prefix ? prefix : "", delim, km, um, max,
-                                                      &pg);
+    struct backend_uploads_req q = { .prefix = prefix ? prefix : "", .delimiter = delim,
+                                     .key_marker = km, .upload_id_marker = um,
+                                     .max_uploads = max };
+    enum backend_status st = backend_mpu_list_uploads(r->backend, r->bucket, &q, &pg);
     if (st != BACKEND_OK) {
         gw_reply_backend_error(r, st);
         return;

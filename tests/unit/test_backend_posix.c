@@ -1034,8 +1034,8 @@ static void multipart_happy_path_has_md5_of_md5s_etag(void)
     /* the upload is gone */
     CU_ASSERT_EQUAL(backend_mpu_abort(g_b, "bkt", "shards/s-000.tar", id), BACKEND_NO_UPLOAD);
     struct backend_uploads_page up;
-    CU_ASSERT_EQUAL(backend_mpu_list_uploads(g_b, "bkt", NULL, NULL, NULL, NULL, 100, &up),
-                    BACKEND_OK);
+    struct backend_uploads_req all = { .max_uploads = 100 };
+    CU_ASSERT_EQUAL(backend_mpu_list_uploads(g_b, "bkt", &all, &up), BACKEND_OK);
     CU_ASSERT_EQUAL(up.n_uploads, 0);
     backend_uploads_page_free(&up);
     CU_ASSERT_EQUAL(count_tmp_files(""), 0);
@@ -1203,8 +1203,8 @@ static void multipart_part_copy_with_range(void)
     char id[BACKEND_UPLOAD_ID_MAX];
     CU_ASSERT_EQUAL_FATAL(backend_mpu_create(g_b, "bkt", "dst", NULL, id), BACKEND_OK);
     struct obj_meta out;
-    CU_ASSERT_EQUAL(backend_mpu_part_copy(g_b, "bkt", "dst", id, 1, "bkt", "src", true, 2, 5,
-                                          &out), BACKEND_OK);
+    struct backend_copy_src src = { "bkt", "src", true, 2, 5 };
+    CU_ASSERT_EQUAL(backend_mpu_part_copy(g_b, "bkt", "dst", id, 1, &src, &out), BACKEND_OK);
     char hex[33];
     md5_hex("2345", 4, hex);
     CU_ASSERT_STRING_EQUAL(out.etag, hex);
@@ -1212,12 +1212,15 @@ static void multipart_part_copy_with_range(void)
     struct backend_part p = { .part_no = 1 };
     memcpy(p.etag, out.etag, sizeof p.etag);
     obj_meta_clear(&out);
-    CU_ASSERT_EQUAL(backend_mpu_part_copy(g_b, "bkt", "dst", id, 2, "bkt", "src", true, 5, 10,
-                                          &out), BACKEND_BAD_RANGE);
-    CU_ASSERT_EQUAL(backend_mpu_part_copy(g_b, "bkt", "dst", id, 2, "bkt", "src", true, 6, 5,
-                                          &out), BACKEND_BAD_RANGE);
-    CU_ASSERT_EQUAL(backend_mpu_part_copy(g_b, "bkt", "dst", id, 2, "bkt", "none", false, 0, 0,
-                                          &out), BACKEND_NO_KEY);
+    src = (struct backend_copy_src){ "bkt", "src", true, 5, 10 };   /* past the end */
+    CU_ASSERT_EQUAL(backend_mpu_part_copy(g_b, "bkt", "dst", id, 2, &src, &out),
+                    BACKEND_BAD_RANGE);
+    src = (struct backend_copy_src){ "bkt", "src", true, 6, 5 };    /* first > last */
+    CU_ASSERT_EQUAL(backend_mpu_part_copy(g_b, "bkt", "dst", id, 2, &src, &out),
+                    BACKEND_BAD_RANGE);
+    src = (struct backend_copy_src){ "bkt", "none", false, 0, 0 };
+    CU_ASSERT_EQUAL(backend_mpu_part_copy(g_b, "bkt", "dst", id, 2, &src, &out),
+                    BACKEND_NO_KEY);
     CU_ASSERT_EQUAL(backend_mpu_complete(g_b, "bkt", "dst", id, &p, 1, &out), BACKEND_OK);
     obj_meta_clear(&out);
     char buf[32];
@@ -1274,9 +1277,10 @@ static void list_uploads_pages_by_key_then_time(void)
     size_t seen = 0;
     for (int page = 0; page < 10; page++) {
         struct backend_uploads_page pg;
-        CU_ASSERT_EQUAL_FATAL(backend_mpu_list_uploads(g_b, "bkt", "", NULL, km[0] ? km : NULL,
-                                                       im[0] ? im : NULL, 2, &pg),
-                              BACKEND_OK);
+        struct backend_uploads_req q = { .prefix = "", .key_marker = km[0] ? km : NULL,
+                                         .upload_id_marker = im[0] ? im : NULL,
+                                         .max_uploads = 2 };
+        CU_ASSERT_EQUAL_FATAL(backend_mpu_list_uploads(g_b, "bkt", &q, &pg), BACKEND_OK);
         for (size_t i = 0; i < pg.n_uploads && seen < 6; i++, seen++) {
             CU_ASSERT_STRING_EQUAL(pg.uploads[i].key, wk[seen]);
             CU_ASSERT_STRING_EQUAL(pg.uploads[i].upload_id, wid[seen]);
@@ -1292,20 +1296,20 @@ static void list_uploads_pages_by_key_then_time(void)
     }
     CU_ASSERT_EQUAL(seen, 6);
     struct backend_uploads_page pg;
-    CU_ASSERT_EQUAL(backend_mpu_list_uploads(g_b, "bkt", "", "/", NULL, NULL, 100, &pg),
-                    BACKEND_OK);
+    struct backend_uploads_req q = { .prefix = "", .delimiter = "/", .max_uploads = 100 };
+    CU_ASSERT_EQUAL(backend_mpu_list_uploads(g_b, "bkt", &q, &pg), BACKEND_OK);
     CU_ASSERT_EQUAL(pg.n_uploads, 4);
     CU_ASSERT_EQUAL_FATAL(pg.n_prefixes, 1);
     CU_ASSERT_STRING_EQUAL(pg.prefixes[0], "dir/");
     backend_uploads_page_free(&pg);
     /* key marker alone: strictly after that key */
-    CU_ASSERT_EQUAL(backend_mpu_list_uploads(g_b, "bkt", "", NULL, "b", NULL, 100, &pg),
-                    BACKEND_OK);
+    q = (struct backend_uploads_req){ .prefix = "", .key_marker = "b", .max_uploads = 100 };
+    CU_ASSERT_EQUAL(backend_mpu_list_uploads(g_b, "bkt", &q, &pg), BACKEND_OK);
     CU_ASSERT_EQUAL_FATAL(pg.n_uploads, 3);
     CU_ASSERT_STRING_EQUAL(pg.uploads[0].key, "c");
     backend_uploads_page_free(&pg);
-    CU_ASSERT_EQUAL(backend_mpu_list_uploads(g_b, "bkt", "dir/", NULL, NULL, NULL, 100, &pg),
-                    BACKEND_OK);
+    q = (struct backend_uploads_req){ .prefix = "dir/", .max_uploads = 100 };
+    CU_ASSERT_EQUAL(backend_mpu_list_uploads(g_b, "bkt", &q, &pg), BACKEND_OK);
     CU_ASSERT_EQUAL(pg.n_uploads, 2);
     backend_uploads_page_free(&pg);
 }

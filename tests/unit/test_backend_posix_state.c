@@ -237,8 +237,8 @@ static void expire_aborts_uploads_older_than_max_age_only(void)
     CU_ASSERT_TRUE(bytes >= 10);
     CU_ASSERT_EQUAL(backend_mpu_head(b, "bkt", "k", up, &m), BACKEND_NO_UPLOAD);
     struct backend_uploads_page pg;
-    CU_ASSERT_EQUAL(backend_mpu_list_uploads(b, "bkt", "", NULL, NULL, NULL, 1000, &pg),
-                    BACKEND_OK);
+    struct backend_uploads_req all = { .prefix = "", .max_uploads = 1000 };
+    CU_ASSERT_EQUAL(backend_mpu_list_uploads(b, "bkt", &all, &pg), BACKEND_OK);
     CU_ASSERT_EQUAL(pg.n_uploads, 0);
     backend_uploads_page_free(&pg);
     backend_close(b);
@@ -355,8 +355,8 @@ static void unwritable_state_dir_opens_read_only(void)
     CU_ASSERT_EQUAL(m.size, 5);
     obj_meta_clear(&m);
     struct backend_uploads_page up;
-    CU_ASSERT_EQUAL(backend_mpu_list_uploads(b, "dsx", "", NULL, NULL, NULL, 10, &up),
-                    BACKEND_OK);
+    struct backend_uploads_req all = { .prefix = "", .max_uploads = 10 };
+    CU_ASSERT_EQUAL(backend_mpu_list_uploads(b, "dsx", &all, &up), BACKEND_OK);
     CU_ASSERT_EQUAL(up.n_uploads, 0);
     backend_uploads_page_free(&up);
     struct backend_put *pp = NULL;
