@@ -416,18 +416,8 @@ int cli_prefetch(int argc, char **argv)
     if (!body)
         return rc;
 
-    struct sg_buf path;
     struct cli_conn c;
-    sg_buf_init(&path, 1024);
-    sg_buf_adds(&path, "/");
-    sg_buf_add_uri(&path, bucket, strlen(bucket), false);
-    if (path.err) {
-        fprintf(stderr, "shardgate prefetch: out of memory\n");
-        rc = CLI_EXIT_GATEWAY;
-    } else {
-        rc = cli_conn_open("prefetch", &t, path.p, &c);
-    }
-    sg_buf_free(&path);
+    rc = cli_conn_open_bucket("prefetch", &t, bucket, &c);
     if (rc != CLI_EXIT_OK) {
         free(body);
         return rc;
