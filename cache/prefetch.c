@@ -744,16 +744,29 @@ static struct job *job_find(struct cache_prefetch *pf, const char *bucket, const
     return NULL;
 }
 
-int cache_job_get(struct cache *c, const char *bucket, const char *id,
-                  struct cache_job_info *out)
+/* Under the lock: finds bucket's job id, cancels it first when asked, and
+ * snapshots it into *out (cache_job_get and cache_job_cancel). 0, or -1
+ * when there is no such job. */
+static int job_snapshot(struct cache *c, const char *bucket, const char *id, bool cancel,
+                        struct cache_job_info *out)
 {
     struct cache_prefetch *pf = cache_prefetch_of(c);
     pthread_mutex_lock(&pf->wk.mu);
     struct job *j = job_find(pf, bucket, id);
+    if (j && cancel) {
+        job_end(j, CACHE_JOB_CANCELLED);
+        job_retire(pf, j);
+    }
     if (j)
         job_info(j, out);
     pthread_mutex_unlock(&pf->wk.mu);
     return j ? 0 : -1;
+}
+
+int cache_job_get(struct cache *c, const char *bucket, const char *id,
+                  struct cache_job_info *out)
+{
+    return job_snapshot(c, bucket, id, false, out);
 }
 
 int cache_job_list(struct cache *c, const char *bucket, struct cache_job_info **out, size_t *n)
@@ -784,18 +797,10 @@ bool cache_prefetch_settled(struct cache *c)
 int cache_job_cancel(struct cache *c, const char *bucket, const char *id,
                      struct cache_job_info *out)
 {
-    struct cache_prefetch *pf = cache_prefetch_of(c);
-    pthread_mutex_lock(&pf->wk.mu);
-    struct job *j = job_find(pf, bucket, id);
-    if (j) {
-        job_end(j, CACHE_JOB_CANCELLED);
-        job_retire(pf, j);
-        job_info(j, out);
-    }
-    pthread_mutex_unlock(&pf->wk.mu);
-    if (j)
+    int rc = job_snapshot(c, bucket, id, true, out);
+    if (rc == 0)
         log_msg(LOG_LVL_INFO, "prefetch", "job %s cancelled", id);
-    return j ? 0 : -1;
+    return rc;
 }
 
 /* The reader of j read key i: j's position moves past it. Under pf->wk.mu. */

@@ -36,6 +36,8 @@ static int port_parse(const char *s, const char *end, uint16_t *out)
 }
 
 static int host_name_ok(const char *s, const char *end);
+static int set_opt_path(char **dst, const char *field, const char *s, const char *null_means,
+                        char *err, size_t errlen);
 
 /* Sets listen_addr (without brackets) and listen_port. A host name is only
  * checked for its form here and resolved when the gateway binds, so that a
@@ -107,17 +109,8 @@ int conf_set_log_format(struct conf *c, const char *field, const char *s, char *
 int conf_set_log_file(struct conf *c, const char *field, const char *s, char *err,
                       size_t errlen)
 {
-    if (s != NULL && s[0] == '\0')
-        return conf_fail(err, errlen, "%s: must be a non-empty path%s", field,
-                         strcmp(field, "log_file") == 0 ? " or null" : "");
-    if (s == NULL) {
-        free(c->log_file);
-        c->log_file = NULL;
-        return 0;
-    }
-    if (conf_replace_str(&c->log_file, s) != 0)
-        return conf_fail(err, errlen, "%s: out of memory", field);
-    return 0;
+    return set_opt_path(&c->log_file, field, s,
+                        strcmp(field, "log_file") == 0 ? " or null" : "", err, errlen);
 }
 
 int conf_set_data_dir(struct conf *c, const char *field, const char *s, char *err,

@@ -367,6 +367,11 @@ def fmt(s, digits=None):
     return "%.*f [%.*f-%.*f]" % (d, m, d, s["lo"], d, s["hi"])
 
 
+def cell(runs, key, digits=None):
+    """A report cell: field key of every run, as median [min-max]."""
+    return fmt(summary([x[key] for x in runs]), digits)
+
+
 def pairs(reps, fa, fb):
     """Run fa and fb reps times, alternating which goes first; returns (A[], B[])."""
     A, B = [], []
@@ -988,6 +993,12 @@ def goals(res):
 def report(mode_name, mode, res, env_):
     L = []
     A = L.append
+
+    def table_head(header):
+        """A markdown table's header row and its separator, one "---" a column."""
+        A(header)
+        A("|" + " --- |" * (header.count("|") - 1))
+
     A("# shardgate benchmarks: `bench/run.sh %s`" % mode_name)
     A("")
     A("%s, %s, commit %s%s. Medians of %d runs per cell with [min-max]; the two systems alternate run by "
@@ -1010,18 +1021,16 @@ def report(mode_name, mode, res, env_):
         A("shardgate: %d hits, %d cold-tier GETs during the measured runs (all hits)." %
           (h["hits_delta"], h["backend_get_delta"]))
         A("")
-        A("| size | c | shardgate req/s | nginx req/s | ratio | shardgate MB/s | nginx MB/s | sg p50 ms | nginx p50 ms | sg p99 ms | nginx p99 ms | p99 ratio | sg CPU µs/req | nginx CPU µs/req |")
-        A("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        table_head("| size | c | shardgate req/s | nginx req/s | ratio | shardgate MB/s | nginx MB/s | sg p50 ms | nginx p50 ms | sg p99 ms | nginx p99 ms | p99 ratio | sg CPU µs/req | nginx CPU µs/req |")
         for row in h["rows"]:
             sgr, ng = row["sg"], row["ngx"]
             ratio = summary([a["rps"] / b["rps"] for a, b in zip(sgr, ng)])
             p99r = summary([a["p99"] / max(1, b["p99"]) for a, b in zip(sgr, ng)])
-            g = lambda rs, k: summary([x[k] for x in rs])  # noqa: E731
             A("| %s | %d | %s | %s | **%s** | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                row["size"], row["c"], fmt(g(sgr, "rps")), fmt(g(ng, "rps")), fmt(ratio, 2),
-                fmt(g(sgr, "MBps")), fmt(g(ng, "MBps")), fmt(g(sgr, "p50_ms"), 3), fmt(g(ng, "p50_ms"), 3),
-                fmt(g(sgr, "p99_ms"), 3), fmt(g(ng, "p99_ms"), 3), fmt(p99r, 2),
-                fmt(g(sgr, "cpu_us_per_req")), fmt(g(ng, "cpu_us_per_req"))))
+                row["size"], row["c"], cell(sgr, "rps"), cell(ng, "rps"), fmt(ratio, 2),
+                cell(sgr, "MBps"), cell(ng, "MBps"), cell(sgr, "p50_ms", 3), cell(ng, "p50_ms", 3),
+                cell(sgr, "p99_ms", 3), cell(ng, "p99_ms", 3), fmt(p99r, 2),
+                cell(sgr, "cpu_us_per_req"), cell(ng, "cpu_us_per_req")))
         A("")
         A("![throughput](%s-hits-throughput.png)" % mode_name)
         A("![p99](%s-hits-p99.png)" % mode_name)
@@ -1030,19 +1039,18 @@ def report(mode_name, mode, res, env_):
     if "cold" in res:
         A("## Cold miss vs a direct GET from the cold tier (one client, keep-alive, sequential)")
         A("")
-        A("| size | objects/run | shardgate MB/s | direct MB/s | ratio | sg TTFB ms | direct TTFB ms | TTFB overhead ms | sg first body byte ms | sg CPU ms/object | misses |")
-        A("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        table_head("| size | objects/run | shardgate MB/s | direct MB/s | ratio | sg TTFB ms | direct TTFB ms | TTFB overhead ms | sg first body byte ms | sg CPU ms/object | misses |")
         for row in res["cold"]:
             a, b = row["sg"], row["direct"]
             A("| %s | %d | %s | %s | **%s** | %s | %s | **%s** | %s | %s | %d |" % (
                 row["size"].replace("slow/64m", "64m, cold tier 100 MiB/s"),
                 {"1m": mode["cold1m"], "64m": mode["cold64m"]}.get(row["size"], 1),
-                fmt(summary([x["MBps"] for x in a])), fmt(summary([x["MBps"] for x in b])),
+                cell(a, "MBps"), cell(b, "MBps"),
                 fmt(summary([x["MBps"] / y["MBps"] for x, y in zip(a, b)]), 2),
-                fmt(summary([x["ttfb_ms"] for x in a]), 3), fmt(summary([x["ttfb_ms"] for x in b]), 3),
+                cell(a, "ttfb_ms", 3), cell(b, "ttfb_ms", 3),
                 fmt(summary([x["ttfb_ms"] - y["ttfb_ms"] for x, y in zip(a, b)]), 3),
-                fmt(summary([x["ttbody_ms"] for x in a]), 3),
-                fmt(summary([x["cpu_ms_per_obj"] for x in a]), 2), row["misses"]))
+                cell(a, "ttbody_ms", 3),
+                cell(a, "cpu_ms_per_obj", 2), row["misses"]))
         A("")
     if "late_joiner" in res:
         lj = res["late_joiner"]
@@ -1051,13 +1059,12 @@ def report(mode_name, mode, res, env_):
         A("")
         A("TTFB here is to the first body byte. Backend GETs are counted in the cold tier's access log.")
         A("")
-        A("| system | joiners' TTFB ms (median over clients 2-8) | worst TTFB ms | last client done ms | backend GETs per object |")
-        A("| --- | --- | --- | --- | --- |")
+        table_head("| system | joiners' TTFB ms (median over clients 2-8) | worst TTFB ms | last client done ms | backend GETs per object |")
         for name, rs in (("shardgate", lj["sg"]), ("nginx proxy_cache + lock", lj["ngx"])):
-            A("| %s | %s | %s | %s | %s |" % (name, fmt(summary([x["ttfb_joiners_med_ms"] for x in rs]), 2),
-                                             fmt(summary([x["ttfb_max_ms"] for x in rs]), 2),
-                                             fmt(summary([x["last_done_ms"] for x in rs])),
-                                             fmt(summary([x["backend_gets"] for x in rs]), 0)))
+            A("| %s | %s | %s | %s | %s |" % (name, cell(rs, "ttfb_joiners_med_ms", 2),
+                                             cell(rs, "ttfb_max_ms", 2),
+                                             cell(rs, "last_done_ms"),
+                                             cell(rs, "backend_gets", 0)))
         A("")
         A("Per-client first-body-byte times of the median run (ms, in joining order):")
         A("")
@@ -1071,13 +1078,12 @@ def report(mode_name, mode, res, env_):
         mx = res["mixed"]
         A("## Hit path with cold traffic: 4 KiB hits c=8, alone vs while 2 throttled 64 MiB misses stream in")
         A("")
-        A("| | req/s | p50 ms | p99 ms | sg CPU µs/req | cold bytes into the cache MB/s |")
-        A("| --- | --- | --- | --- | --- | --- |")
+        table_head("| | req/s | p50 ms | p99 ms | sg CPU µs/req | cold bytes into the cache MB/s |")
         for name, rs in (("with cold traffic", mx["with_cold"]), ("hits alone", mx["alone"])):
-            A("| %s | %s | %s | %s | %s | %s |" % (name, fmt(summary([x["rps"] for x in rs])),
-                                                  fmt(summary([x["p50_ms"] for x in rs]), 3),
-                                                  fmt(summary([x["p99_ms"] for x in rs]), 3),
-                                                  fmt(summary([x["cpu_us_per_req"] for x in rs])),
+            A("| %s | %s | %s | %s | %s | %s |" % (name, cell(rs, "rps"),
+                                                  cell(rs, "p50_ms", 3),
+                                                  cell(rs, "p99_ms", 3),
+                                                  cell(rs, "cpu_us_per_req"),
                                                   fmt(summary([x.get("bg_MBps", float("nan")) for x in rs]))))
         A("")
         A("Ratio with / alone: **%s** (req/s), p99 ratio %s." % (
@@ -1089,12 +1095,11 @@ def report(mode_name, mode, res, env_):
         A("## Bipolar: 8 readers of 1 MiB hits, alone vs while %d MiB checkpoint PUTs stream in back to back" %
           (bp["put_bytes"] // MiB))
         A("")
-        A("| | MB/s | req/s | p50 ms | p99 ms | PUT MB/s | PUTs done / failed |")
-        A("| --- | --- | --- | --- | --- | --- | --- |")
+        table_head("| | MB/s | req/s | p50 ms | p99 ms | PUT MB/s | PUTs done / failed |")
         for name, rs in (("during the PUT", bp["during"]), ("readers alone", bp["alone"])):
             A("| %s | %s | %s | %s | %s | %s | %s |" % (
-                name, fmt(summary([x["MBps"] for x in rs])), fmt(summary([x["rps"] for x in rs])),
-                fmt(summary([x["p50_ms"] for x in rs]), 3), fmt(summary([x["p99_ms"] for x in rs]), 3),
+                name, cell(rs, "MBps"), cell(rs, "rps"),
+                cell(rs, "p50_ms", 3), cell(rs, "p99_ms", 3),
                 fmt(summary([x.get("put_MBps", float("nan")) for x in rs])),
                 "%s / %s" % (sum(x.get("puts_done", 0) for x in rs), sum(x.get("put_fails", 0) for x in rs))
                 if "puts_done" in rs[0] else "-"))
@@ -1110,8 +1115,7 @@ def report(mode_name, mode, res, env_):
         m = res["memory"]
         A("## Memory and restart")
         A("")
-        A("| what | figure |")
-        A("| --- | --- |")
+        table_head("| what | figure |")
         A("| RSS at start | %.1f MiB |" % (m["rss_start_kib"] / 1024))
         A("| RSS idle (after a few requests) | %.1f MiB |" % (m["rss_idle_kib"] / 1024))
         A("| RSS with %d idle keep-alive connections | %.1f MiB (%d of %d connections got their answer; a new connection meanwhile: %s) |" % (
@@ -1130,15 +1134,14 @@ def report(mode_name, mode, res, env_):
     if "threads" in res:
         A("## `--threads N` (shardgate alone)")
         A("")
-        A("| threads | size | c | req/s | MB/s | p99 ms | CPU µs/req |")
-        A("| --- | --- | --- | --- | --- | --- | --- |")
+        table_head("| threads | size | c | req/s | MB/s | p99 ms | CPU µs/req |")
         for t in res["threads"]:
             rs = t["runs"]
             A("| %d | %s | %d | %s | %s | %s | %s |" % (t["threads"], t["size"], t["c"],
-                                                      fmt(summary([x["rps"] for x in rs])),
-                                                      fmt(summary([x["MBps"] for x in rs])),
-                                                      fmt(summary([x["p99_ms"] for x in rs]), 3),
-                                                      fmt(summary([x["cpu_us_per_req"] for x in rs]))))
+                                                      cell(rs, "rps"),
+                                                      cell(rs, "MBps"),
+                                                      cell(rs, "p99_ms", 3),
+                                                      cell(rs, "cpu_us_per_req")))
         A("")
     if "epoch" in res:
         e = res["epoch"]
@@ -1152,8 +1155,7 @@ def report(mode_name, mode, res, env_):
               "hint (consumer rank0) is sent just before the epoch's first GET. Each variant starts on an empty cache." %
               (e["shards"], e["shard_bytes"] // MiB, e["shards"] * e["shard_bytes"] // MiB, e["cache_bytes"] // MiB))
             A("")
-            A("| epoch | LRU s | hints s | time ratio hints/LRU | LRU cold MiB | hints cold MiB | LRU hits | hints hits | hints first-byte p50 / max ms |")
-            A("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+            table_head("| epoch | LRU s | hints s | time ratio hints/LRU | LRU cold MiB | hints cold MiB | LRU hits | hints hits | hints first-byte p50 / max ms |")
             for a, b in zip(e["lru"], e["hints"]):
                 A("| %d | %.2f | %.2f | **%.2f** | %.0f | %.0f | %d | %d | %.1f / %.1f |" % (
                     a["epoch"], a["secs"], b["secs"], b["secs"] / a["secs"], a["cold_MiB"], b["cold_MiB"],

@@ -107,6 +107,10 @@ struct cli_answer {
  * when libcurl cannot start; else CLI_EXIT_OK. */
 int cli_conn_open(const char *cmd, const struct cli_target *t, const char *path,
                   struct cli_conn *c);
+/* cli_conn_open for "/BUCKET" (encoded here); CLI_EXIT_GATEWAY, after
+ * saying so, when out of memory. */
+int cli_conn_open_bucket(const char *cmd, const struct cli_target *t, const char *bucket,
+                         struct cli_conn *c);
 void cli_conn_close(struct cli_conn *c);
 
 /* One request on c (the connection is kept between calls). `query` must be

@@ -54,6 +54,24 @@ int cli_conn_open(const char *cmd, const struct cli_target *t, const char *path,
     return CLI_EXIT_OK;
 }
 
+int cli_conn_open_bucket(const char *cmd, const struct cli_target *t, const char *bucket,
+                         struct cli_conn *c)
+{
+    struct sg_buf path;
+    sg_buf_init(&path, 1024);
+    sg_buf_adds(&path, "/");
+    sg_buf_add_uri(&path, bucket, strlen(bucket), false);
+    int rc;
+    if (path.err) {
+        fprintf(stderr, "shardgate %s: out of memory\n", cmd);
+        rc = CLI_EXIT_GATEWAY;
+    } else {
+        rc = cli_conn_open(cmd, t, path.p, c);
+    }
+    sg_buf_free(&path);
+    return rc;
+}
+
 void cli_conn_close(struct cli_conn *c)
 {
     if (c->curl) {

@@ -136,20 +136,15 @@ int cli_jobs(int argc, char **argv)
     if (rc != CLI_EXIT_OK)
         return rc;
 
-    struct sg_buf path, q;
+    struct sg_buf q;
     const char *id = job ? job : cancel;
-    sg_buf_init(&path, 1024);
-    sg_buf_adds(&path, "/");
-    sg_buf_add_uri(&path, bucket, strlen(bucket), false);
-    bool qok = cli_job_query(&q, id);
     struct cli_conn c;
-    if (path.err || !qok) {
+    if (!cli_job_query(&q, id)) {
         fprintf(stderr, "shardgate jobs: out of memory\n");
         rc = CLI_EXIT_GATEWAY;
     } else {
-        rc = cli_conn_open("jobs", &t, path.p, &c);
+        rc = cli_conn_open_bucket("jobs", &t, bucket, &c);
     }
-    sg_buf_free(&path);
     if (rc != CLI_EXIT_OK) {
         sg_buf_free(&q);
         return rc;

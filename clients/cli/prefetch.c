@@ -316,6 +316,21 @@ out:
     return s;
 }
 
+/* A window (--window-bytes, --window-objects) is at least 1; at most 2^53
+ * keeps the hint's JSON number exact for readers that hold numbers as
+ * doubles. */
+static bool window_ok(uint64_t v)
+{
+    return v != 0 && v <= ((uint64_t)1 << 53);
+}
+
+/* An option's value the command does not take: says what it takes. */
+static int bad_value(const char *opt, const char *takes, const char *val)
+{
+    fprintf(stderr, "shardgate prefetch: %s takes %s, not '%s'\n", opt, takes, val);
+    return CLI_EXIT_USAGE;
+}
+
 int cli_prefetch(int argc, char **argv)
 {
     enum { O_KEYS = CLI_O_OWN, O_ORDERED, O_EPOCH, O_CONSUMER, O_WBYTES, O_WOBJ, O_PIN,
@@ -349,29 +364,19 @@ int cli_prefetch(int argc, char **argv)
         case O_PIN: h.pin = true; break;
         case O_WAIT: wait = true; break;
         case O_EPOCH:
-            if (!cli_u64_parse(optarg, &h.epoch) || h.epoch > (uint64_t)INT64_MAX) {
-                fprintf(stderr, "shardgate prefetch: --epoch takes an integer >= 0, not '%s'\n",
-                        optarg);
-                return CLI_EXIT_USAGE;
-            }
+            if (!cli_u64_parse(optarg, &h.epoch) || h.epoch > (uint64_t)INT64_MAX)
+                return bad_value("--epoch", "an integer >= 0", optarg);
             h.has_epoch = true;
             break;
         case O_WBYTES:
-            if (conf_size_parse(optarg, &h.wbytes) != 0 || h.wbytes == 0 ||
-                h.wbytes > ((uint64_t)1 << 53)) {
-                fprintf(stderr, "shardgate prefetch: --window-bytes takes a size such as "
-                        "1073741824, 512MiB or 8GiB, not '%s'\n", optarg);
-                return CLI_EXIT_USAGE;
-            }
+            if (conf_size_parse(optarg, &h.wbytes) != 0 || !window_ok(h.wbytes))
+                return bad_value("--window-bytes",
+                                 "a size such as 1073741824, 512MiB or 8GiB", optarg);
             h.has_wb = true;
             break;
         case O_WOBJ:
-            if (!cli_u64_parse(optarg, &h.wobj) || h.wobj == 0 ||
-                h.wobj > ((uint64_t)1 << 53)) {
-                fprintf(stderr, "shardgate prefetch: --window-objects takes an integer >= 1, "
-                        "not '%s'\n", optarg);
-                return CLI_EXIT_USAGE;
-            }
+            if (!cli_u64_parse(optarg, &h.wobj) || !window_ok(h.wobj))
+                return bad_value("--window-objects", "an integer >= 1", optarg);
             h.has_wo = true;
             break;
         default:
@@ -411,18 +416,8 @@ int cli_prefetch(int argc, char **argv)
     if (!body)
         return rc;
 
-    struct sg_buf path;
     struct cli_conn c;
-    sg_buf_init(&path, 1024);
-    sg_buf_adds(&path, "/");
-    sg_buf_add_uri(&path, bucket, strlen(bucket), false);
-    if (path.err) {
-        fprintf(stderr, "shardgate prefetch: out of memory\n");
-        rc = CLI_EXIT_GATEWAY;
-    } else {
-        rc = cli_conn_open("prefetch", &t, path.p, &c);
-    }
-    sg_buf_free(&path);
+    rc = cli_conn_open_bucket("prefetch", &t, bucket, &c);
     if (rc != CLI_EXIT_OK) {
         free(body);
         return rc;
