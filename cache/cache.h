@@ -226,7 +226,10 @@ struct cache_job_info {
     bool ordered, has_epoch;
     uint64_t epoch;
     uint64_t total, cached, staged, failed, pending;
-    uint64_t bytes_total, bytes_done;   /* total: sizes known so far */
+    /* total: sizes known so far (the rest estimated); done: staged by this
+     * job; cached: in the cache without it (before the hint, or the reader
+     * fetched it first) */
+    uint64_t bytes_total, bytes_done, bytes_cached;
     double rate_bytes_s;      /* recent staging rate, 0 when idle */
     double eta_s;             /* < 0 when unknown */
     uint64_t position;        /* ordered: hinted objects the reader has read */

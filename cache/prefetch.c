@@ -69,7 +69,7 @@ struct job {
     unsigned inflight;
 
     uint64_t cached, staged, failed;
-    uint64_t bytes_known, bytes_done, bytes_staged;
+    uint64_t bytes_known, bytes_cached, bytes_staged;   /* cached: not by this job */
     size_t sizes_known;
     struct cache_job_error errors[CACHE_JOB_ERRORS];
     size_t n_errors;
@@ -302,7 +302,7 @@ static void mark_cached(struct job *j, size_t i, uint64_t size)
     j->cached++;
     if (size != UINT64_MAX) {
         set_size(j, i, size);
-        j->bytes_done += size;
+        j->bytes_cached += size;
     }
 }
 
@@ -329,7 +329,6 @@ static void stage_done(struct cache_stage_obs *base, const struct cache_stage_en
             j->st[i] = K_STAGED;
             j->staged++;
             set_size(j, i, size);
-            j->bytes_done += size;
             j->bytes_staged += size;
         } else {
             j->st[i] = K_FAILED;
@@ -606,7 +605,8 @@ static void job_info(const struct job *j, struct cache_job_info *out)
     out->staged = j->staged;
     out->failed = j->failed;
     out->pending = j->n - j->cached - j->staged - j->failed;
-    out->bytes_done = j->bytes_done;
+    out->bytes_done = j->bytes_staged;
+    out->bytes_cached = j->bytes_cached;
     /* sizes not known yet, of keys still to come, are estimated from the
      * known ones (a failed key has no size and adds nothing) */
     out->bytes_total = j->bytes_known;
@@ -622,7 +622,8 @@ static void job_info(const struct job *j, struct cache_job_info *out)
         if (el > 0.05)
             out->rate_bytes_s = (double)j->bytes_staged / el;
         if (out->rate_bytes_s > 0 && j->sizes_known)
-            out->eta_s = (double)(out->bytes_total - out->bytes_done) / out->rate_bytes_s;
+            out->eta_s = (double)(out->bytes_total - out->bytes_done - out->bytes_cached) /
+                         out->rate_bytes_s;
     }
     if (job_final(j))
         out->eta_s = 0;

@@ -49,8 +49,9 @@ static int job_json(struct gw_buf *b, const struct cache_job_info *ji)
                         (unsigned long long)ji->total, (unsigned long long)ji->cached,
                         (unsigned long long)ji->staged, (unsigned long long)ji->failed,
                         (unsigned long long)ji->pending);
-    rc |= gw_buf_printf(b, ",\"bytes\":{\"total\":%llu,\"done\":%llu}",
-                        (unsigned long long)ji->bytes_total, (unsigned long long)ji->bytes_done);
+    rc |= gw_buf_printf(b, ",\"bytes\":{\"total\":%llu,\"done\":%llu,\"cached\":%llu}",
+                        (unsigned long long)ji->bytes_total, (unsigned long long)ji->bytes_done,
+                        (unsigned long long)ji->bytes_cached);
     rc |= gw_buf_printf(b, ",\"rate_bytes_per_s\":%.1f", ji->rate_bytes_s);
     if (ji->eta_s >= 0)
         rc |= gw_buf_printf(b, ",\"eta_s\":%.1f", ji->eta_s);

@@ -154,13 +154,16 @@ struct cli_job {
     bool ordered, has_epoch, has_rate, has_eta, has_position;
     double epoch, position, rate, eta;
     double total, cached, staged, failed, pending;   /* objects */
-    double bytes_total, bytes_done;
+    double bytes_total, bytes_done, bytes_cached;   /* done: staged by the job */
 };
 
 /* Reads a job object (or the POST answer, whose "objects" is a plain count).
  * Returns false when v is not an object with a "job" id. */
 bool cli_job_parse(const json_t *v, struct cli_job *j);
 bool cli_job_final(const struct cli_job *j);
+/* The bytes the job has to stage: its total less what was cached without it
+ * (the figure bytes_done, the staged bytes, grows towards). */
+double cli_job_bytes_to_stage(const struct cli_job *j);
 /* The number of entries in the job's "errors" array. */
 size_t cli_job_errors(const json_t *job);
 /* Prints "  key: code" for each entry of the job's "errors" array. */

@@ -52,6 +52,7 @@ bool cli_job_parse(const json_t *v, struct cli_job *j)
     const json_t *b = json_object_get(v, "bytes");
     num_field(b, "total", &j->bytes_total);
     num_field(b, "done", &j->bytes_done);
+    num_field(b, "cached", &j->bytes_cached);
     return true;
 }
 
@@ -59,6 +60,11 @@ bool cli_job_final(const struct cli_job *j)
 {
     return strcmp(j->state, "done") == 0 || strcmp(j->state, "failed") == 0 ||
            strcmp(j->state, "cancelled") == 0;
+}
+
+double cli_job_bytes_to_stage(const struct cli_job *j)
+{
+    return j->bytes_total > j->bytes_cached ? j->bytes_total - j->bytes_cached : 0.0;
 }
 
 size_t cli_job_errors(const json_t *job)

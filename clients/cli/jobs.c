@@ -19,7 +19,7 @@ static const char jobs_usage[] =
 static void print_job_detail(const json_t *doc)
 {
     struct cli_job j;
-    char b1[32], b2[32], r[32];
+    char b1[32], b2[32], b3[32], b4[32], r[32];
     cli_job_parse(doc, &j);
     printf("job        %s\n", j.id);
     printf("bucket     %s\n", j.bucket);
@@ -35,8 +35,11 @@ static void print_job_detail(const json_t *doc)
     printf("objects    %.0f (cached %.0f, staged %.0f, failed %.0f, pending %.0f)\n", j.total,
            j.cached, j.staged, j.failed, j.pending);
     cli_fmt_bytes(j.bytes_done, b1, sizeof b1);
-    cli_fmt_bytes(j.bytes_total, b2, sizeof b2);
-    printf("bytes      %s of %s known so far\n", b1, b2);
+    cli_fmt_bytes(cli_job_bytes_to_stage(&j), b2, sizeof b2);
+    cli_fmt_bytes(j.bytes_cached, b3, sizeof b3);
+    cli_fmt_bytes(j.bytes_total, b4, sizeof b4);
+    printf("bytes      %s staged of %s to stage, %s cached already (%s known so far)\n", b1, b2,
+           b3, b4);
     if (j.has_rate) {
         cli_fmt_rate(j.rate, r, sizeof r);
         if (j.has_eta)
@@ -75,7 +78,7 @@ static void print_job_table(const json_t *doc, const char *bucket)
         if (!cli_job_parse(e, &j))
             continue;
         cli_fmt_bytes(j.bytes_done, b1, sizeof b1);
-        cli_fmt_bytes(j.bytes_total, b2, sizeof b2);
+        cli_fmt_bytes(cli_job_bytes_to_stage(&j), b2, sizeof b2);
         snprintf(bytes, sizeof bytes, "%s/%s", b1, b2);
         if (j.has_epoch)
             snprintf(ep, sizeof ep, "%.0f", j.epoch);

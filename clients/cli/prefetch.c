@@ -85,7 +85,8 @@ static int job_end(const struct cli_job *j, const json_t *doc, bool json, double
     if (!json) {
         char b[32];
         cli_fmt_bytes(j->bytes_done, b, sizeof b);
-        printf("job %s %s: %.0f objects (cached %.0f, staged %.0f, failed %.0f), %s in %.1f s\n",
+        printf("job %s %s: %.0f objects (cached %.0f, staged %.0f, failed %.0f), %s staged in "
+               "%.1f s\n",
                j->id, j->state, j->total, j->cached, j->staged, j->failed, b, now_s() - t0);
         fflush(stdout);
     }

@@ -55,7 +55,7 @@ unsigned cli_term_width(int fd)
 struct parts {
     char counters[160];     /* objects 120/1024 (cached 10, staged 110, failed 0) */
     char brief[96];         /* objects 120/1024, failed 0 */
-    char bytes[80];         /* bytes 1.2 GiB/9.8 GiB */
+    char bytes[80];         /* bytes 1.2 GiB/9.8 GiB: staged of to stage */
     char rate[32];          /* 512 MB/s */
     char eta[32];           /* eta 17 s */
 };
@@ -88,7 +88,7 @@ void cli_progress_line(const struct cli_job *j, unsigned cols, bool bar, char *o
     snprintf(p.brief, sizeof p.brief, "objects %.0f/%.0f, failed %.0f", seen, j->total,
              j->failed);
     cli_fmt_bytes(j->bytes_done, done, sizeof done);
-    cli_fmt_bytes(j->bytes_total, total, sizeof total);
+    cli_fmt_bytes(cli_job_bytes_to_stage(j), total, sizeof total);
     snprintf(p.bytes, sizeof p.bytes, "bytes %s/%s", done, total);
     p.rate[0] = p.eta[0] = '\0';
     /* a zero rate at the start is no information; a final job has no ETA */

@@ -174,6 +174,16 @@ def cli(*args, timeout=120):
 _san_seen = []
 
 
+def fmt_bytes(v):
+    """Sizes as the CLI prints them (clients/cli/progress.c cli_fmt_bytes)."""
+    units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"]
+    u = 0
+    while v >= 1024.0 and u + 1 < len(units):
+        v /= 1024.0
+        u += 1
+    return "%.0f B" % v if u == 0 else "%.1f %s" % (v, units[u])
+
+
 def _sanitizer_check(what, err):
     if ("AddressSanitizer" in err or "LeakSanitizer" in err or "runtime error:" in err) \
             and what not in _san_seen:
@@ -259,7 +269,8 @@ def cli_checks(sizes):
     jid = m.group(1) if m else None
     check("CLI --wait: summary line says done",
           lines and re.match(r"^job %s done: 10 objects \(cached \d+, staged \d+, failed 0\), "
-                             r"\S+ \S+ in [\d.]+ s$" % re.escape(jid or "?"), lines[-1]), out)
+                             r"\S+ \S+ staged in [\d.]+ s$" % re.escape(jid or "?"), lines[-1]),
+          out)
     g0 = cold_gets()
     check("shards hinted by the CLI read back right through B", read_all_through_b(TRAIN[:10]))
     eq("shards hinted by the CLI are staged: reading them costs the cold tier no GetObject",
@@ -323,6 +334,18 @@ def helper_checks(cli_job, sizes):
        (20, 10, 10, 0, 0))
     eq("helper: bytes.total is the shards' size", f.get("bytes", {}).get("total"),
        sum(sizes[k] for k in TRAIN))
+    # issue 15: bytes.done is what this job staged; the shards the CLI's hint
+    # had cached are counted apart, not into done
+    eq("helper: bytes.done is the 10 staged shards' size, bytes.cached the 10 cached ones'",
+       (f.get("bytes", {}).get("done"), f.get("bytes", {}).get("cached")),
+       (sum(sizes[k] for k in TRAIN[10:]), sum(sizes[k] for k in TRAIN[:10])))
+    rc, out, err = cli("jobs", "--endpoint", H.S.endpoint, "s3://%s" % BUCKET, "--job", j["job"])
+    want = r"^bytes\s+(\S+ \S+) staged of (\S+ \S+) to stage, (\S+ \S+) cached already "
+    m = re.search(want, out, re.M)
+    eq("CLI jobs --job: bytes staged of to stage, the cached ones apart",
+       m and m.groups(), (fmt_bytes(sum(sizes[k] for k in TRAIN[10:])),
+                          fmt_bytes(sum(sizes[k] for k in TRAIN[10:])),
+                          fmt_bytes(sum(sizes[k] for k in TRAIN[:10]))))
     check("helper: progress callback saw the job", seen and seen[-1]["job"] == j["job"], seen)
     g0 = cold_gets()
     check("all 20 shards read back right through B", read_all_through_b(TRAIN))

@@ -28,7 +28,8 @@ static struct cli_job big_job(void)
     struct cli_job j = { .id = "3905aec0ad34a25b", .state = "running", .has_rate = true,
                          .has_eta = true, .rate = 512e6, .eta = 12345, .total = 1000000,
                          .cached = 120000, .staged = 380000, .failed = 17,
-                         .bytes_total = 9.8 * 1099511627776.0,
+                         .bytes_total = 12.1 * 1099511627776.0,
+                         .bytes_cached = 2.3 * 1099511627776.0,
                          .bytes_done = 1.2 * 1099511627776.0 };
     return j;
 }
@@ -66,6 +67,8 @@ static void at_80_columns_bytes_rate_and_eta_show(void)
     cli_progress_line(&j, 79, true, line, sizeof line);
     check_case(strncmp(line, "objects 500017/1000000", 22) == 0, "counters", line, 79);
     check_case(strstr(line, "failed 17") != NULL, "failures", line, 79);
+    /* staged of what is left to stage: the 2.3 TiB cached without the job
+     * are not in the bytes' progress (issue 15) */
     check_case(strstr(line, "bytes 1.2 TiB/9.8 TiB") != NULL, "bytes", line, 79);
     check_case(strstr(line, "512 MB/s") != NULL, "rate", line, 79);
     check_case(strstr(line, "eta 12345 s") != NULL, "eta", line, 79);
