@@ -28,8 +28,9 @@ enum backend_status {
     BACKEND_BAD_KEY,           /* key the store cannot hold safely: "." or ".."
                                   segment, reserved name, NUL byte, empty */
     BACKEND_KEY_TOO_LONG,      /* > 1024 bytes, or a segment > 255 bytes */
-    BACKEND_KEY_CONFLICT,      /* "a/b" is an object and "a/b/c" is asked for,
-                                  or the reverse */
+    BACKEND_KEY_CONFLICT,      /* posix: "a/b" is an object and "a/b/c" is asked
+                                  for, or the reverse, on a file system without
+                                  hard links or RENAME_EXCHANGE (posix_nest.c) */
     BACKEND_BAD_RANGE,         /* copy-source range outside the object */
     BACKEND_INVALID_PART,      /* part missing or its ETag differs */
     BACKEND_INVALID_PART_ORDER,/* parts not in ascending order */

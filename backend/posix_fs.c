@@ -172,7 +172,8 @@ int posix_dir_has_object(int dirfd)
         const char *n = de->d_name;
         if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0)
             continue;
-        bool visible = strcmp(n, POSIX_EMPTY_SEG) == 0 || strncmp(n, POSIX_RESERVED, 4) != 0;
+        bool visible = strcmp(n, POSIX_EMPTY_SEG) == 0 || strcmp(n, POSIX_SELF) == 0 ||
+                       strncmp(n, POSIX_RESERVED, 4) != 0;
         if (!visible)
             continue;
         unsigned char t = posix_entry_type(dirfd, de);

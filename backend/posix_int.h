@@ -29,6 +29,9 @@
 #define POSIX_RESERVED   ".sg~"        /* names starting so are never keys */
 #define POSIX_EMPTY_SEG  ".sg~e"       /* stores an empty key segment */
 #define POSIX_TMP_PREFIX ".sg~tmp."    /* temp files of writes in progress */
+/* In directory D (the key "k" mapped to D, because other keys continue
+ * "k/..."): the object whose key is "k" itself (posix_nest.c). */
+#define POSIX_SELF       ".sg~o"
 /* ROOT/<bucket>/.sg~tmp/ holds the temp files of the bucket's object writes,
  * so that the reclaim at open finds a dead writer's leftovers by looking in
  * one directory per bucket instead of walking the whole tree. */
@@ -80,6 +83,7 @@ struct posix_put {
     struct posix_store *b;
     int bucketfd;            /* objects: the bucket, to prune empty parents */
     char *path;              /* objects: the mapped key path in the bucket */
+    char *bucket;            /* objects: the bucket's name (key locks of parents) */
     int dirfd;               /* directory receiving the file */
     int tmpdirfd;            /* directory holding the temp file: the bucket's
                                 .sg~tmp/, or dirfd itself (parts; a key whose
@@ -253,10 +257,27 @@ enum backend_status posix_put_new(struct posix_store *b, int dirfd, int tmpdirfd
 /* Opens (creating it) the bucket's temp directory, when it is on the same
  * file system as dirfd (a rename must not cross one); else -1. */
 int posix_tmpdir_open(int bucketfd, int dirfd);
-/* Opens (creating directories) the parent directory of a mapped key path;
- * *leaf points into path. KEY_CONFLICT/DENIED/... */
-enum backend_status posix_mkparents(int bucketfd, const char *path, int *dirfd,
-                                    const char **leaf);
+/* Opens (creating directories) the parent directory of a mapped key path
+ * of bucket; a key file in the way moves into a directory of its name
+ * (posix_nest_file). *leaf points into path. KEY_CONFLICT/DENIED/... */
+enum backend_status posix_mkparents(struct posix_store *b, const char *bucket, int bucketfd,
+                                    const char *path, int *dirfd, const char **leaf);
+/* ---- keys that are also prefixes (posix_nest.c) ---- */
+
+/* Where the object `leaf` of dirfd is: the file `leaf`, or, when `leaf` is a
+ * directory (keys below it exist), that directory's POSIX_SELF. *tfd is
+ * dirfd itself or a new descriptor the caller closes (tfd != dirfd);
+ * NO_KEY when the directory vanished while looked at (look again). */
+enum backend_status posix_nest_target(int dirfd, const char *leaf, int *tfd,
+                                      const char **tleaf);
+/* The file `comp` of cur holds the object of key path[0..plen) and a key
+ * below it is being written: the file becomes the POSIX_SELF of a new
+ * directory `comp`, under the key's commit lock, in one atomic exchange. OK
+ * (also when `comp` is no longer a file: look again), KEY_CONFLICT when the
+ * file system cannot exchange names, or an I/O status. */
+enum backend_status posix_nest_file(struct posix_store *b, int bucketfd, unsigned slot,
+                                    int cur, const char *comp);
+
 /* Removes the empty directories above mapped path `path` in the bucket,
  * deepest first, stopping at the first one that is not empty. */
 void posix_rmdir_parents(int bucketfd, const char *path);

@@ -1,7 +1,8 @@
 /* backend/posix_list.c - ListObjects over the posix store without loading
  * the bucket: a depth-first walk in key order. In each directory the entries
  * are ordered by their key spelling ("d" directory = "d/", ".sg~e" = "" or
- * "/"), which makes the walk order equal to the binary order of the keys.
+ * "/", and a directory "d" holding its own key's object as .sg~o gives "d"
+ * too), which makes the walk order equal to the binary order of the keys.
  * A directory of any size costs bounded memory: each scan keeps only the K
  * smallest spellings above a lower bound in a heap, and rescans with a
  * raised bound when the page needs more. */
@@ -36,6 +37,7 @@ struct lctx {
 
 struct lent {
     bool is_dir;
+    bool self;              /* the object of a directory's own key: its POSIX_SELF */
     char spell[];
 };
 
@@ -117,47 +119,77 @@ static bool is_last_cp(const struct lctx *c, const char *kb, size_t cpl)
 static void list_dir(struct lctx *c, int dirfd, char *kb, size_t kl);
 
 /* Scans dirfd once: the K smallest visible entries above the bound. */
-static void scan_dir(struct lctx *c, DIR *d, int dirfd, struct posix_heap *h, const char *pr,
-                     size_t prl, const char *lb, bool lb_incl, const char *skip, size_t kl)
+/* The bounds of one scan of a directory (scan_dir). */
+struct scan_bounds {
+    const char *pr;         /* the rest of the prefix at this level */
+    size_t prl;
+    const char *lb;         /* lower bound, NULL when none */
+    bool lb_incl;
+    const char *skip;       /* spellings rolled into the last common prefix */
+    size_t kl;              /* length of the key so far */
+};
+
+/* Pushes entry `name` (a directory, a file, or a directory's own object)
+ * when its spelling is within the bounds. */
+static void consider(struct lctx *c, struct posix_heap *h, const struct scan_bounds *sb,
+                     const char *name, bool is_dir, bool self)
+{
+    char sp[POSIX_SEG_MAX + 3];
+    int sli = posix_name_to_spelling(name, is_dir, sp, sizeof sp);
+    if (sli < 0)
+        return;
+    size_t sl = (size_t)sli;
+    if (sb->kl + sl > POSIX_KEY_MAX + (is_dir ? 1u : 0u))
+        return;   /* deeper than any key the API can name */
+    if (sb->prl) {
+        if (sl >= sb->prl ? memcmp(sp, sb->pr, sb->prl) != 0
+                          : !(is_dir && memcmp(sb->pr, sp, sl) == 0))
+            return;
+    }
+    if (sb->lb) {
+        int cmp = strcmp(sp, sb->lb);
+        if (cmp <= 0 && !(sb->lb_incl && is_dir && strncmp(sb->lb, sp, sl) == 0))
+            return;
+    }
+    if (sb->skip && strncmp(sp, sb->skip, strlen(sb->skip)) == 0)
+        return;
+    struct lent *e = malloc(sizeof *e + sl + 1);
+    if (!e) {
+        c->st = BACKEND_NOMEM;
+        c->stop = true;
+        return;
+    }
+    e->is_dir = is_dir;
+    e->self = self;
+    memcpy(e->spell, sp, sl + 1);
+    posix_heap_push(h, e);
+}
+
+/* Does directory `name` of dirfd hold the object of its own key? */
+static bool has_self(int dirfd, const char *name)
+{
+    char rel[POSIX_SEG_MAX + sizeof POSIX_SELF + 1];
+    struct stat st;
+    snprintf(rel, sizeof rel, "%s/%s", name, POSIX_SELF);
+    return fstatat(dirfd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Scans dirfd once: the K smallest visible entries within the bounds. */
+static void scan_dir(struct lctx *c, DIR *d, int dirfd, struct posix_heap *h,
+                     const struct scan_bounds *sb)
 {
     struct dirent *de;
     rewinddir(d);
-    while ((de = readdir(d)) != NULL) {
+    while ((de = readdir(d)) != NULL && !c->stop) {
         const char *name = de->d_name;
         if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0')))
             continue;
         unsigned char t = posix_entry_type(dirfd, de);
         if (t != DT_REG && t != DT_DIR)
             continue;   /* symlinks and devices are never objects */
-        bool is_dir = t == DT_DIR;
-        char sp[POSIX_SEG_MAX + 3];
-        int sli = posix_name_to_spelling(name, is_dir, sp, sizeof sp);
-        if (sli < 0)
-            continue;
-        size_t sl = (size_t)sli;
-        if (kl + sl > POSIX_KEY_MAX + (is_dir ? 1u : 0u))
-            continue;   /* deeper than any key the API can name */
-        if (prl) {
-            if (sl >= prl ? memcmp(sp, pr, prl) != 0
-                          : !(is_dir && memcmp(pr, sp, sl) == 0))
-                continue;
-        }
-        if (lb) {
-            int cmp = strcmp(sp, lb);
-            if (cmp <= 0 && !(lb_incl && is_dir && strncmp(lb, sp, sl) == 0))
-                continue;
-        }
-        if (skip && strncmp(sp, skip, strlen(skip)) == 0)
-            continue;
-        struct lent *e = malloc(sizeof *e + sl + 1);
-        if (!e) {
-            c->st = BACKEND_NOMEM;
-            c->stop = true;
-            return;
-        }
-        e->is_dir = is_dir;
-        memcpy(e->spell, sp, sl + 1);
-        posix_heap_push(h, e);
+        consider(c, h, sb, name, t == DT_DIR, false);
+        if (t == DT_DIR && has_self(dirfd, name))
+            consider(c, h, sb, name, false, true);
     }
 }
 
@@ -194,6 +226,14 @@ static void visit(struct lctx *c, int dirfd, char *kb, size_t kl, const struct l
         /* everything else spelled under this prefix rolls into it too */
         memcpy(skip, kb + kl, cpl - kl);
         skip[cpl - kl] = '\0';
+        return;
+    }
+    if (e->self) {
+        int sub = openat(dirfd, name, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
+        if (sub >= 0) {
+            emit_obj(c, sub, POSIX_SELF, kb, fl);
+            close(sub);
+        }
         return;
     }
     if (!e->is_dir) {
@@ -239,7 +279,8 @@ static void list_dir(struct lctx *c, int dirfd, char *kb, size_t kl)
         lb_incl = true;
     }
     for (;;) {
-        scan_dir(c, d, dirfd, &h, pr, prl, lb, lb_incl, skip[0] ? skip : NULL, kl);
+        struct scan_bounds sb = { pr, prl, lb, lb_incl, skip[0] ? skip : NULL, kl };
+        scan_dir(c, d, dirfd, &h, &sb);
         if (c->stop || h.n == 0)
             break;
         posix_heap_sort(&h);

@@ -64,7 +64,20 @@ enum backend_status posix_object_fd(struct posix_store *b, const char *bucket, c
             log_msg(LOG_LVL_ERROR, "backend", "open %s/%s: %s", bucket, key, strerror(e));
         return posix_errno_status(e);
     }
-    if (fstat(r, st) != 0) {
+    bool ok = fstat(r, st) == 0;
+    if (ok && S_ISDIR(st->st_mode)) {
+        /* keys below this one exist: its object, if any, is the POSIX_SELF
+         * of the directory (posix_nest.c) */
+        int self = openat(r, POSIX_SELF, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW |
+                                         O_CLOEXEC);
+        e = errno;
+        close(r);
+        if (self < 0)
+            return e == ENOENT ? BACKEND_NO_KEY : posix_errno_status(e);
+        r = self;
+        ok = fstat(r, st) == 0;
+    }
+    if (!ok) {
         e = errno;
         close(r);
         log_msg(LOG_LVL_ERROR, "backend", "fstat %s/%s: %s", bucket, key, strerror(e));

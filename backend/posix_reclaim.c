@@ -26,7 +26,23 @@ static bool is_tmp_name(const char *name)
     return strncmp(name, POSIX_TMP_PREFIX, strlen(POSIX_TMP_PREFIX)) == 0;
 }
 
-/* Unlinks the temp files (regular files named .sg~tmp.*) of dirfd. */
+/* A directory .sg~tmp.* is a nest (posix_nest.c) a crash interrupted
+ * before its exchange: its POSIX_SELF is a second link of an object still
+ * at its key. Removed with the link. */
+static void rm_nest_dir(int dirfd, const char *name)
+{
+    int sub = openat(dirfd, name, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
+    if (sub >= 0) {
+        unlinkat(sub, POSIX_SELF, 0);
+        close(sub);
+    }
+    if (unlinkat(dirfd, name, AT_REMOVEDIR) != 0)
+        log_msg(LOG_LVL_WARN, "backend", "cannot remove %s: %s", name, strerror(errno));
+}
+
+/* Unlinks the temp files (regular files named .sg~tmp.*) of dirfd. A file
+ * with a second link is a nest's leftover, whose object lives on: its
+ * bytes are not reclaimed. */
 static void rm_tmp_files(int dirfd, struct posix_reclaim_stats *st)
 {
     DIR *d = posix_dir_stream(dirfd);
@@ -35,12 +51,16 @@ static void rm_tmp_files(int dirfd, struct posix_reclaim_stats *st)
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         struct stat s;
-        if (!is_tmp_name(de->d_name) ||
-            fstatat(dirfd, de->d_name, &s, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(s.st_mode))
+        if (!is_tmp_name(de->d_name) || fstatat(dirfd, de->d_name, &s, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;
+        if (S_ISDIR(s.st_mode))
+            rm_nest_dir(dirfd, de->d_name);
+        if (!S_ISREG(s.st_mode))
             continue;
         if (unlinkat(dirfd, de->d_name, 0) == 0) {
             st->files++;
-            st->bytes += (uint64_t)s.st_size;
+            if (s.st_nlink == 1)
+                st->bytes += (uint64_t)s.st_size;
         } else {
             log_msg(LOG_LVL_WARN, "backend", "cannot remove temp file %s: %s", de->d_name,
                     strerror(errno));

@@ -1,10 +1,11 @@
 /* backend/posix_write.c - writing the objects of the posix store, always
  * atomically: a put makes the key's parent directories, writes a temp file
- * (in the bucket's .sg~tmp/), sets the metadata xattr, fsyncs, checks that
- * the key has not become a directory of objects meanwhile and, under the
- * key's commit lock with the write's condition checked (posix_cond.c),
- * renames the file into place. Copy is a put fed from another object; delete unlinks the
- * file and prunes the parents it leaves empty. */
+ * (in the bucket's .sg~tmp/), sets the metadata xattr, fsyncs and, under
+ * the key's commit lock with the write's condition checked (posix_cond.c),
+ * renames the file into place: the key's name, or its POSIX_SELF when the
+ * name is a directory of other keys (posix_nest.c). Copy is a put fed from
+ * another object; delete unlinks the file and prunes the parents it leaves
+ * empty. */
 #include "posix_int.h"
 #include "log.h"
 
@@ -54,8 +55,8 @@ static enum backend_status not_a_dir_status(int dirfd, const char *name, int err
     return posix_errno_status(err);
 }
 
-enum backend_status posix_mkparents(int bucketfd, const char *path, int *dirfd,
-                                    const char **leaf)
+enum backend_status posix_mkparents(struct posix_store *b, const char *bucket, int bucketfd,
+                                    const char *path, int *dirfd, const char **leaf)
 {
     *dirfd = -1;
     int cur = dup(bucketfd);
@@ -83,6 +84,16 @@ enum backend_status posix_mkparents(int bucketfd, const char *path, int *dirfd,
             if (nfd < 0 && errno != ENOENT) {
                 int e = errno;
                 enum backend_status s = not_a_dir_status(cur, comp, e);
+                if (s == BACKEND_KEY_CONFLICT) {
+                    /* the key path[0..slash) is a file: it moves into a
+                     * directory of that name, and we look again */
+                    char pre[POSIX_PATH_MAX];
+                    memcpy(pre, path, (size_t)(slash - path));
+                    pre[slash - path] = '\0';
+                    s = posix_nest_file(b, bucketfd, posix_key_lock_slot(bucket, pre), cur, comp);
+                    if (s == BACKEND_OK)
+                        continue;
+                }
                 close(cur);
                 return s == BACKEND_NO_KEY ? BACKEND_KEY_CONFLICT : s;
             }
@@ -146,22 +157,13 @@ enum backend_status posix_put_new(struct posix_store *b, int dirfd, int tmpdirfd
     return BACKEND_OK;
 }
 
-/* Is `leaf` in dirfd a directory holding objects (a key conflict)? */
+/* A symbolic link planted at the key's name is never written through. */
 static enum backend_status leaf_check(int dirfd, const char *leaf)
 {
     struct stat st;
-    if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) != 0)
-        return BACKEND_OK;
-    if (S_ISLNK(st.st_mode))
+    if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
         return BACKEND_DENIED;
-    if (!S_ISDIR(st.st_mode))
-        return BACKEND_OK;
-    int sub = openat(dirfd, leaf, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
-    if (sub < 0)
-        return BACKEND_KEY_CONFLICT;
-    int has = posix_dir_has_object(sub);
-    close(sub);
-    return has == 0 ? BACKEND_OK : BACKEND_KEY_CONFLICT;
+    return BACKEND_OK;
 }
 
 int posix_tmpdir_open(int bucketfd, int dirfd)
@@ -189,7 +191,7 @@ enum backend_status posix_put_begin(struct posix_store *b, const char *bucket, c
     for (int tries = 0; tries < 4; tries++) {
         int dirfd;
         const char *leaf;
-        s = posix_mkparents(bfd, path, &dirfd, &leaf);
+        s = posix_mkparents(b, bucket, bfd, path, &dirfd, &leaf);
         if (s != BACKEND_OK)
             break;
         s = leaf_check(dirfd, leaf);
@@ -213,7 +215,8 @@ enum backend_status posix_put_begin(struct posix_store *b, const char *bucket, c
     (*out)->bucketfd = bfd;
     (*out)->lock_slot = posix_key_lock_slot(bucket, path);
     (*out)->path = strdup(path);
-    if (!(*out)->path) {
+    (*out)->bucket = strdup(bucket);
+    if (!(*out)->path || !(*out)->bucket) {
         posix_put_abort(*out);
         *out = NULL;
         return BACKEND_NOMEM;
@@ -248,6 +251,28 @@ static enum backend_status io_status(const char *what, int e)
     return BACKEND_IO;
 }
 
+/* The directory the object goes to was pruned while the temp file was
+ * written (the last key beside it was deleted): made again, with the key's
+ * commit lock let go meanwhile (making it may nest a parent key, under that
+ * key's lock, which may be the same stripe). */
+static enum backend_status remake_parents(struct posix_put *p)
+{
+    struct stat bst;
+    if (fstat(p->bucketfd, &bst) == 0 && bst.st_nlink == 0)
+        return BACKEND_NO_BUCKET;   /* the bucket itself was deleted */
+    posix_key_unlock(p->b, p->lock_slot);
+    int dirfd;
+    const char *leaf;
+    enum backend_status s = posix_mkparents(p->b, p->bucket, p->bucketfd, p->path, &dirfd,
+                                            &leaf);
+    posix_key_lock(p->b, p->lock_slot);
+    if (s == BACKEND_OK) {
+        close(p->dirfd);
+        p->dirfd = dirfd;
+    }
+    return s;
+}
+
 enum backend_status posix_put_commit(struct posix_put *p, const struct obj_meta *meta,
                                        struct obj_meta *out)
 {
@@ -276,28 +301,54 @@ enum backend_status posix_put_commit(struct posix_put *p, const struct obj_meta 
         posix_key_lock(p->b, p->lock_slot);
         locked = true;
     }
-    if (!p->is_part) {
-        s = posix_cond_check(p->dirfd, p->leaf, &p->base.cond);
-        if (s == BACKEND_OK)
-            s = leaf_check(p->dirfd, p->leaf);
-        if (s != BACKEND_OK)
-            goto done;
-    }
-    for (int tries = 0; tries < 2 && !renamed; tries++) {
-        if (renameat(p->tmpdirfd, p->tmp, p->dirfd, p->leaf) == 0) {
+    /* The target is looked up under the lock: keys written below this one
+     * meanwhile made its name a directory, or the last of them was deleted
+     * and the directory pruned; a look that raced with either looks again. */
+    int tfd = -1, tries;
+    for (tries = 0; tries < 16 && !renamed; tries++) {
+        const char *tleaf = p->leaf;
+        tfd = p->dirfd;
+        if (!p->is_part) {
+            s = posix_nest_target(p->dirfd, p->leaf, &tfd, &tleaf);
+            if (s == BACKEND_NO_KEY)
+                continue;   /* the directory went while looked at */
+            if (s == BACKEND_OK)
+                s = posix_cond_check(tfd, tleaf, &p->base.cond);
+            if (s != BACKEND_OK) {
+                if (tfd != p->dirfd)
+                    close(tfd);
+                break;
+            }
+        }
+        if (renameat(p->tmpdirfd, p->tmp, tfd, tleaf) == 0) {
             renamed = true;
             break;
         }
         int e = errno;
-        if (e == EISDIR || e == ENOTEMPTY || e == EEXIST) {
-            /* an empty directory holds the name: drop it, else conflict */
-            if (tries == 0 && unlinkat(p->dirfd, p->leaf, AT_REMOVEDIR) == 0)
-                continue;
-            s = BACKEND_KEY_CONFLICT;
-        } else if (e == ENOENT) {
+        if (tfd != p->dirfd) {
+            close(tfd);
+            tfd = -1;
+        }
+        if (!p->is_part && (e == EISDIR || e == ENOTEMPTY || e == EEXIST ||
+                            (e == ENOENT && tleaf != p->leaf)))
+            continue;   /* a directory came, or went, between the look and the rename */
+        if (!p->is_part && e == ENOENT && p->tmpdirfd != p->dirfd) {
+            s = remake_parents(p);
+            if (s != BACKEND_OK)
+                break;
+            continue;
+        }
+        if (e == ENOENT)
             s = p->is_part ? BACKEND_NO_UPLOAD : BACKEND_NO_BUCKET;
-        } else {
+        else
             s = io_status("rename", e);
+        break;
+    }
+    if (!renamed) {
+        if (tries == 16) {
+            /* keys below this one kept coming and going: a retry settles it */
+            log_msg(LOG_LVL_WARN, "backend", "commit %s: the name kept changing", p->leaf);
+            s = BACKEND_UNAVAILABLE;
         }
         goto done;
     }
@@ -305,8 +356,10 @@ enum backend_status posix_put_commit(struct posix_put *p, const struct obj_meta 
         posix_key_unlock(p->b, p->lock_slot);
         locked = false;
     }
-    if (fsync(p->dirfd) != 0)
+    if (fsync(tfd) != 0)
         log_msg(LOG_LVL_WARN, "backend", "fsync directory: %s", strerror(errno));
+    if (tfd != p->dirfd)
+        close(tfd);
     if (out) {
         struct stat st;
         if (fstat(p->fd, &st) != 0) {
@@ -351,6 +404,7 @@ void posix_put_abort(struct posix_put *p)
         close(p->bucketfd);
     }
     free(p->path);
+    free(p->bucket);
     free(p->leaf);
     free(p);
 }
@@ -426,7 +480,16 @@ enum backend_status posix_object_copy(struct posix_store *b, const char *src_buc
     /* A condition that fails already fails before the bytes are copied;
      * the commit checks it again, atomically. */
     backend_put_set_cond(&p->base, cond);
-    s = posix_cond_check(p->dirfd, p->leaf, cond);
+    int tfd;
+    const char *tleaf;
+    s = posix_nest_target(p->dirfd, p->leaf, &tfd, &tleaf);
+    if (s == BACKEND_OK) {
+        s = posix_cond_check(tfd, tleaf, cond);
+        if (tfd != p->dirfd)
+            close(tfd);
+    } else if (s == BACKEND_NO_KEY) {
+        s = BACKEND_OK;   /* the commit looks again */
+    }
     if (s != BACKEND_OK) {
         posix_put_abort(p);
         goto out;
@@ -507,6 +570,18 @@ enum backend_status posix_object_delete(struct posix_store *b, const char *bucke
     struct stat st;
     unsigned slot = posix_key_lock_slot(bucket, path);
     posix_key_lock(b, slot);   /* not between a conditional write's check and rename */
+    if (fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+        /* keys below this one exist: the object, if any, is the directory's
+         * POSIX_SELF, and the directory is pruned from there */
+        int sub = openat(dfd, leaf, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
+        if (sub >= 0) {
+            close(dfd);
+            dfd = sub;
+            leaf = POSIX_SELF;
+            size_t pl = strlen(path);
+            snprintf(path + pl, sizeof path - pl, "/%s", POSIX_SELF);
+        }
+    }
     if (fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) != 0) {
         s = errno == ENOENT ? BACKEND_NO_KEY : io_status("stat", errno);
     } else if (S_ISLNK(st.st_mode)) {

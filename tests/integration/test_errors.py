@@ -1,7 +1,6 @@
 """tests/integration/test_errors.py - unhappy paths over raw HTTP: S3 error
 bodies, authentication failures, paths that try to leave the data directory
-(dot segments, symlinks), the posix store's KeyConflict, oversized headers,
-malformed XML and a client that disconnects in the middle of a PUT.
+(dot segments, symlinks), oversized headers, malformed XML and a client that disconnects in the middle of a PUT.
 Checks that need the data directory or real signature checking are
 shardgate-only (skipped against SHARDGATE_TEST_ENDPOINT)."""
 
@@ -240,23 +239,6 @@ def t_symlinks(b):
     check("gateway alive after symlink tricks", H.alive())
 
 
-def t_key_conflict(b):
-    if not H.shardgate_only("KeyConflict (posix store limitation)"):
-        return
-    eq("PUT a/b", raw("PUT", "/%s/kc/a/b" % b, body=b"ab").status, 200)
-    r = raw("PUT", "/%s/kc/a/b/c" % b, body=b"abc")
-    eq("PUT a/b/c after a/b -> 409 KeyConflict", (r.status, code_of(r)), (409, "KeyConflict"))
-    eq("a/b intact", raw("GET", "/%s/kc/a/b" % b).body, b"ab")
-    eq("PUT c/d/e", raw("PUT", "/%s/kc/c/d/e" % b, body=b"cde").status, 200)
-    r = raw("PUT", "/%s/kc/c/d" % b, body=b"cd")
-    eq("PUT c/d after c/d/e -> 409 KeyConflict", (r.status, code_of(r)), (409, "KeyConflict"))
-    eq("c/d/e intact", raw("GET", "/%s/kc/c/d/e" % b).body, b"cde")
-    r = raw("GET", "/%s/kc/c/d" % b)
-    eq("GET c/d (a directory) -> 404 NoSuchKey", (r.status, code_of(r)), (404, "NoSuchKey"))
-    for k in ("kc/a/b", "kc/c/d/e"):
-        raw("DELETE", "/%s/%s" % (b, k))
-
-
 def t_oversized_header(b):
     r = raw("GET", "/%s/obj" % b, headers={"X-Big": "a" * (20 * 1024)})
     check("20 KiB header -> 4xx", 400 <= r.status < 500, r.status, moto_deviates=True)
@@ -347,7 +329,6 @@ def main():
     t_escapes(b)
     t_not_implemented(b)
     t_symlinks(b)
-    t_key_conflict(b)
     t_oversized_header(b)
     t_malformed_xml(b)
     t_disconnect(b)

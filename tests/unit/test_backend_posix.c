@@ -444,30 +444,108 @@ static void overwrite_replaces_data_and_meta(void)
     CU_ASSERT_EQUAL(count_tmp_files("bkt"), 0);
 }
 
-static void prefix_conflict_both_ways(void)
+static void expect(const char *key, const char *want)
+{
+    char buf[64];
+    long n = get("bkt", key, buf, sizeof buf, NULL);
+    CU_ASSERT_EQUAL(n, (long)strlen(want));
+    if (n >= 0) {
+        CU_ASSERT_STRING_EQUAL(buf, want);
+    } else {
+        fprintf(stderr, "\n%s: not readable\n", key);
+    }
+}
+
+/* S3 holds "a/b" beside "a/b/c" (and "a/" beside "a//x"): a file cannot also
+ * be a directory, so the key's object moves into the directory as its
+ * POSIX_SELF (posix_nest.c), in whichever order the keys come. */
+static void keys_that_are_also_prefixes_coexist(void)
 {
     CU_ASSERT_EQUAL(put("a/b", "file"), BACKEND_OK);
-    CU_ASSERT_EQUAL(put("a/b/c", "under a file"), BACKEND_KEY_CONFLICT);
-    CU_ASSERT_EQUAL(put("a/b/c/d", "under a file"), BACKEND_KEY_CONFLICT);
+    CU_ASSERT_EQUAL(put("a/b/c", "under a file"), BACKEND_OK);
+    CU_ASSERT_EQUAL(put("a/b/c/d", "under two"), BACKEND_OK);
+    CU_ASSERT_TRUE(exists("bkt/a/b/" POSIX_SELF));
+    CU_ASSERT_TRUE(exists("bkt/a/b/c/" POSIX_SELF));
+    expect("a/b", "file");
+    expect("a/b/c", "under a file");
+    expect("a/b/c/d", "under two");
+    struct obj_meta m;
+    char want[33];
+    md5_hex("file", 4, want);
+    CU_ASSERT_EQUAL(backend_object_head(g_b, "bkt", "a/b", &m), BACKEND_OK);
+    CU_ASSERT_STRING_EQUAL(m.etag, want);   /* the metadata moved with the file */
+    CU_ASSERT_EQUAL(m.size, 4);
+    obj_meta_clear(&m);
     CU_ASSERT_EQUAL(put("x/y/z", "deep"), BACKEND_OK);
-    CU_ASSERT_EQUAL(put("x/y", "over a dir"), BACKEND_KEY_CONFLICT);
-    CU_ASSERT_EQUAL(put("x", "over a dir"), BACKEND_KEY_CONFLICT);
-    /* "dir/" and "dir/file" coexist */
+    CU_ASSERT_EQUAL(put("x/y", "over a dir"), BACKEND_OK);
+    CU_ASSERT_EQUAL(put("x", "over two"), BACKEND_OK);
+    expect("x/y", "over a dir");
+    expect("x", "over two");
+    CU_ASSERT_EQUAL(put("x/y", "again"), BACKEND_OK);   /* an overwrite stays nested */
+    expect("x/y", "again");
+    /* folder markers beside keys below them, and empty segments */
     CU_ASSERT_EQUAL(put("x/y/", "marker"), BACKEND_OK);
-    /* conflict found at commit: the directory appeared after put_begin */
+    CU_ASSERT_EQUAL(put("m/", "marker first"), BACKEND_OK);
+    CU_ASSERT_EQUAL(put("m//x", "empty segment"), BACKEND_OK);
+    expect("m/", "marker first");
+    expect("m//x", "empty segment");
+    /* the directory appeared after put_begin: the commit finds it */
     struct backend_put *p;
     CU_ASSERT_EQUAL_FATAL(backend_put_begin(g_b, "bkt", "late", &p), BACKEND_OK);
     CU_ASSERT_EQUAL(put("late/child", "c"), BACKEND_OK);
-    struct obj_meta m = { 0 };
-    CU_ASSERT_EQUAL(backend_put_commit(p, &m, NULL), BACKEND_KEY_CONFLICT);
-    char buf[32];
-    CU_ASSERT_EQUAL(get("bkt", "late/child", buf, sizeof buf, NULL), 1);
-    /* an empty directory left behind is not a conflict */
+    struct obj_meta pm = { 0 };
+    CU_ASSERT_EQUAL(backend_put_write(p, "l", 1), BACKEND_OK);
+    CU_ASSERT_EQUAL(backend_put_commit(p, &pm, NULL), BACKEND_OK);
+    expect("late", "l");
+    expect("late/child", "c");
+    /* an empty directory left behind holds a key too */
     char d[512];
     path_of(d, sizeof d, "bkt/emptydir");
     CU_ASSERT_EQUAL(mkdir(d, 0755), 0);
-    CU_ASSERT_EQUAL(put("emptydir", "now a file"), BACKEND_OK);
+    CU_ASSERT_EQUAL(put("emptydir", "now an object"), BACKEND_OK);
+    expect("emptydir", "now an object");
+    /* a plain directory is no object */
+    CU_ASSERT_EQUAL(backend_object_head(g_b, "bkt", "a", &m), BACKEND_NO_KEY);
+    CU_ASSERT_EQUAL(backend_object_delete(g_b, "bkt", "a"), BACKEND_NO_KEY);
+    /* deletes in any order; directories go when nothing is left in them */
+    CU_ASSERT_EQUAL(backend_object_delete(g_b, "bkt", "a/b"), BACKEND_OK);
+    CU_ASSERT_EQUAL(backend_object_head(g_b, "bkt", "a/b", &m), BACKEND_NO_KEY);
+    expect("a/b/c", "under a file");
+    CU_ASSERT_EQUAL(backend_object_delete(g_b, "bkt", "a/b/c/d"), BACKEND_OK);
+    CU_ASSERT_EQUAL(backend_object_delete(g_b, "bkt", "a/b/c"), BACKEND_OK);
+    CU_ASSERT_FALSE(exists("bkt/a"));
+    CU_ASSERT_EQUAL(backend_object_delete(g_b, "bkt", "x/y/z"), BACKEND_OK);
+    CU_ASSERT_EQUAL(backend_object_delete(g_b, "bkt", "x/y/"), BACKEND_OK);
+    CU_ASSERT_EQUAL(backend_object_delete(g_b, "bkt", "x"), BACKEND_OK);
+    expect("x/y", "again");
+    CU_ASSERT_EQUAL(backend_object_delete(g_b, "bkt", "x/y"), BACKEND_OK);
+    CU_ASSERT_FALSE(exists("bkt/x"));
     CU_ASSERT_EQUAL(count_tmp_files("bkt"), 0);
+}
+
+/* Conditions look where the object is, nested or not. */
+static void conditions_see_a_nested_object(void)
+{
+    CU_ASSERT_EQUAL(put("n", "v1"), BACKEND_OK);
+    CU_ASSERT_EQUAL(put("n/below", "b"), BACKEND_OK);
+    struct backend_cond absent = { .kind = BACKEND_COND_ABSENT };
+    struct backend_cond match = { .kind = BACKEND_COND_ETAG };
+    md5_hex("v1", 2, match.etag);
+    struct backend_put *p;
+    struct obj_meta m = { 0 };
+    CU_ASSERT_EQUAL_FATAL(backend_put_begin(g_b, "bkt", "n", &p), BACKEND_OK);
+    backend_put_set_cond(p, &absent);
+    CU_ASSERT_EQUAL(backend_put_commit(p, &m, NULL), BACKEND_PRECONDITION_FAILED);
+    CU_ASSERT_EQUAL_FATAL(backend_put_begin(g_b, "bkt", "n", &p), BACKEND_OK);
+    backend_put_set_cond(p, &match);
+    CU_ASSERT_EQUAL(backend_put_write(p, "v2", 2), BACKEND_OK);
+    CU_ASSERT_EQUAL(backend_put_commit(p, &m, NULL), BACKEND_OK);
+    expect("n", "v2");
+    CU_ASSERT_EQUAL_FATAL(backend_put_begin(g_b, "bkt", "n/new", &p), BACKEND_OK);
+    backend_put_set_cond(p, &absent);
+    CU_ASSERT_EQUAL(backend_put_write(p, "x", 1), BACKEND_OK);
+    CU_ASSERT_EQUAL(backend_put_commit(p, &m, NULL), BACKEND_OK);
+    expect("n/new", "x");
 }
 
 static void delete_removes_empty_parents(void)
@@ -526,8 +604,10 @@ static void copy_keeps_or_replaces_headers_and_allows_same_key(void)
                     BACKEND_NO_KEY);
     obj_meta_clear(&out);
     CU_ASSERT_EQUAL(backend_object_copy(g_b, "bkt", "src", "bkt", "src/child", NULL, &out),
-                    BACKEND_KEY_CONFLICT);
+                    BACKEND_OK);   /* "src" moves into the directory (posix_nest.c) */
     obj_meta_clear(&out);
+    CU_ASSERT_EQUAL(get("bkt", "src", buf, sizeof buf, NULL), 7);
+    CU_ASSERT_EQUAL(get("bkt", "src/child", buf, sizeof buf, NULL), 7);
     CU_ASSERT_EQUAL(count_tmp_files(""), 0);
 }
 
@@ -560,16 +640,30 @@ static void list_str(const char *prefix, const char *delim, const char *after, u
     backend_list_page_free(&pg);
 }
 
+/* The whole bucket listed one key per page, each page after the last
+ * page's marker: the keys joined as list_str joins them. */
+static void list_pages_of_one(char *all, size_t cap)
+{
+    char acc[256], mk[256], after[256] = "";
+    bool tr = false;
+    all[0] = '\0';
+    for (int i = 0; i < 20; i++) {
+        list_str("", NULL, after[0] ? after : NULL, 1, acc, sizeof acc, &tr, mk);
+        strncat(all, acc, cap - strlen(all) - 1);
+        if (!tr)
+            break;
+        snprintf(after, sizeof after, "%s", mk);
+    }
+}
+
 static void listing_order_with_tricky_names(void)
 {
-    /* "a" and "a/b" cannot both be objects here (KEY_CONFLICT), so the
-     * order "a" < "a.txt" < "a/..." < "a0" is checked in two phases. */
+    /* phase 1 without "a" and "a/"; phase 2 adds them (nested, posix_nest.c):
+     * the order "a" < "a.txt" < "a/" < "a/-" < "a//x" ... < "a0" holds */
     const char *keys[] = { "a0", "a//x", "dir/", "a/b", "a.txt", "dir/f", "b/", "/x",
                            "a/b0", "a/-" };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         CU_ASSERT_EQUAL(put(keys[i], "v"), BACKEND_OK);
-    /* "a/" is a/.sg~e as a file, "a//x" needs a/.sg~e as a directory */
-    CU_ASSERT_EQUAL(put("a/", "v"), BACKEND_KEY_CONFLICT);
     /* noise that must stay hidden */
     write_file("bkt/.sg~tmp.leftover", "x");
     write_file("bkt/a/.sg~other", "x");
@@ -614,30 +708,35 @@ static void listing_order_with_tricky_names(void)
     list_str("", "/", NULL, 1000, acc, sizeof acc, NULL, NULL);
     CU_ASSERT_STRING_EQUAL(acc, "[/],a.txt,[a/],a0,[b/],[dir/],");
     /* every page of 1 key walks the same order */
-    char all[1024] = "", after[256] = "";
-    for (int i = 0; i < 20; i++) {
-        list_str("", NULL, after[0] ? after : NULL, 1, acc, sizeof acc, &tr, mk);
-        strcat(all, acc);
-        if (!tr)
-            break;
-        snprintf(after, sizeof after, "%s", mk);
-    }
+    char all[1024];
+    list_pages_of_one(all, sizeof all);
     CU_ASSERT_STRING_EQUAL(all, "/x,a.txt,a/-,a//x,a/b,a/b0,a0,b/,dir/,dir/f,");
-    /* phase 2: "a" as an object */
-    CU_ASSERT_EQUAL(put("a", "v"), BACKEND_KEY_CONFLICT);
-    const char *under_a[] = { "a//x", "a/-", "a/b", "a/b0" };
-    for (size_t i = 0; i < 4; i++)
-        CU_ASSERT_EQUAL(backend_object_delete(g_b, "bkt", under_a[i]), BACKEND_OK);
-    path_of(d, sizeof d, "bkt/a/.sg~other");
-    unlink(d);
-    path_of(d, sizeof d, "bkt/a");
-    rmdir(d);
+    /* phase 2: "a" and "a/" as objects too: "a" is a directory of keys, and
+     * "a/" (a/.sg~e) one of keys "a//..." */
     CU_ASSERT_EQUAL(put("a", "v"), BACKEND_OK);
-    CU_ASSERT_EQUAL(put("a.txt/x", "v"), BACKEND_KEY_CONFLICT);
+    CU_ASSERT_EQUAL(put("a/", "v"), BACKEND_OK);
+    const char *want2 = "/x,a,a.txt,a/,a/-,a//x,a/b,a/b0,a0,b/,dir/,dir/f,";
+    list_str("", NULL, NULL, 1000, acc, sizeof acc, &tr, NULL);
+    CU_ASSERT_STRING_EQUAL(acc, want2);
+    if (strcmp(acc, want2) != 0)
+        fprintf(stderr, "\ngot %s\n", acc);
     list_str("a", NULL, NULL, 1000, acc, sizeof acc, NULL, NULL);
-    CU_ASSERT_STRING_EQUAL(acc, "a,a.txt,a0,");
+    CU_ASSERT_STRING_EQUAL(acc, "a,a.txt,a/,a/-,a//x,a/b,a/b0,a0,");
+    list_str("a/", NULL, NULL, 1000, acc, sizeof acc, NULL, NULL);
+    CU_ASSERT_STRING_EQUAL(acc, "a/,a/-,a//x,a/b,a/b0,");
+    list_str("a//", NULL, NULL, 1000, acc, sizeof acc, NULL, NULL);
+    CU_ASSERT_STRING_EQUAL(acc, "a//x,");
     list_str("", NULL, "a", 1000, acc, sizeof acc, NULL, NULL);
-    CU_ASSERT_STRING_EQUAL(acc, "a.txt,a0,b/,dir/,dir/f,");
+    CU_ASSERT_STRING_EQUAL(acc, "a.txt,a/,a/-,a//x,a/b,a/b0,a0,b/,dir/,dir/f,");
+    list_str("", NULL, "a/", 1000, acc, sizeof acc, NULL, NULL);
+    CU_ASSERT_STRING_EQUAL(acc, "a/-,a//x,a/b,a/b0,a0,b/,dir/,dir/f,");
+    list_str("", "/", NULL, 1000, acc, sizeof acc, NULL, NULL);
+    CU_ASSERT_STRING_EQUAL(acc, "[/],a,a.txt,[a/],a0,[b/],[dir/],");
+    list_str("a/", "/", NULL, 1000, acc, sizeof acc, NULL, NULL);
+    CU_ASSERT_STRING_EQUAL(acc, "a/,a/-,[a//],a/b,a/b0,");
+    /* pages of 1 key walk the same order */
+    list_pages_of_one(all, sizeof all);
+    CU_ASSERT_STRING_EQUAL(all, want2);
 }
 
 static void delimiter_gives_common_prefixes(void)
@@ -1336,6 +1435,73 @@ static void *hammer(void *arg)
     return NULL;
 }
 
+/* One thread writes and deletes "r", another "r/x", a third reads "r":
+ * the name "r" turns from file to directory and back under them. No call
+ * fails for it, and what is read is always a whole version of "r". */
+static atomic_int nest_bad;
+
+static void *nest_writer(void *arg)
+{
+    const char *key = arg;
+    for (int i = 0; i < 300; i++) {
+        enum backend_status s = put(key, key);
+        if (s != BACKEND_OK) {
+            fprintf(stderr, "\nput %s: %s\n", key, backend_status_name(s));
+            atomic_fetch_add(&nest_bad, 1);
+        }
+        s = backend_object_delete(g_b, "bkt", key);
+        if (s != BACKEND_OK && s != BACKEND_NO_KEY) {
+            fprintf(stderr, "\ndelete %s: %s\n", key, backend_status_name(s));
+            atomic_fetch_add(&nest_bad, 1);
+        }
+    }
+    return NULL;
+}
+
+static void *nest_reader(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 600; i++) {
+        char buf[8];
+        struct backend_obj *o;
+        struct obj_meta m;
+        enum backend_status s = backend_object_open(g_b, "bkt", "r", &m, &o);
+        if (s == BACKEND_OK) {
+            size_t got = 0;
+            enum backend_status rs = backend_obj_read(o, 0, buf, sizeof buf, &got);
+            if (rs != BACKEND_OK || got != 1 || buf[0] != 'r') {
+                fprintf(stderr, "\nread r: %s, %zu bytes: %.*s\n", backend_status_name(rs), got,
+                        (int)got, buf);
+                atomic_fetch_add(&nest_bad, 1);
+            }
+            backend_obj_close(o);
+            obj_meta_clear(&m);
+        } else if (s != BACKEND_NO_KEY) {
+            fprintf(stderr, "\nopen r: %s\n", backend_status_name(s));
+            atomic_fetch_add(&nest_bad, 1);
+        }
+    }
+    return NULL;
+}
+
+static void a_key_and_keys_below_it_written_at_once(void)
+{
+    pthread_t th[3];
+    atomic_store(&nest_bad, 0);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&th[0], NULL, nest_writer, "r"), 0);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&th[1], NULL, nest_writer, "r/x"), 0);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&th[2], NULL, nest_reader, NULL), 0);
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    CU_ASSERT_EQUAL(atomic_load(&nest_bad), 0);
+    CU_ASSERT_FALSE(exists("bkt/r"));   /* everything deleted, every directory pruned */
+    CU_ASSERT_EQUAL(count_tmp_files("bkt"), 0);
+    CU_ASSERT_EQUAL(put("r", "r"), BACKEND_OK);
+    CU_ASSERT_EQUAL(put("r/x", "r/x"), BACKEND_OK);
+    expect("r", "r");
+    expect("r/x", "r/x");
+}
+
 static void concurrent_puts_deletes_and_lists_on_one_handle(void)
 {
     pthread_t th[4];
@@ -1407,7 +1573,9 @@ int register_tests(void)
     T(put_commit_then_read_back_with_headers);
     T(abort_leaves_nothing_visible);
     T(overwrite_replaces_data_and_meta);
-    T(prefix_conflict_both_ways);
+    T(keys_that_are_also_prefixes_coexist);
+    T(conditions_see_a_nested_object);
+    T(a_key_and_keys_below_it_written_at_once);
     T(delete_removes_empty_parents);
     T(copy_keeps_or_replaces_headers_and_allows_same_key);
     T(listing_order_with_tricky_names);

@@ -285,6 +285,49 @@ static void expiry_thread_aborts_at_open(void)
 
 /* ---- locks ---- */
 
+/* What a crash in the middle of nesting a key (posix_nest.c) leaves in
+ * .sg~tmp/: before the exchange a directory holding a second link of the
+ * object as .sg~o, after it the object's old name as a second link. The
+ * reclaim drops both links; the objects stay whole, and their bytes are not
+ * counted as reclaimed. */
+static void reopen_after_a_crash_mid_nest_keeps_every_object(void)
+{
+    struct backend *b = open_ok(NULL);
+    CU_ASSERT_EQUAL(backend_bucket_create(b, "bkt"), BACKEND_OK);
+    CU_ASSERT_EQUAL(put(b, "a/b", "before"), BACKEND_OK);
+    CU_ASSERT_EQUAL(put(b, "n", "nested"), BACKEND_OK);
+    CU_ASSERT_EQUAL(put(b, "n/below", "x"), BACKEND_OK);   /* n moves to n/.sg~o */
+    backend_close(b);
+    char from[512], to[512];
+    path_of(to, sizeof to, "bkt/" POSIX_TMP_DIR "/" POSIX_TMP_PREFIX "nest1");
+    CU_ASSERT_EQUAL(mkdir(to, 0755), 0);
+    path_of(from, sizeof from, "bkt/a/b");
+    strcat(to, "/" POSIX_SELF);
+    CU_ASSERT_EQUAL(link(from, to), 0);                        /* before the exchange */
+    path_of(from, sizeof from, "bkt/n/" POSIX_SELF);
+    path_of(to, sizeof to, "bkt/" POSIX_TMP_DIR "/" POSIX_TMP_PREFIX "nest2");
+    CU_ASSERT_EQUAL(link(from, to), 0);                        /* after it */
+
+    struct posix_store ps = { .rootfd = open(g_root, O_DIRECTORY | O_RDONLY), .mpufd = -1 };
+    struct posix_reclaim_stats rs;
+    posix_reclaim_tmp(&ps, &rs);
+    close(ps.rootfd);
+    CU_ASSERT_EQUAL(rs.files, 1);    /* the old name's link; the directory is no file */
+    CU_ASSERT_EQUAL(rs.bytes, 0);    /* both links' objects live on */
+    CU_ASSERT_FALSE(exists("bkt/" POSIX_TMP_DIR "/" POSIX_TMP_PREFIX "nest1"));
+    CU_ASSERT_FALSE(exists("bkt/" POSIX_TMP_DIR "/" POSIX_TMP_PREFIX "nest2"));
+
+    b = open_ok(NULL);
+    struct obj_meta m;
+    CU_ASSERT_EQUAL(backend_object_head(b, "bkt", "a/b", &m), BACKEND_OK);
+    CU_ASSERT_EQUAL(m.size, 6);
+    obj_meta_clear(&m);
+    CU_ASSERT_EQUAL(backend_object_head(b, "bkt", "n", &m), BACKEND_OK);
+    CU_ASSERT_EQUAL(m.size, 6);
+    obj_meta_clear(&m);
+    backend_close(b);
+}
+
 static void second_open_of_a_state_dir_is_refused_naming_the_holder(void)
 {
     struct backend *a = open_ok(NULL);
@@ -431,6 +474,7 @@ int register_tests(void)
     T(put_temp_file_lives_in_the_bucket_tmp_dir_not_beside_the_object);
     T(aborted_put_leaves_no_temp_file);
     T(reopen_reclaims_temp_files_of_dead_writers_and_keeps_the_rest);
+    T(reopen_after_a_crash_mid_nest_keeps_every_object);
     T(expire_aborts_uploads_older_than_max_age_only);
     T(expiry_thread_aborts_at_open);
     T(second_open_of_a_state_dir_is_refused_naming_the_holder);
