@@ -178,9 +178,10 @@ void gw_reply_backend_error(struct gw_req *r, enum backend_status st)
         break;
     }
     case BACKEND_COLD_ERROR:
-        if (gw_req_take_cold_error(r))
-            break;
-        msg = s3_error_cold_message(r->backend, st, buf, sizeof buf);
+        /* The cold tier's own code, status and message travel in
+         * r->cold_err (s3_error_of reads it for S3E_COLD_PASSED); without
+         * it (the call ran on another thread) the table's InternalError. */
+        (void)gw_req_take_cold_error(r);
         break;
     case BACKEND_META_TOO_LARGE:
         msg = "The metadata and tags are more than this store's file system keeps with one "
