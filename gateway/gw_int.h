@@ -312,6 +312,10 @@ struct MHD_Response *gw_error_response(struct gw_req *r, enum s3_err e, const ch
 void gw_reply_body(struct gw_req *r, unsigned status, const char *content_type, char *body,
                    size_t len);
 void gw_reply_xml_buf(struct gw_req *r, unsigned status, struct gw_buf *xml);
+/* The XML in `xml` (taken; the buffer is reset) as a response not yet
+ * queued, Content-Type set and r->resp_bytes counted, for handlers that add
+ * headers; NULL when out of memory. */
+struct MHD_Response *gw_xml_response(struct gw_req *r, struct gw_buf *xml);
 
 /* ---- XML output (gateway/xml.c) ---- */
 

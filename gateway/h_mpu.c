@@ -170,18 +170,11 @@ void gw_h_mpu_create(struct gw_req *r)
         reply_built(r, &b, rc);
         return;
     }
-    size_t len;
-    char *body = gw_buf_take(&b, &len);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body,
-                                                                MHD_RESPMEM_MUST_FREE);
-    if (!resp) {
-        free(body);
-    } else {
-        gw_resp_header(r, resp, "Content-Type", "application/xml");
+    struct MHD_Response *resp = gw_xml_response(r, &b);
+    if (resp) {
         gw_resp_header(r, resp, "x-amz-checksum-algorithm", algo->name);
         gw_resp_header(r, resp, "x-amz-checksum-type", type);
     }
-    r->resp_bytes = len;
     gw_reply(r, 200, resp);
 }
 
