@@ -569,6 +569,16 @@ int gw_list_elem(struct gw_buf *b, const char *tag, const char *v, bool url);
 /* Collects the headers of a PUT / CreateMultipartUpload that S3 stores
  * (Content-Type, x-amz-meta-*, ...) into m. 0, or an S3 error through *err. */
 int gw_collect_put_headers(struct gw_req *r, struct obj_meta *m, enum s3_err *err);
+/* Adds the checksum the body verifier computed (if any) to m, for what a
+ * PutObject / UploadPart stores. 0, or -1 when memory is short. */
+int gw_body_checksum_add(const struct gw_req *r, struct obj_meta *m);
+/* PutObject / UploadPart stored the body: 200 with its ETag (the body's
+ * MD5) and the checksum the body verifier computed, if any. */
+void gw_reply_body_stored(struct gw_req *r);
+/* A write of r's object succeeded (PutObject, CopyObject, Complete): the
+ * cache drops what it held, so the next read sees the write, and warms the
+ * new object when cache_on_write is set. */
+void gw_cache_written(struct gw_req *r);
 
 /* Records an error found before or while the body arrives: the rest of the
  * body is dropped and the error is the response. The first error wins. */

@@ -252,8 +252,7 @@ void gw_h_mpu_part_end(struct gw_req *r)
         return;
     }
     snprintf(m.etag, sizeof m.etag, "%s", r->body_res.md5_hex);
-    if (r->body_res.checksum_name[0] &&
-        obj_meta_add_hdr(&m, r->body_res.checksum_name, r->body_res.checksum_b64) != 0) {
+    if (gw_body_checksum_add(r, &m) != 0) {
         gw_reply_error(r, S3E_SLOW_DOWN, NULL, NULL);
         return;
     }
@@ -266,16 +265,7 @@ void gw_h_mpu_part_end(struct gw_req *r)
         gw_reply_backend_error(r, st);
         return;
     }
-    struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"",
-                                                                MHD_RESPMEM_PERSISTENT);
-    if (resp) {
-        char etag[80];
-        snprintf(etag, sizeof etag, "\"%s\"", r->body_res.md5_hex);
-        gw_resp_header(r, resp, "ETag", etag);
-        if (r->body_res.checksum_name[0])
-            gw_resp_header(r, resp, r->body_res.checksum_name, r->body_res.checksum_b64);
-    }
-    gw_reply(r, 200, resp);
+    gw_reply_body_stored(r);
 }
 
 void gw_h_mpu_part_copy(struct gw_req *r)
@@ -486,11 +476,7 @@ void gw_h_mpu_complete(struct gw_req *r)
         gw_reply_backend_error(r, st);
         goto out;
     }
-    if (r->cache) {
-        cache_invalidate(r->cache, r->bucket, r->key);
-        if (r->conf->cache_on_write)
-            cache_warm(r->cache, r->bucket, r->key);
-    }
+    gw_cache_written(r);
     struct gw_buf b;
     gw_buf_init(&b, 8192);
     int rc = gw_xml_begin(&b, "CompleteMultipartUploadResult");
