@@ -500,6 +500,10 @@ void gw_h_mpu_part_copy(struct gw_req *r);
 void gw_h_mpu_complete(struct gw_req *r);
 void gw_h_mpu_abort(struct gw_req *r);
 void gw_h_mpu_list_parts(struct gw_req *r);
+/* The header of the checksum a Complete body's part element holds
+ * ("ChecksumCRC32" -> "x-amz-checksum-crc32"), or NULL for any other
+ * element; from h_mpu.c's table of the algorithms. */
+const char *gw_checksum_header_of_elem(const char *elem);
 /* Get/Put/Delete of object and bucket tags (gateway/h_tagging.c): r->key
  * NULL for the bucket's. */
 void gw_h_tagging_get(struct gw_req *r);

@@ -79,6 +79,14 @@ static const struct ck_algo *ck_by_hdr(const char *hdr)
     return NULL;
 }
 
+const char *gw_checksum_header_of_elem(const char *elem)
+{
+    for (size_t i = 0; i < sizeof ck_algos / sizeof ck_algos[0]; i++)
+        if (strcmp(elem, ck_algos[i].elem) == 0)
+            return ck_algos[i].hdr;
+    return NULL;
+}
+
 /* The algorithm an upload declared (NULL: none) and whether its type is
  * FULL_OBJECT, from the headers backend_mpu_head returned. */
 static const struct ck_algo *upload_algo(const struct obj_meta *um, bool *full)

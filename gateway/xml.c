@@ -120,22 +120,6 @@ static void unquote(char *s)
     }
 }
 
-/* The header name of a part checksum element of a Complete body, or NULL. */
-static const char *part_checksum_header(const xmlNode *f)
-{
-    static const char *const map[][2] = {
-        { "ChecksumCRC32", "x-amz-checksum-crc32" },
-        { "ChecksumCRC32C", "x-amz-checksum-crc32c" },
-        { "ChecksumCRC64NVME", "x-amz-checksum-crc64nvme" },
-        { "ChecksumSHA1", "x-amz-checksum-sha1" },
-        { "ChecksumSHA256", "x-amz-checksum-sha256" },
-    };
-    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-        if (is_elem(f, map[i][0]))
-            return map[i][1];
-    return NULL;
-}
-
 int gw_xml_parse_complete(const char *xml, size_t len, struct gw_xml_parts *out)
 {
     out->parts = NULL;
@@ -171,7 +155,7 @@ int gw_xml_parse_complete(const char *xml, size_t len, struct gw_xml_parts *out)
             char *t = elem_text(f);
             if (!t)
                 goto out;
-            const char *ck = part_checksum_header(f);
+            const char *ck = gw_checksum_header_of_elem((const char *)f->name);
             if (ck) {
                 /* One checksum per part, at most a SHA-256 in base64 (44)
                  * plus slack; anything else is not a value S3 returned. */
