@@ -110,6 +110,22 @@ static char *elem_text(const xmlNode *n)
     return s;
 }
 
+/* The text of parent's last `name` child into *text (malloc'd, freed
+ * first; left as is when there is none). 0, or -1 when one of them holds
+ * other elements (or memory is short): *text is then NULL. */
+static int last_child_text(const xmlNode *parent, const char *name, char **text)
+{
+    for (const xmlNode *c = parent->children; c; c = c->next) {
+        if (is_elem(c, name)) {
+            free(*text);
+            *text = elem_text(c);
+            if (!*text)
+                return -1;
+        }
+    }
+    return 0;
+}
+
 /* Strips one pair of surrounding quotes from an ETag, in place. */
 static void unquote(char *s)
 {
@@ -224,13 +240,7 @@ int gw_xml_parse_delete(const char *xml, size_t len, size_t max_keys, struct gw_
             free(t);
         } else if (is_elem(c, "Object")) {
             char *key = NULL;
-            for (xmlNode *f = c->children; f; f = f->next) {
-                if (is_elem(f, "Key")) {
-                    free(key);
-                    key = elem_text(f);
-                }
-            }
-            if (!key)
+            if (last_child_text(c, "Key", &key) != 0 || !key)
                 goto out;
             if (out->n == max_keys) {
                 free(key);
@@ -266,14 +276,8 @@ int gw_xml_parse_create_bucket(const char *xml, size_t len, char **region)
     xmlNode *root = xmlDocGetRootElement(doc);
     if (!root || !is_elem(root, "CreateBucketConfiguration"))
         goto out;
-    for (xmlNode *c = root->children; c; c = c->next) {
-        if (is_elem(c, "LocationConstraint")) {
-            free(*region);
-            *region = elem_text(c);
-            if (!*region)
-                goto out;
-        }
-    }
+    if (last_child_text(root, "LocationConstraint", region) != 0)
+        goto out;
     rc = 0;
 out:
     xmlFreeDoc(doc);
