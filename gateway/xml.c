@@ -96,6 +96,16 @@ static bool is_elem(const xmlNode *n, const char *name)
     return n->type == XML_ELEMENT_NODE && strcmp((const char *)n->name, name) == 0;
 }
 
+/* Parses a document whose root element must be `name`: the root, with the
+ * document in *doc (xmlFreeDoc it, NULL is fine); NULL when it is not such
+ * a document. */
+static xmlNode *parse_root(const char *xml, size_t len, const char *name, xmlDocPtr *doc)
+{
+    *doc = parse_doc(xml, len);
+    xmlNode *root = *doc ? xmlDocGetRootElement(*doc) : NULL;
+    return root && is_elem(root, name) ? root : NULL;
+}
+
 /* The text of an element (malloc'd), or NULL when it holds other elements. */
 static char *elem_text(const xmlNode *n)
 {
@@ -140,13 +150,11 @@ int gw_xml_parse_complete(const char *xml, size_t len, struct gw_xml_parts *out)
 {
     out->parts = NULL;
     out->n = 0;
-    xmlDocPtr doc = parse_doc(xml, len);
-    if (!doc)
-        return -1;
+    xmlDocPtr doc;
+    xmlNode *root = parse_root(xml, len, "CompleteMultipartUpload", &doc);
     int rc = -1;
     size_t cap = 0;
-    xmlNode *root = xmlDocGetRootElement(doc);
-    if (!root || !is_elem(root, "CompleteMultipartUpload"))
+    if (!root)
         goto out;
     for (xmlNode *p = root->children; p; p = p->next) {
         if (p->type != XML_ELEMENT_NODE)
@@ -221,12 +229,10 @@ void gw_xml_delete_free(struct gw_xml_delete *d)
 int gw_xml_parse_delete(const char *xml, size_t len, size_t max_keys, struct gw_xml_delete *out)
 {
     memset(out, 0, sizeof *out);
-    xmlDocPtr doc = parse_doc(xml, len);
-    if (!doc)
-        return -1;
+    xmlDocPtr doc;
+    xmlNode *root = parse_root(xml, len, "Delete", &doc);
     int rc = -1;
-    xmlNode *root = xmlDocGetRootElement(doc);
-    if (!root || !is_elem(root, "Delete"))
+    if (!root)
         goto out;
     size_t cap = 0;
     for (xmlNode *c = root->children; c; c = c->next) {
@@ -269,12 +275,10 @@ out:
 int gw_xml_parse_create_bucket(const char *xml, size_t len, char **region)
 {
     *region = NULL;
-    xmlDocPtr doc = parse_doc(xml, len);
-    if (!doc)
-        return -1;
+    xmlDocPtr doc;
+    xmlNode *root = parse_root(xml, len, "CreateBucketConfiguration", &doc);
     int rc = -1;
-    xmlNode *root = xmlDocGetRootElement(doc);
-    if (!root || !is_elem(root, "CreateBucketConfiguration"))
+    if (!root)
         goto out;
     if (last_child_text(root, "LocationConstraint", region) != 0)
         goto out;
@@ -286,16 +290,6 @@ out:
         *region = NULL;
     }
     return rc;
-}
-
-/* Parses a document whose root element must be `name`: the root, with the
- * document in *doc (xmlFreeDoc it, NULL is fine); NULL when it is not such
- * a document. */
-static xmlNode *parse_root(const char *xml, size_t len, const char *name, xmlDocPtr *doc)
-{
-    *doc = parse_doc(xml, len);
-    xmlNode *root = *doc ? xmlDocGetRootElement(*doc) : NULL;
-    return root && is_elem(root, name) ? root : NULL;
 }
 
 /* One <Grant>: true when it gives FULL_CONTROL to the canonical user `owner`;
