@@ -283,6 +283,11 @@ struct gw_req {
 const char *gw_req_header(const struct gw_req *r, const char *name);
 const char *gw_req_query(const struct gw_req *r, const char *name);
 bool gw_req_has_query(const struct gw_req *r, const char *name);
+/* A count parameter (max-keys, max-parts, part-number-marker ...): *out is
+ * `def` without it, values over `cap` clamp to cap. false when it is not a
+ * non-negative integer. */
+bool gw_req_query_uint(const struct gw_req *r, const char *name, unsigned def, unsigned cap,
+                       unsigned *out);
 
 /* ---- responses: each queues exactly one response on r->conn ---- */
 

@@ -140,22 +140,6 @@ int gw_list_elem(struct gw_buf *b, const char *tag, const char *v, bool url)
     return rc | gw_buf_printf(b, "</%s>", tag);
 }
 
-/* max-keys style parameter: default `def`, values over `cap` clamp. */
-static bool parse_max(const struct gw_req *r, const char *name, unsigned def, unsigned cap,
-                      unsigned *out)
-{
-    const char *v = gw_req_query(r, name);
-    *out = def;
-    if (!v)
-        return true;
-    char *end;
-    long long n = strtoll(v, &end, 10);
-    if (!*v || *end || n < 0)
-        return false;
-    *out = n > (long long)cap ? cap : (unsigned)n;
-    return true;
-}
-
 char *gw_token_encode(const char *s)
 {
     size_t n = strlen(s);
@@ -187,7 +171,7 @@ int gw_list_params(struct gw_req *r, struct gw_listing *l)
     const char *enc = gw_req_query(r, "encoding-type");
     l->prefix = prefix ? prefix : "";
     l->delim = gw_req_query(r, "delimiter");
-    if (!parse_max(r, "max-keys", 1000, 1000, &l->max_keys)) {
+    if (!gw_req_query_uint(r, "max-keys", 1000, 1000, &l->max_keys)) {
         gw_reply_error(r, S3E_INVALID_ARGUMENT, "Provided max-keys not an integer or within "
                        "integer range", NULL);
         return -1;

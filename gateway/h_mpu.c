@@ -532,24 +532,11 @@ void gw_h_mpu_abort(struct gw_req *r)
         gw_reply_body(r, 204, NULL, NULL, 0);
 }
 
-static bool parse_uint(const char *v, unsigned def, unsigned cap, unsigned *out)
-{
-    *out = def;
-    if (!v)
-        return true;
-    char *end;
-    long long n = strtoll(v, &end, 10);
-    if (!*v || *end || n < 0)
-        return false;
-    *out = n > (long long)cap ? cap : (unsigned)n;
-    return true;
-}
-
 void gw_h_mpu_list_parts(struct gw_req *r)
 {
     unsigned marker, max;
-    if (!parse_uint(gw_req_query(r, "part-number-marker"), 0, BACKEND_MAX_PARTS, &marker) ||
-        !parse_uint(gw_req_query(r, "max-parts"), 1000, 1000, &max)) {
+    if (!gw_req_query_uint(r, "part-number-marker", 0, BACKEND_MAX_PARTS, &marker) ||
+        !gw_req_query_uint(r, "max-parts", 1000, 1000, &max)) {
         gw_reply_error(r, S3E_INVALID_ARGUMENT, "max-parts and part-number-marker must be "
                        "non-negative integers", NULL);
         return;
@@ -611,7 +598,7 @@ void gw_h_mpu_list_parts(struct gw_req *r)
 void gw_h_list_uploads(struct gw_req *r)
 {
     unsigned max;
-    if (!parse_uint(gw_req_query(r, "max-uploads"), 1000, 1000, &max)) {
+    if (!gw_req_query_uint(r, "max-uploads", 1000, 1000, &max)) {
         gw_reply_error(r, S3E_INVALID_ARGUMENT, "max-uploads must be a non-negative integer",
                        NULL);
         return;

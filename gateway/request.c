@@ -1,6 +1,7 @@
 /* gateway/request.c - turns the raw request line into the request record:
  * bucket and key (path-style or virtual-hosted), decoded query parameters,
  * and the S3 operation. */
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -27,6 +28,21 @@ const char *gw_req_query(const struct gw_req *r, const char *name)
 bool gw_req_has_query(const struct gw_req *r, const char *name)
 {
     return gw_req_query(r, name) != NULL;
+}
+
+bool gw_req_query_uint(const struct gw_req *r, const char *name, unsigned def, unsigned cap,
+                       unsigned *out)
+{
+    const char *v = gw_req_query(r, name);
+    *out = def;
+    if (!v)
+        return true;
+    char *end;
+    long long n = strtoll(v, &end, 10);
+    if (!*v || *end || n < 0)
+        return false;
+    *out = n > (long long)cap ? cap : (unsigned)n;
+    return true;
 }
 
 static const char *const op_names[] = {
