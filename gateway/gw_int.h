@@ -643,6 +643,9 @@ struct timespec gw_wait_deadline(const struct gw_req *r);
  * x-amz-copy-source-if-* conditions. 0, or -1 after replying. */
 int gw_copy_source_open(struct gw_req *r, const char **bucket, const char **key,
                         struct obj_meta *src);
+/* The body of a CopyObject / UploadPartCopy answer: <root> with the copy's
+ * LastModified and ETag from m. 0, or -1 (b's limit, memory). */
+int gw_xml_copy_result(struct gw_buf *b, const char *root, const struct obj_meta *m);
 
 /* Replies with the error for a backend status, naming the bucket/key. */
 void gw_reply_backend_error(struct gw_req *r, enum backend_status st);

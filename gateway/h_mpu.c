@@ -316,12 +316,7 @@ void gw_h_mpu_part_copy(struct gw_req *r)
     }
     struct gw_buf b;
     gw_buf_init(&b, 4096);
-    char date[32];
-    gw_iso_date(&out.mtime, date, sizeof date);
-    int rc = gw_xml_begin(&b, "CopyPartResult");
-    rc |= gw_xml_elem(&b, "LastModified", date);
-    rc |= gw_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag></CopyPartResult>", out.etag);
-    reply_built(r, &b, rc);
+    reply_built(r, &b, gw_xml_copy_result(&b, "CopyPartResult", &out));
 out:
     obj_meta_clear(&src);
     obj_meta_clear(&out);

@@ -648,6 +648,15 @@ int gw_copy_source_open(struct gw_req *r, const char **bucket, const char **key,
     return 0;
 }
 
+int gw_xml_copy_result(struct gw_buf *b, const char *root, const struct obj_meta *m)
+{
+    char date[32];
+    gw_iso_date(&m->mtime, date, sizeof date);
+    int rc = gw_xml_begin(b, root);
+    rc |= gw_xml_elem(b, "LastModified", date);
+    return rc | gw_buf_printf(b, "<ETag>&quot;%s&quot;</ETag></%s>", m->etag, root);
+}
+
 void gw_h_object_copy(struct gw_req *r)
 {
     const char *sb, *sk;
@@ -708,11 +717,7 @@ void gw_h_object_copy(struct gw_req *r)
     gw_cache_written(r);
     struct gw_buf b;
     gw_buf_init(&b, 4096);
-    char date[32];
-    gw_iso_date(&out.mtime, date, sizeof date);
-    int rc = gw_xml_begin(&b, "CopyObjectResult");
-    rc |= gw_xml_elem(&b, "LastModified", date);
-    rc |= gw_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag></CopyObjectResult>", out.etag);
+    int rc = gw_xml_copy_result(&b, "CopyObjectResult", &out);
     if (rc) {
         gw_buf_free(&b);
         gw_reply_error(r, S3E_INTERNAL, NULL, NULL);
