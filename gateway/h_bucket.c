@@ -116,12 +116,7 @@ void gw_h_bucket_end(struct gw_req *r)
             rc |= gw_buf_puts(&b, "<VersioningConfiguration xmlns=\"http://s3.amazonaws.com/"
                                   "doc/2006-03-01/\"/>");
         }
-        if (rc) {
-            gw_buf_free(&b);
-            gw_reply_error(r, S3E_INTERNAL, NULL, NULL);
-            return;
-        }
-        gw_reply_xml_buf(r, 200, &b);
+        gw_reply_xml_built(r, &b, rc);
         return;
     default:
         gw_reply_error(r, S3E_INTERNAL, NULL, NULL);
@@ -351,10 +346,5 @@ void gw_h_delete_objects(struct gw_req *r)
     }
     rc |= gw_buf_puts(&b, "</DeleteResult>");
     gw_xml_delete_free(&d);
-    if (rc) {
-        gw_buf_free(&b);
-        gw_reply_error(r, S3E_INTERNAL, NULL, NULL);
-        return;
-    }
-    gw_reply_xml_buf(r, 200, &b);
+    gw_reply_xml_built(r, &b, rc);
 }

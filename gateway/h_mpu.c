@@ -26,16 +26,6 @@ static int owner_and_initiator(struct gw_buf *b, const struct gw_req *r)
     return rc;
 }
 
-static void reply_built(struct gw_req *r, struct gw_buf *b, int rc)
-{
-    if (rc) {
-        gw_buf_free(b);
-        gw_reply_error(r, S3E_INTERNAL, NULL, NULL);
-        return;
-    }
-    gw_reply_xml_buf(r, 200, b);
-}
-
 /* ---- additional checksums ----
  * An upload may declare an algorithm (x-amz-checksum-algorithm) and a type
  * (x-amz-checksum-type) at Create; both are kept as headers of the upload.
@@ -175,7 +165,7 @@ void gw_h_mpu_create(struct gw_req *r)
     rc |= gw_xml_elem(&b, "UploadId", id);
     rc |= gw_buf_puts(&b, "</InitiateMultipartUploadResult>");
     if (rc || !algo) {
-        reply_built(r, &b, rc);
+        gw_reply_xml_built(r, &b, rc);
         return;
     }
     struct MHD_Response *resp = gw_xml_response(r, &b);
@@ -316,7 +306,7 @@ void gw_h_mpu_part_copy(struct gw_req *r)
     }
     struct gw_buf b;
     gw_buf_init(&b, 4096);
-    reply_built(r, &b, gw_xml_copy_result(&b, "CopyPartResult", &out));
+    gw_reply_xml_built(r, &b, gw_xml_copy_result(&b, "CopyPartResult", &out));
 out:
     obj_meta_clear(&src);
     obj_meta_clear(&out);
@@ -506,7 +496,7 @@ void gw_h_mpu_complete(struct gw_req *r)
         break;
     }
     rc |= gw_buf_puts(&b, "</CompleteMultipartUploadResult>");
-    reply_built(r, &b, rc);
+    gw_reply_xml_built(r, &b, rc);
     goto out;
 nomem:
     gw_reply_error(r, S3E_SLOW_DOWN, NULL, NULL);
@@ -587,7 +577,7 @@ void gw_h_mpu_list_parts(struct gw_req *r)
     }
     rc |= gw_buf_puts(&b, "</ListPartsResult>");
     backend_parts_page_free(&pg);
-    reply_built(r, &b, rc);
+    gw_reply_xml_built(r, &b, rc);
 }
 
 void gw_h_list_uploads(struct gw_req *r)
@@ -652,5 +642,5 @@ void gw_h_list_uploads(struct gw_req *r)
     }
     rc |= gw_buf_puts(&b, "</ListMultipartUploadsResult>");
     backend_uploads_page_free(&pg);
-    reply_built(r, &b, rc);
+    gw_reply_xml_built(r, &b, rc);
 }

@@ -717,13 +717,7 @@ void gw_h_object_copy(struct gw_req *r)
     gw_cache_written(r);
     struct gw_buf b;
     gw_buf_init(&b, 4096);
-    int rc = gw_xml_copy_result(&b, "CopyObjectResult", &out);
-    if (rc) {
-        gw_buf_free(&b);
-        gw_reply_error(r, S3E_INTERNAL, NULL, NULL);
-    } else {
-        gw_reply_xml_buf(r, 200, &b);
-    }
+    gw_reply_xml_built(r, &b, gw_xml_copy_result(&b, "CopyObjectResult", &out));
 out:
     obj_meta_clear(&src);
     obj_meta_clear(&repl);
