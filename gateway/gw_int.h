@@ -317,9 +317,6 @@ struct MHD_Response *gw_error_response(struct gw_req *r, enum s3_err e, const ch
 void gw_reply_body(struct gw_req *r, unsigned status, const char *content_type, char *body,
                    size_t len);
 void gw_reply_xml_buf(struct gw_req *r, unsigned status, struct gw_buf *xml);
-/* A 200 with the XML built in `xml` (taken), or, when building it failed
- * (rc != 0: its cap, memory), an InternalError and the buffer freed. */
-void gw_reply_xml_built(struct gw_req *r, struct gw_buf *xml, int rc);
 /* The XML in `xml` (taken; the buffer is reset) as a response not yet
  * queued, Content-Type set and r->resp_bytes counted, for handlers that add
  * headers; NULL when out of memory. */
@@ -333,6 +330,9 @@ int gw_xml_escape(struct gw_buf *b, const char *s);
 int gw_xml_elem(struct gw_buf *b, const char *tag, const char *value);
 /* Starts a document: declaration and "<root xmlns=S3>". */
 int gw_xml_begin(struct gw_buf *b, const char *root);
+/* A 200 with the XML built in `xml` (taken), or, when building it failed
+ * (rc != 0: its cap, memory), an InternalError and the buffer freed. */
+void gw_reply_xml_built(struct gw_req *r, struct gw_buf *xml, int rc);
 /* Percent-encodes s as S3 does for encoding-type=url (keeps unreserved and '/'). */
 int gw_url_encode(struct gw_buf *b, const char *s, bool keep_slash);
 

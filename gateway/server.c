@@ -102,16 +102,6 @@ void gw_reply_xml_buf(struct gw_req *r, unsigned status, struct gw_buf *xml)
     gw_reply_body(r, status, "application/xml", body, len);
 }
 
-void gw_reply_xml_built(struct gw_req *r, struct gw_buf *xml, int rc)
-{
-    if (rc) {
-        gw_buf_free(xml);
-        gw_reply_error(r, S3E_INTERNAL, NULL, NULL);
-        return;
-    }
-    gw_reply_xml_buf(r, 200, xml);
-}
-
 struct MHD_Response *gw_xml_response(struct gw_req *r, struct gw_buf *xml)
 {
     size_t len;

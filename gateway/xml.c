@@ -66,6 +66,16 @@ int gw_xml_begin(struct gw_buf *b, const char *root)
                          root, S3_XMLNS);
 }
 
+void gw_reply_xml_built(struct gw_req *r, struct gw_buf *xml, int rc)
+{
+    if (rc) {
+        gw_buf_free(xml);
+        gw_reply_error(r, S3E_INTERNAL, NULL, NULL);
+        return;
+    }
+    gw_reply_xml_buf(r, 200, xml);
+}
+
 int gw_url_encode(struct gw_buf *b, const char *s, bool keep_slash)
 {
     /* common/encoding.h's encoder, a slice at a time on the stack */
