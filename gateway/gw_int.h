@@ -283,6 +283,11 @@ struct gw_req {
 const char *gw_req_header(const struct gw_req *r, const char *name);
 const char *gw_req_query(const struct gw_req *r, const char *name);
 bool gw_req_has_query(const struct gw_req *r, const char *name);
+/* A count parameter (max-keys, max-parts, part-number-marker ...): *out is
+ * `def` without it, values over `cap` clamp to cap. false when it is not a
+ * non-negative integer. */
+bool gw_req_query_uint(const struct gw_req *r, const char *name, unsigned def, unsigned cap,
+                       unsigned *out);
 
 /* ---- responses: each queues exactly one response on r->conn ---- */
 
@@ -312,6 +317,10 @@ struct MHD_Response *gw_error_response(struct gw_req *r, enum s3_err e, const ch
 void gw_reply_body(struct gw_req *r, unsigned status, const char *content_type, char *body,
                    size_t len);
 void gw_reply_xml_buf(struct gw_req *r, unsigned status, struct gw_buf *xml);
+/* The XML in `xml` (taken; the buffer is reset) as a response not yet
+ * queued, Content-Type set and r->resp_bytes counted, for handlers that add
+ * headers; NULL when out of memory. */
+struct MHD_Response *gw_xml_response(struct gw_req *r, struct gw_buf *xml);
 
 /* ---- XML output (gateway/xml.c) ---- */
 
@@ -321,6 +330,9 @@ int gw_xml_escape(struct gw_buf *b, const char *s);
 int gw_xml_elem(struct gw_buf *b, const char *tag, const char *value);
 /* Starts a document: declaration and "<root xmlns=S3>". */
 int gw_xml_begin(struct gw_buf *b, const char *root);
+/* A 200 with the XML built in `xml` (taken), or, when building it failed
+ * (rc != 0: its cap, memory), an InternalError and the buffer freed. */
+void gw_reply_xml_built(struct gw_req *r, struct gw_buf *xml, int rc);
 /* Percent-encodes s as S3 does for encoding-type=url (keeps unreserved and '/'). */
 int gw_url_encode(struct gw_buf *b, const char *s, bool keep_slash);
 
@@ -496,6 +508,10 @@ void gw_h_mpu_part_copy(struct gw_req *r);
 void gw_h_mpu_complete(struct gw_req *r);
 void gw_h_mpu_abort(struct gw_req *r);
 void gw_h_mpu_list_parts(struct gw_req *r);
+/* The header of the checksum a Complete body's part element holds
+ * ("ChecksumCRC32" -> "x-amz-checksum-crc32"), or NULL for any other
+ * element; from h_mpu.c's table of the algorithms. */
+const char *gw_checksum_header_of_elem(const char *elem);
 /* Get/Put/Delete of object and bucket tags (gateway/h_tagging.c): r->key
  * NULL for the bucket's. */
 void gw_h_tagging_get(struct gw_req *r);
@@ -565,6 +581,16 @@ int gw_list_elem(struct gw_buf *b, const char *tag, const char *v, bool url);
 /* Collects the headers of a PUT / CreateMultipartUpload that S3 stores
  * (Content-Type, x-amz-meta-*, ...) into m. 0, or an S3 error through *err. */
 int gw_collect_put_headers(struct gw_req *r, struct obj_meta *m, enum s3_err *err);
+/* Adds the checksum the body verifier computed (if any) to m, for what a
+ * PutObject / UploadPart stores. 0, or -1 when memory is short. */
+int gw_body_checksum_add(const struct gw_req *r, struct obj_meta *m);
+/* PutObject / UploadPart stored the body: 200 with its ETag (the body's
+ * MD5) and the checksum the body verifier computed, if any. */
+void gw_reply_body_stored(struct gw_req *r);
+/* A write of r's object succeeded (PutObject, CopyObject, Complete): the
+ * cache drops what it held, so the next read sees the write, and warms the
+ * new object when cache_on_write is set. */
+void gw_cache_written(struct gw_req *r);
 
 /* Records an error found before or while the body arrives: the rest of the
  * body is dropped and the error is the response. The first error wins. */
@@ -620,6 +646,9 @@ struct timespec gw_wait_deadline(const struct gw_req *r);
  * x-amz-copy-source-if-* conditions. 0, or -1 after replying. */
 int gw_copy_source_open(struct gw_req *r, const char **bucket, const char **key,
                         struct obj_meta *src);
+/* The body of a CopyObject / UploadPartCopy answer: <root> with the copy's
+ * LastModified and ETag from m. 0, or -1 (b's limit, memory). */
+int gw_xml_copy_result(struct gw_buf *b, const char *root, const struct obj_meta *m);
 
 /* Replies with the error for a backend status, naming the bucket/key. */
 void gw_reply_backend_error(struct gw_req *r, enum backend_status st);

@@ -116,12 +116,7 @@ void gw_h_bucket_end(struct gw_req *r)
             rc |= gw_buf_puts(&b, "<VersioningConfiguration xmlns=\"http://s3.amazonaws.com/"
                                   "doc/2006-03-01/\"/>");
         }
-        if (rc) {
-            gw_buf_free(&b);
-            gw_reply_error(r, S3E_INTERNAL, NULL, NULL);
-            return;
-        }
-        gw_reply_xml_buf(r, 200, &b);
+        gw_reply_xml_built(r, &b, rc);
         return;
     default:
         gw_reply_error(r, S3E_INTERNAL, NULL, NULL);
@@ -138,22 +133,6 @@ int gw_list_elem(struct gw_buf *b, const char *tag, const char *v, bool url)
     int rc = gw_buf_printf(b, "<%s>", tag);
     rc |= gw_url_encode(b, v, true);
     return rc | gw_buf_printf(b, "</%s>", tag);
-}
-
-/* max-keys style parameter: default `def`, values over `cap` clamp. */
-static bool parse_max(const struct gw_req *r, const char *name, unsigned def, unsigned cap,
-                      unsigned *out)
-{
-    const char *v = gw_req_query(r, name);
-    *out = def;
-    if (!v)
-        return true;
-    char *end;
-    long long n = strtoll(v, &end, 10);
-    if (!*v || *end || n < 0)
-        return false;
-    *out = n > (long long)cap ? cap : (unsigned)n;
-    return true;
 }
 
 char *gw_token_encode(const char *s)
@@ -187,7 +166,7 @@ int gw_list_params(struct gw_req *r, struct gw_listing *l)
     const char *enc = gw_req_query(r, "encoding-type");
     l->prefix = prefix ? prefix : "";
     l->delim = gw_req_query(r, "delimiter");
-    if (!parse_max(r, "max-keys", 1000, 1000, &l->max_keys)) {
+    if (!gw_req_query_uint(r, "max-keys", 1000, 1000, &l->max_keys)) {
         gw_reply_error(r, S3E_INVALID_ARGUMENT, "Provided max-keys not an integer or within "
                        "integer range", NULL);
         return -1;
@@ -367,10 +346,5 @@ void gw_h_delete_objects(struct gw_req *r)
     }
     rc |= gw_buf_puts(&b, "</DeleteResult>");
     gw_xml_delete_free(&d);
-    if (rc) {
-        gw_buf_free(&b);
-        gw_reply_error(r, S3E_INTERNAL, NULL, NULL);
-        return;
-    }
-    gw_reply_xml_buf(r, 200, &b);
+    gw_reply_xml_built(r, &b, rc);
 }

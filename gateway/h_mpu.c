@@ -26,16 +26,6 @@ static int owner_and_initiator(struct gw_buf *b, const struct gw_req *r)
     return rc;
 }
 
-static void reply_built(struct gw_req *r, struct gw_buf *b, int rc)
-{
-    if (rc) {
-        gw_buf_free(b);
-        gw_reply_error(r, S3E_INTERNAL, NULL, NULL);
-        return;
-    }
-    gw_reply_xml_buf(r, 200, b);
-}
-
 /* ---- additional checksums ----
  * An upload may declare an algorithm (x-amz-checksum-algorithm) and a type
  * (x-amz-checksum-type) at Create; both are kept as headers of the upload.
@@ -76,6 +66,14 @@ static const struct ck_algo *ck_by_hdr(const char *hdr)
     for (size_t i = 0; hdr && i < sizeof ck_algos / sizeof ck_algos[0]; i++)
         if (strcmp(hdr, ck_algos[i].hdr) == 0)
             return &ck_algos[i];
+    return NULL;
+}
+
+const char *gw_checksum_header_of_elem(const char *elem)
+{
+    for (size_t i = 0; i < sizeof ck_algos / sizeof ck_algos[0]; i++)
+        if (strcmp(elem, ck_algos[i].elem) == 0)
+            return ck_algos[i].hdr;
     return NULL;
 }
 
@@ -167,21 +165,14 @@ void gw_h_mpu_create(struct gw_req *r)
     rc |= gw_xml_elem(&b, "UploadId", id);
     rc |= gw_buf_puts(&b, "</InitiateMultipartUploadResult>");
     if (rc || !algo) {
-        reply_built(r, &b, rc);
+        gw_reply_xml_built(r, &b, rc);
         return;
     }
-    size_t len;
-    char *body = gw_buf_take(&b, &len);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body,
-                                                                MHD_RESPMEM_MUST_FREE);
-    if (!resp) {
-        free(body);
-    } else {
-        gw_resp_header(r, resp, "Content-Type", "application/xml");
+    struct MHD_Response *resp = gw_xml_response(r, &b);
+    if (resp) {
         gw_resp_header(r, resp, "x-amz-checksum-algorithm", algo->name);
         gw_resp_header(r, resp, "x-amz-checksum-type", type);
     }
-    r->resp_bytes = len;
     gw_reply(r, 200, resp);
 }
 
@@ -259,8 +250,7 @@ void gw_h_mpu_part_end(struct gw_req *r)
         return;
     }
     snprintf(m.etag, sizeof m.etag, "%s", r->body_res.md5_hex);
-    if (r->body_res.checksum_name[0] &&
-        obj_meta_add_hdr(&m, r->body_res.checksum_name, r->body_res.checksum_b64) != 0) {
+    if (gw_body_checksum_add(r, &m) != 0) {
         gw_reply_error(r, S3E_SLOW_DOWN, NULL, NULL);
         return;
     }
@@ -273,16 +263,7 @@ void gw_h_mpu_part_end(struct gw_req *r)
         gw_reply_backend_error(r, st);
         return;
     }
-    struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"",
-                                                                MHD_RESPMEM_PERSISTENT);
-    if (resp) {
-        char etag[80];
-        snprintf(etag, sizeof etag, "\"%s\"", r->body_res.md5_hex);
-        gw_resp_header(r, resp, "ETag", etag);
-        if (r->body_res.checksum_name[0])
-            gw_resp_header(r, resp, r->body_res.checksum_name, r->body_res.checksum_b64);
-    }
-    gw_reply(r, 200, resp);
+    gw_reply_body_stored(r);
 }
 
 void gw_h_mpu_part_copy(struct gw_req *r)
@@ -327,12 +308,7 @@ void gw_h_mpu_part_copy(struct gw_req *r)
     }
     struct gw_buf b;
     gw_buf_init(&b, 4096);
-    char date[32];
-    gw_iso_date(&out.mtime, date, sizeof date);
-    int rc = gw_xml_begin(&b, "CopyPartResult");
-    rc |= gw_xml_elem(&b, "LastModified", date);
-    rc |= gw_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag></CopyPartResult>", out.etag);
-    reply_built(r, &b, rc);
+    gw_reply_xml_built(r, &b, gw_xml_copy_result(&b, "CopyPartResult", &out));
 out:
     obj_meta_clear(&src);
     obj_meta_clear(&out);
@@ -495,11 +471,7 @@ void gw_h_mpu_complete(struct gw_req *r)
         gw_reply_backend_error(r, st);
         goto out;
     }
-    if (r->cache) {
-        cache_invalidate(r->cache, r->bucket, r->key);
-        if (r->conf->cache_on_write)
-            cache_warm(r->cache, r->bucket, r->key);
-    }
+    gw_cache_written(r);
     struct gw_buf b;
     gw_buf_init(&b, 8192);
     int rc = gw_xml_begin(&b, "CompleteMultipartUploadResult");
@@ -526,7 +498,7 @@ void gw_h_mpu_complete(struct gw_req *r)
         break;
     }
     rc |= gw_buf_puts(&b, "</CompleteMultipartUploadResult>");
-    reply_built(r, &b, rc);
+    gw_reply_xml_built(r, &b, rc);
     goto out;
 nomem:
     gw_reply_error(r, S3E_SLOW_DOWN, NULL, NULL);
@@ -547,24 +519,11 @@ void gw_h_mpu_abort(struct gw_req *r)
         gw_reply_body(r, 204, NULL, NULL, 0);
 }
 
-static bool parse_uint(const char *v, unsigned def, unsigned cap, unsigned *out)
-{
-    *out = def;
-    if (!v)
-        return true;
-    char *end;
-    long long n = strtoll(v, &end, 10);
-    if (!*v || *end || n < 0)
-        return false;
-    *out = n > (long long)cap ? cap : (unsigned)n;
-    return true;
-}
-
 void gw_h_mpu_list_parts(struct gw_req *r)
 {
     unsigned marker, max;
-    if (!parse_uint(gw_req_query(r, "part-number-marker"), 0, BACKEND_MAX_PARTS, &marker) ||
-        !parse_uint(gw_req_query(r, "max-parts"), 1000, 1000, &max)) {
+    if (!gw_req_query_uint(r, "part-number-marker", 0, BACKEND_MAX_PARTS, &marker) ||
+        !gw_req_query_uint(r, "max-parts", 1000, 1000, &max)) {
         gw_reply_error(r, S3E_INVALID_ARGUMENT, "max-parts and part-number-marker must be "
                        "non-negative integers", NULL);
         return;
@@ -620,13 +579,13 @@ void gw_h_mpu_list_parts(struct gw_req *r)
     }
     rc |= gw_buf_puts(&b, "</ListPartsResult>");
     backend_parts_page_free(&pg);
-    reply_built(r, &b, rc);
+    gw_reply_xml_built(r, &b, rc);
 }
 
 void gw_h_list_uploads(struct gw_req *r)
 {
     unsigned max;
-    if (!parse_uint(gw_req_query(r, "max-uploads"), 1000, 1000, &max)) {
+    if (!gw_req_query_uint(r, "max-uploads", 1000, 1000, &max)) {
         gw_reply_error(r, S3E_INVALID_ARGUMENT, "max-uploads must be a non-negative integer",
                        NULL);
         return;
@@ -686,5 +645,5 @@ void gw_h_list_uploads(struct gw_req *r)
     }
     rc |= gw_buf_puts(&b, "</ListMultipartUploadsResult>");
     backend_uploads_page_free(&pg);
-    reply_built(r, &b, rc);
+    gw_reply_xml_built(r, &b, rc);
 }

@@ -109,18 +109,40 @@ void gw_h_object_put_begin(struct gw_req *r)
         backend_put_set_cond(r->put, &cond);
 }
 
-/* Adds the checksum the body verifier computed to what is stored. */
-static int add_checksum(struct gw_req *r, struct obj_meta *m)
+int gw_body_checksum_add(const struct gw_req *r, struct obj_meta *m)
 {
     if (!r->body_res.checksum_name[0])
         return 0;
     return obj_meta_add_hdr(m, r->body_res.checksum_name, r->body_res.checksum_b64);
 }
 
+void gw_cache_written(struct gw_req *r)
+{
+    if (!r->cache)
+        return;
+    cache_invalidate(r->cache, r->bucket, r->key);
+    if (r->conf->cache_on_write)
+        cache_warm(r->cache, r->bucket, r->key);
+}
+
+void gw_reply_body_stored(struct gw_req *r)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"",
+                                                                MHD_RESPMEM_PERSISTENT);
+    if (resp) {
+        char etag[80];
+        snprintf(etag, sizeof etag, "\"%s\"", r->body_res.md5_hex);
+        gw_resp_header(r, resp, "ETag", etag);
+        if (r->body_res.checksum_name[0])
+            gw_resp_header(r, resp, r->body_res.checksum_name, r->body_res.checksum_b64);
+    }
+    gw_reply(r, 200, resp);
+}
+
 void gw_h_object_put_end(struct gw_req *r)
 {
     snprintf(r->put_meta.etag, sizeof r->put_meta.etag, "%s", r->body_res.md5_hex);
-    if (add_checksum(r, &r->put_meta) != 0) {
+    if (gw_body_checksum_add(r, &r->put_meta) != 0) {
         gw_reply_error(r, S3E_SLOW_DOWN, NULL, NULL);
         return;
     }
@@ -134,21 +156,8 @@ void gw_h_object_put_end(struct gw_req *r)
         gw_reply_backend_error(r, st);
         return;
     }
-    if (r->cache) {   /* the next read sees this write */
-        cache_invalidate(r->cache, r->bucket, r->key);
-        if (r->conf->cache_on_write)
-            cache_warm(r->cache, r->bucket, r->key);
-    }
-    struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"",
-                                                                MHD_RESPMEM_PERSISTENT);
-    if (resp) {
-        char etag[80];
-        snprintf(etag, sizeof etag, "\"%s\"", r->body_res.md5_hex);
-        gw_resp_header(r, resp, "ETag", etag);
-        if (r->body_res.checksum_name[0])
-            gw_resp_header(r, resp, r->body_res.checksum_name, r->body_res.checksum_b64);
-    }
-    gw_reply(r, 200, resp);
+    gw_cache_written(r);
+    gw_reply_body_stored(r);
 }
 
 /* Adds the headers every object response carries. */
@@ -639,6 +648,15 @@ int gw_copy_source_open(struct gw_req *r, const char **bucket, const char **key,
     return 0;
 }
 
+int gw_xml_copy_result(struct gw_buf *b, const char *root, const struct obj_meta *m)
+{
+    char date[32];
+    gw_iso_date(&m->mtime, date, sizeof date);
+    int rc = gw_xml_begin(b, root);
+    rc |= gw_xml_elem(b, "LastModified", date);
+    return rc | gw_buf_printf(b, "<ETag>&quot;%s&quot;</ETag></%s>", m->etag, root);
+}
+
 void gw_h_object_copy(struct gw_req *r)
 {
     const char *sb, *sk;
@@ -696,24 +714,10 @@ void gw_h_object_copy(struct gw_req *r)
         gw_reply_backend_error(r, st);
         goto out;
     }
-    if (r->cache) {
-        cache_invalidate(r->cache, r->bucket, r->key);
-        if (r->conf->cache_on_write)
-            cache_warm(r->cache, r->bucket, r->key);
-    }
+    gw_cache_written(r);
     struct gw_buf b;
     gw_buf_init(&b, 4096);
-    char date[32];
-    gw_iso_date(&out.mtime, date, sizeof date);
-    int rc = gw_xml_begin(&b, "CopyObjectResult");
-    rc |= gw_xml_elem(&b, "LastModified", date);
-    rc |= gw_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag></CopyObjectResult>", out.etag);
-    if (rc) {
-        gw_buf_free(&b);
-        gw_reply_error(r, S3E_INTERNAL, NULL, NULL);
-    } else {
-        gw_reply_xml_buf(r, 200, &b);
-    }
+    gw_reply_xml_built(r, &b, gw_xml_copy_result(&b, "CopyObjectResult", &out));
 out:
     obj_meta_clear(&src);
     obj_meta_clear(&repl);

@@ -1,6 +1,7 @@
 /* gateway/request.c - turns the raw request line into the request record:
  * bucket and key (path-style or virtual-hosted), decoded query parameters,
  * and the S3 operation. */
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -27,6 +28,21 @@ const char *gw_req_query(const struct gw_req *r, const char *name)
 bool gw_req_has_query(const struct gw_req *r, const char *name)
 {
     return gw_req_query(r, name) != NULL;
+}
+
+bool gw_req_query_uint(const struct gw_req *r, const char *name, unsigned def, unsigned cap,
+                       unsigned *out)
+{
+    const char *v = gw_req_query(r, name);
+    *out = def;
+    if (!v)
+        return true;
+    char *end;
+    long long n = strtoll(v, &end, 10);
+    if (!*v || *end || n < 0)
+        return false;
+    *out = n > (long long)cap ? cap : (unsigned)n;
+    return true;
 }
 
 static const char *const op_names[] = {
@@ -144,12 +160,30 @@ static enum gw_op tagging_op(bool get, bool put, bool del, bool key)
     return GW_OP_UNKNOWN;
 }
 
+/* The sub-resources a bucket and an object both have, in the order they
+ * are weighed: ?acl, those shardgate does not implement, ?tagging. true
+ * with *op set when the request names one, false otherwise. */
+static bool shared_subresource_op(const struct gw_req *r, bool get, bool put, bool del,
+                                  bool key, enum gw_op *op)
+{
+    if (gw_req_has_query(r, "acl"))
+        *op = acl_op(get, put, key);
+    else if (has_unsupported(r))
+        *op = GW_OP_NOT_IMPLEMENTED;
+    else if (gw_req_has_query(r, "tagging"))
+        *op = tagging_op(get, put, del, key);
+    else
+        return false;
+    return true;
+}
+
 static enum gw_op route(const struct gw_req *r)
 {
     const char *m = r->method;
     bool get = strcmp(m, "GET") == 0, head = strcmp(m, "HEAD") == 0;
     bool put = strcmp(m, "PUT") == 0, del = strcmp(m, "DELETE") == 0;
     bool post = strcmp(m, "POST") == 0;
+    enum gw_op op;
 
     if (!r->bucket)
         return get ? GW_OP_LIST_BUCKETS : GW_OP_UNKNOWN;
@@ -171,12 +205,8 @@ static enum gw_op route(const struct gw_req *r)
             return GW_OP_GET_BUCKET_VERSIONING;
         if (get && gw_req_has_query(r, "versions"))
             return GW_OP_LIST_OBJECT_VERSIONS;
-        if (gw_req_has_query(r, "acl"))
-            return acl_op(get, put, false);
-        if (has_unsupported(r))
-            return GW_OP_NOT_IMPLEMENTED;
-        if (gw_req_has_query(r, "tagging"))
-            return tagging_op(get, put, del, false);
+        if (shared_subresource_op(r, get, put, del, false, &op))
+            return op;
         if (get && gw_req_has_query(r, "uploads"))
             return GW_OP_LIST_UPLOADS;
         if (get) {
@@ -194,12 +224,8 @@ static enum gw_op route(const struct gw_req *r)
             return GW_OP_DELETE_OBJECTS;
         return GW_OP_UNKNOWN;
     }
-    if (gw_req_has_query(r, "acl"))
-        return acl_op(get, put, true);
-    if (has_unsupported(r))
-        return GW_OP_NOT_IMPLEMENTED;
-    if (gw_req_has_query(r, "tagging"))
-        return tagging_op(get, put, del, true);
+    if (shared_subresource_op(r, get, put, del, true, &op))
+        return op;
     bool upload = gw_req_has_query(r, "uploadId");
     if (get)
         return upload ? GW_OP_LIST_PARTS : GW_OP_GET_OBJECT;

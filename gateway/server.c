@@ -102,6 +102,21 @@ void gw_reply_xml_buf(struct gw_req *r, unsigned status, struct gw_buf *xml)
     gw_reply_body(r, status, "application/xml", body, len);
 }
 
+struct MHD_Response *gw_xml_response(struct gw_req *r, struct gw_buf *xml)
+{
+    size_t len;
+    char *body = gw_buf_take(xml, &len);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body,
+                                                                MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(body);
+        return NULL;
+    }
+    gw_resp_header(r, resp, "Content-Type", "application/xml");
+    r->resp_bytes = len;
+    return resp;
+}
+
 struct MHD_Response *gw_error_response(struct gw_req *r, enum s3_err e, const char *msg,
                                        const char *extra_xml)
 {
@@ -131,17 +146,7 @@ struct MHD_Response *gw_error_response(struct gw_req *r, enum s3_err e, const ch
         log_msg(LOG_LVL_WARN, "gw", "req=%s %s bucket=%s key=%s: %s %s", r->id,
                 gw_op_name(r->op), r->bucket ? r->bucket : "-", r->key ? r->key : "-",
                 se->code, msg ? msg : "");
-    size_t len;
-    char *body = gw_buf_take(&b, &len);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body,
-                                                                MHD_RESPMEM_MUST_FREE);
-    if (!resp) {
-        free(body);
-        return NULL;
-    }
-    gw_resp_header(r, resp, "Content-Type", "application/xml");
-    r->resp_bytes = len;
-    return resp;
+    return gw_xml_response(r, &b);
 }
 
 void gw_reply_error(struct gw_req *r, enum s3_err e, const char *msg, const char *extra_xml)
@@ -178,9 +183,10 @@ void gw_reply_backend_error(struct gw_req *r, enum backend_status st)
         break;
     }
     case BACKEND_COLD_ERROR:
-        if (gw_req_take_cold_error(r))
-            break;
-        msg = s3_error_cold_message(r->backend, st, buf, sizeof buf);
+        /* The cold tier's own code, status and message travel in
+         * r->cold_err (s3_error_of reads it for S3E_COLD_PASSED); without
+         * it (the call ran on another thread) the table's InternalError. */
+        (void)gw_req_take_cold_error(r);
         break;
     case BACKEND_META_TOO_LARGE:
         msg = "The metadata and tags are more than this store's file system keeps with one "

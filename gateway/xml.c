@@ -66,6 +66,16 @@ int gw_xml_begin(struct gw_buf *b, const char *root)
                          root, S3_XMLNS);
 }
 
+void gw_reply_xml_built(struct gw_req *r, struct gw_buf *xml, int rc)
+{
+    if (rc) {
+        gw_buf_free(xml);
+        gw_reply_error(r, S3E_INTERNAL, NULL, NULL);
+        return;
+    }
+    gw_reply_xml_buf(r, 200, xml);
+}
+
 int gw_url_encode(struct gw_buf *b, const char *s, bool keep_slash)
 {
     /* common/encoding.h's encoder, a slice at a time on the stack */
@@ -96,6 +106,16 @@ static bool is_elem(const xmlNode *n, const char *name)
     return n->type == XML_ELEMENT_NODE && strcmp((const char *)n->name, name) == 0;
 }
 
+/* Parses a document whose root element must be `name`: the root, with the
+ * document in *doc (xmlFreeDoc it, NULL is fine); NULL when it is not such
+ * a document. */
+static xmlNode *parse_root(const char *xml, size_t len, const char *name, xmlDocPtr *doc)
+{
+    *doc = parse_doc(xml, len);
+    xmlNode *root = *doc ? xmlDocGetRootElement(*doc) : NULL;
+    return root && is_elem(root, name) ? root : NULL;
+}
+
 /* The text of an element (malloc'd), or NULL when it holds other elements. */
 static char *elem_text(const xmlNode *n)
 {
@@ -110,6 +130,22 @@ static char *elem_text(const xmlNode *n)
     return s;
 }
 
+/* The text of parent's last `name` child into *text (malloc'd, freed
+ * first; left as is when there is none). 0, or -1 when one of them holds
+ * other elements (or memory is short): *text is then NULL. */
+static int last_child_text(const xmlNode *parent, const char *name, char **text)
+{
+    for (const xmlNode *c = parent->children; c; c = c->next) {
+        if (is_elem(c, name)) {
+            free(*text);
+            *text = elem_text(c);
+            if (!*text)
+                return -1;
+        }
+    }
+    return 0;
+}
+
 /* Strips one pair of surrounding quotes from an ETag, in place. */
 static void unquote(char *s)
 {
@@ -120,33 +156,15 @@ static void unquote(char *s)
     }
 }
 
-/* The header name of a part checksum element of a Complete body, or NULL. */
-static const char *part_checksum_header(const xmlNode *f)
-{
-    static const char *const map[][2] = {
-        { "ChecksumCRC32", "x-amz-checksum-crc32" },
-        { "ChecksumCRC32C", "x-amz-checksum-crc32c" },
-        { "ChecksumCRC64NVME", "x-amz-checksum-crc64nvme" },
-        { "ChecksumSHA1", "x-amz-checksum-sha1" },
-        { "ChecksumSHA256", "x-amz-checksum-sha256" },
-    };
-    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-        if (is_elem(f, map[i][0]))
-            return map[i][1];
-    return NULL;
-}
-
 int gw_xml_parse_complete(const char *xml, size_t len, struct gw_xml_parts *out)
 {
     out->parts = NULL;
     out->n = 0;
-    xmlDocPtr doc = parse_doc(xml, len);
-    if (!doc)
-        return -1;
+    xmlDocPtr doc;
+    xmlNode *root = parse_root(xml, len, "CompleteMultipartUpload", &doc);
     int rc = -1;
     size_t cap = 0;
-    xmlNode *root = xmlDocGetRootElement(doc);
-    if (!root || !is_elem(root, "CompleteMultipartUpload"))
+    if (!root)
         goto out;
     for (xmlNode *p = root->children; p; p = p->next) {
         if (p->type != XML_ELEMENT_NODE)
@@ -171,7 +189,7 @@ int gw_xml_parse_complete(const char *xml, size_t len, struct gw_xml_parts *out)
             char *t = elem_text(f);
             if (!t)
                 goto out;
-            const char *ck = part_checksum_header(f);
+            const char *ck = gw_checksum_header_of_elem((const char *)f->name);
             if (ck) {
                 /* One checksum per part, at most a SHA-256 in base64 (44)
                  * plus slack; anything else is not a value S3 returned. */
@@ -221,12 +239,10 @@ void gw_xml_delete_free(struct gw_xml_delete *d)
 int gw_xml_parse_delete(const char *xml, size_t len, size_t max_keys, struct gw_xml_delete *out)
 {
     memset(out, 0, sizeof *out);
-    xmlDocPtr doc = parse_doc(xml, len);
-    if (!doc)
-        return -1;
+    xmlDocPtr doc;
+    xmlNode *root = parse_root(xml, len, "Delete", &doc);
     int rc = -1;
-    xmlNode *root = xmlDocGetRootElement(doc);
-    if (!root || !is_elem(root, "Delete"))
+    if (!root)
         goto out;
     size_t cap = 0;
     for (xmlNode *c = root->children; c; c = c->next) {
@@ -240,13 +256,7 @@ int gw_xml_parse_delete(const char *xml, size_t len, size_t max_keys, struct gw_
             free(t);
         } else if (is_elem(c, "Object")) {
             char *key = NULL;
-            for (xmlNode *f = c->children; f; f = f->next) {
-                if (is_elem(f, "Key")) {
-                    free(key);
-                    key = elem_text(f);
-                }
-            }
-            if (!key)
+            if (last_child_text(c, "Key", &key) != 0 || !key)
                 goto out;
             if (out->n == max_keys) {
                 free(key);
@@ -275,21 +285,13 @@ out:
 int gw_xml_parse_create_bucket(const char *xml, size_t len, char **region)
 {
     *region = NULL;
-    xmlDocPtr doc = parse_doc(xml, len);
-    if (!doc)
-        return -1;
+    xmlDocPtr doc;
+    xmlNode *root = parse_root(xml, len, "CreateBucketConfiguration", &doc);
     int rc = -1;
-    xmlNode *root = xmlDocGetRootElement(doc);
-    if (!root || !is_elem(root, "CreateBucketConfiguration"))
+    if (!root)
         goto out;
-    for (xmlNode *c = root->children; c; c = c->next) {
-        if (is_elem(c, "LocationConstraint")) {
-            free(*region);
-            *region = elem_text(c);
-            if (!*region)
-                goto out;
-        }
-    }
+    if (last_child_text(root, "LocationConstraint", region) != 0)
+        goto out;
     rc = 0;
 out:
     xmlFreeDoc(doc);
@@ -298,16 +300,6 @@ out:
         *region = NULL;
     }
     return rc;
-}
-
-/* Parses a document whose root element must be `name`: the root, with the
- * document in *doc (xmlFreeDoc it, NULL is fine); NULL when it is not such
- * a document. */
-static xmlNode *parse_root(const char *xml, size_t len, const char *name, xmlDocPtr *doc)
-{
-    *doc = parse_doc(xml, len);
-    xmlNode *root = *doc ? xmlDocGetRootElement(*doc) : NULL;
-    return root && is_elem(root, name) ? root : NULL;
 }
 
 /* One <Grant>: true when it gives FULL_CONTROL to the canonical user `owner`;
