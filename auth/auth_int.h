@@ -14,6 +14,7 @@
 
 #include "auth.h"
 #include "buf.h"
+#include "checksum.h"
 #include "crc.h"
 #include "encoding.h"
 
@@ -105,37 +106,6 @@ struct auth_sigstate {
     char amzdate[17];
     char scope[AUTH_SCOPE_MAX];
 };
-
-/* ---- payload checksums ---- */
-
-enum auth_ck_algo {
-    AUTH_CK_NONE = 0,
-    AUTH_CK_CRC32,
-    AUTH_CK_CRC32C,
-    AUTH_CK_CRC64NVME,
-    AUTH_CK_SHA1,
-    AUTH_CK_SHA256,
-};
-
-/* "crc32", "CRC32", "x-amz-checksum-crc32" -> AUTH_CK_CRC32; unknown ->
- * AUTH_CK_NONE. */
-enum auth_ck_algo auth_ck_from_name(const char *name);
-const char *auth_ck_header(enum auth_ck_algo a);   /* "x-amz-checksum-crc32" */
-size_t auth_ck_len(enum auth_ck_algo a);           /* digest bytes */
-
-struct auth_ck {
-    enum auth_ck_algo algo;
-    uint32_t crc32;
-    uint64_t crc64;
-    EVP_MD_CTX *md;                /* SHA1 / SHA256 */
-};
-
-/* Returns 0, or -1 when out of memory. */
-int auth_ck_init(struct auth_ck *c, enum auth_ck_algo a);
-void auth_ck_update(struct auth_ck *c, const void *buf, size_t n);
-/* Writes the big-endian digest; returns its length (0 on failure). */
-size_t auth_ck_final(struct auth_ck *c, uint8_t out[32]);
-void auth_ck_free(struct auth_ck *c);
 
 /* ---- the aws-chunked decoder ---- */
 

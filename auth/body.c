@@ -22,7 +22,7 @@ struct auth_body {
     EVP_MD_CTX *md5;               /* made at the first byte: a bodiless request has none */
     bool have_md5;
     uint8_t want_md5[16];
-    struct auth_ck ck;
+    struct sg_ck ck;
     enum ck_source ck_src;
     uint8_t want_ck[32];
     auth_body_out_cb out;          /* valid during one feed */
@@ -55,9 +55,9 @@ static int digests_start(struct auth_body *b)
 /* Reads x-amz-checksum-<algo> (at most one), x-amz-trailer and
  * x-amz-sdk-checksum-algorithm, and picks what to compute and check. */
 static enum auth_status pick_checksum(struct auth_body *b, const struct auth_req *r,
-                                      enum auth_ck_algo *algo)
+                                      enum sg_ck_algo *algo)
 {
-    enum auth_ck_algo hdr = AUTH_CK_NONE, trl = AUTH_CK_NONE, sdk = AUTH_CK_NONE;
+    enum sg_ck_algo hdr = SG_CK_NONE, trl = SG_CK_NONE, sdk = SG_CK_NONE;
     for (size_t i = 0; i < r->n_hdrs; i++) {
         const char *n = r->hdrs[i].name;
         const char *v = r->hdrs[i].value ? r->hdrs[i].value : "";
@@ -68,12 +68,12 @@ static enum auth_status pick_checksum(struct auth_body *b, const struct auth_req
         if (strcasecmp(n + 15, "type") == 0 || strcasecmp(n + 15, "algorithm") == 0 ||
             strcasecmp(n + 15, "mode") == 0)
             continue;
-        enum auth_ck_algo a = auth_ck_from_name(n);
-        if (a == AUTH_CK_NONE || hdr != AUTH_CK_NONE)
+        enum sg_ck_algo a = sg_ck_from_name(n);
+        if (a == SG_CK_NONE || hdr != SG_CK_NONE)
             return AUTH_BAD_CHECKSUM_HEADER;     /* unknown, or more than one */
         size_t vl = strlen(v);
         if (vl > 64 ||
-            sg_b64_decode(v, vl, b->want_ck, sizeof b->want_ck) != (long)auth_ck_len(a))
+            sg_b64_decode(v, vl, b->want_ck, sizeof b->want_ck) != (long)sg_ck_len(a))
             return AUTH_BAD_CHECKSUM_HEADER;
         hdr = a;
     }
@@ -91,14 +91,14 @@ static enum auth_status pick_checksum(struct auth_body *b, const struct auth_req
         memcpy(name, t, tl);
         name[tl] = '\0';
         if (strncasecmp(name, "x-amz-checksum-", 15) != 0 ||
-            (trl = auth_ck_from_name(name)) == AUTH_CK_NONE)
+            (trl = sg_ck_from_name(name)) == SG_CK_NONE)
             return AUTH_BAD_CHECKSUM_HEADER;
         enum auth_payload p = b->ctx->payload;
         if (p != AUTH_PAYLOAD_STREAMING_TRAILER && p != AUTH_PAYLOAD_STREAMING_UNSIGNED_TRAILER)
             return AUTH_BAD_CHECKSUM_HEADER;     /* a trailer that cannot arrive */
     }
     const char *s = auth_req_header(r, "x-amz-sdk-checksum-algorithm", NULL);
-    if (s && (sdk = auth_ck_from_name(s)) == AUTH_CK_NONE)
+    if (s && (sdk = sg_ck_from_name(s)) == SG_CK_NONE)
         return AUTH_BAD_CHECKSUM_HEADER;
     if (hdr && trl)
         return AUTH_BAD_CHECKSUM_HEADER;
@@ -127,7 +127,7 @@ enum auth_status auth_body_begin(const struct auth_ctx *ctx, const struct auth_r
                                  struct auth_body **out)
 {
     enum auth_status st = AUTH_OK;
-    enum auth_ck_algo algo = AUTH_CK_NONE;
+    enum sg_ck_algo algo = SG_CK_NONE;
     uint64_t decoded_len = 0;
     struct auth_body *b = calloc(1, sizeof *b);
     *out = NULL;
@@ -158,7 +158,7 @@ enum auth_status auth_body_begin(const struct auth_ctx *ctx, const struct auth_r
     st = pick_checksum(b, r, &algo);
     if (st != AUTH_OK)
         goto out;
-    if (auth_ck_init(&b->ck, algo) != 0) {
+    if (sg_ck_init(&b->ck, algo) != 0) {
         st = AUTH_NOMEM;
         goto out;
     }
@@ -205,7 +205,7 @@ static int on_payload(void *arg, const uint8_t *buf, size_t len)
     EVP_DigestUpdate(b->md5, buf, len);
     if (b->sha256)
         EVP_DigestUpdate(b->sha256, buf, len);
-    auth_ck_update(&b->ck, buf, len);
+    sg_ck_update(&b->ck, buf, len);
     b->length += len;
     return b->out ? b->out(b->out_arg, buf, len) : 0;
 }
@@ -242,18 +242,18 @@ static enum auth_status trailer_checksum(struct auth_body *b)
         size_t nl = b->dec->trailers[i].name_len;
         if (nl < 15 || strncmp(n, "x-amz-checksum-", 15) != 0)
             continue;
-        const char *want = auth_ck_header(b->ck.algo);
+        const char *want = sg_ck_header(b->ck.algo);
         if (b->ck_src != CK_SRC_TRAILER || strlen(want) != nl || memcmp(n, want, nl) != 0)
             return AUTH_BAD_CHECKSUM_HEADER;
     }
     if (b->ck_src != CK_SRC_TRAILER)
         return AUTH_OK;
     size_t vl = 0;
-    const char *v = auth_chunk_trailer(b->dec, auth_ck_header(b->ck.algo), &vl);
+    const char *v = auth_chunk_trailer(b->dec, sg_ck_header(b->ck.algo), &vl);
     if (!v)
         return AUTH_BAD_CHUNK;                   /* announced, never sent */
     if (vl > 64 ||
-        sg_b64_decode(v, vl, b->want_ck, sizeof b->want_ck) != (long)auth_ck_len(b->ck.algo))
+        sg_b64_decode(v, vl, b->want_ck, sizeof b->want_ck) != (long)sg_ck_len(b->ck.algo))
         return AUTH_BAD_CHECKSUM_HEADER;
     return AUTH_OK;
 }
@@ -291,14 +291,14 @@ static enum auth_status body_finish(struct auth_body *b, struct auth_body_result
     memset(res, 0, sizeof *res);
     sg_hex_encode(md, 16, res->md5_hex);
     res->length = b->length;
-    if (b->ck.algo != AUTH_CK_NONE) {
-        size_t n = auth_ck_final(&b->ck, md);
+    if (b->ck.algo != SG_CK_NONE) {
+        size_t n = sg_ck_final(&b->ck, md);
         if (n == 0)
             return AUTH_NOMEM;
         if (b->ck_src != CK_SRC_SDK_ONLY && CRYPTO_memcmp(md, b->want_ck, n) != 0)
             return AUTH_CHECKSUM_MISMATCH;
         snprintf(res->checksum_name, sizeof res->checksum_name, "%s",
-                 auth_ck_header(b->ck.algo));
+                 sg_ck_header(b->ck.algo));
         sg_b64_encode(md, n, res->checksum_b64);
     }
     return AUTH_OK;
@@ -325,7 +325,7 @@ void auth_body_free(struct auth_body *b)
         return;
     EVP_MD_CTX_free(b->sha256);
     EVP_MD_CTX_free(b->md5);
-    auth_ck_free(&b->ck);
+    sg_ck_free(&b->ck);
     if (b->dec) {
         auth_chunk_free(b->dec);
         OPENSSL_cleanse(b->dec, sizeof *b->dec);   /* chunk signatures */

@@ -12,7 +12,7 @@
 #define PARTS_MAX 10000u   /* S3's limit on parts per upload */
 
 /* Decodes one part's base64 digest; returns its length or -1. */
-static long part_digest(const char *b64, enum auth_ck_algo algo, uint8_t out[32])
+static long part_digest(const char *b64, enum sg_ck_algo algo, uint8_t out[32])
 {
     if (b64 == NULL)
         return -1;
@@ -20,29 +20,29 @@ static long part_digest(const char *b64, enum auth_ck_algo algo, uint8_t out[32]
     if (n > 64)
         return -1;
     long got = sg_b64_decode(b64, n, out, 32);
-    return got == (long)auth_ck_len(algo) ? got : -1;
+    return got == (long)sg_ck_len(algo) ? got : -1;
 }
 
 int auth_checksum_composite(const char *algo, const char *const *part_b64, size_t n,
                             char *out, size_t outlen)
 {
-    enum auth_ck_algo a = algo ? auth_ck_from_name(algo) : AUTH_CK_NONE;
-    struct auth_ck ck;
+    enum sg_ck_algo a = algo ? sg_ck_from_name(algo) : SG_CK_NONE;
+    struct sg_ck ck;
     uint8_t d[32];
     char b64[48];
     int rc = -1;
 
-    if (a == AUTH_CK_NONE || a == AUTH_CK_CRC64NVME || n == 0 || n > PARTS_MAX || !out)
+    if (a == SG_CK_NONE || a == SG_CK_CRC64NVME || n == 0 || n > PARTS_MAX || !out)
         return -1;
-    if (auth_ck_init(&ck, a) != 0)
+    if (sg_ck_init(&ck, a) != 0)
         return -1;
     for (size_t i = 0; i < n; i++) {
         long dl = part_digest(part_b64[i], a, d);
         if (dl < 0)
             goto out;
-        auth_ck_update(&ck, d, (size_t)dl);
+        sg_ck_update(&ck, d, (size_t)dl);
     }
-    size_t len = auth_ck_final(&ck, d);
+    size_t len = sg_ck_final(&ck, d);
     if (len == 0)
         goto out;
     sg_b64_encode(d, len, b64);
@@ -51,7 +51,7 @@ int auth_checksum_composite(const char *algo, const char *const *part_b64, size_
         goto out;
     rc = 0;
 out:
-    auth_ck_free(&ck);
+    sg_ck_free(&ck);
     if (rc != 0 && out && outlen)
         out[0] = '\0';
     return rc;
@@ -108,7 +108,7 @@ static uint64_t crc_combine(uint64_t crc1, uint64_t crc2, uint64_t len2, uint64_
 int auth_checksum_full_object(const char *algo, const char *const *part_b64,
                               const uint64_t *part_len, size_t n, char *out, size_t outlen)
 {
-    enum auth_ck_algo a = algo ? auth_ck_from_name(algo) : AUTH_CK_NONE;
+    enum sg_ck_algo a = algo ? sg_ck_from_name(algo) : SG_CK_NONE;
     uint64_t poly;
     int width;
     uint8_t d[32];
@@ -117,10 +117,10 @@ int auth_checksum_full_object(const char *algo, const char *const *part_b64,
     if (out && outlen)
         out[0] = '\0';
     switch (a) {
-    case AUTH_CK_CRC32: poly = 0xEDB88320u; width = 32; break;
-    case AUTH_CK_CRC32C: poly = 0x82F63B78u; width = 32; break;
-    case AUTH_CK_CRC64NVME: poly = 0x9A6C9329AC4BC9B5ull; width = 64; break;
-    case AUTH_CK_NONE: case AUTH_CK_SHA1: case AUTH_CK_SHA256:
+    case SG_CK_CRC32: poly = 0xEDB88320u; width = 32; break;
+    case SG_CK_CRC32C: poly = 0x82F63B78u; width = 32; break;
+    case SG_CK_CRC64NVME: poly = 0x9A6C9329AC4BC9B5ull; width = 64; break;
+    case SG_CK_NONE: case SG_CK_SHA1: case SG_CK_SHA256:
     default:
         return -1;
     }
@@ -136,7 +136,7 @@ int auth_checksum_full_object(const char *algo, const char *const *part_b64,
             v = v << 8 | d[k];
         crc = i == 0 ? v : crc_combine(crc, v, part_len[i], poly, width);
     }
-    size_t len = auth_ck_len(a);
+    size_t len = sg_ck_len(a);
     for (size_t k = 0; k < len; k++)
         d[k] = (uint8_t)(crc >> (8 * (len - 1 - k)));
     sg_b64_encode(d, len, b64);

@@ -9,6 +9,7 @@
 
 #include "backend.h"
 #include "backend_int.h"
+#include "checksum.h"
 #include "s3name.h"   /* sg_bucket_name_valid: which directories are buckets */
 
 #include <dirent.h>
@@ -281,9 +282,10 @@ enum backend_status posix_nest_file(struct posix_store *b, int bucketfd, unsigne
 /* Removes the empty directories above mapped path `path` in the bucket,
  * deepest first, stopping at the first one that is not empty. */
 void posix_rmdir_parents(int bucketfd, const char *path);
-/* Copies len bytes of src at off into the put, computing their MD5. */
+/* Copies len bytes of src at off into the put, computing their MD5 (and,
+ * when ck is not NULL, feeding them to ck). */
 enum backend_status posix_copy_into(struct posix_put *p, int srcfd, uint64_t off,
-                                    uint64_t len, unsigned char md5[16]);
+                                    uint64_t len, unsigned char md5[16], struct sg_ck *ck);
 /* Random URL-safe characters. 0 or -1. */
 int posix_random_chars(char *out, size_t n);
 

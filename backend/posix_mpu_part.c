@@ -3,6 +3,7 @@
  * file, fsync, rename) by UploadPart and UploadPartCopy, read back with its
  * metadata, and listed in part-number order (ListParts). */
 #include "posix_int.h"
+#include "encoding.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -36,6 +37,25 @@ enum backend_status posix_mpu_part_begin(struct posix_store *b, const char *buck
     return posix_put_new(b, ufd, -1, pn, true, POSIX_MAX_PUT, out);
 }
 
+/* The checksum algorithm upload `id` declared (x-amz-checksum-algorithm at
+ * its creation), SG_CK_NONE when none. */
+static enum backend_status upload_algo(struct posix_store *b, const char *bucket,
+                                       const char *key, const char *id, enum sg_ck_algo *algo)
+{
+    int ufd;
+    struct posix_upload_info ui;
+    *algo = SG_CK_NONE;
+    enum backend_status s = posix_mpu_upload_open(b, bucket, key, id, &ufd, &ui);
+    if (s != BACKEND_OK)
+        return s;
+    close(ufd);
+    const char *a = obj_meta_get_hdr(&ui.meta, "x-amz-checksum-algorithm");
+    if (a)
+        *algo = sg_ck_from_name(a);
+    obj_meta_clear(&ui.meta);
+    return BACKEND_OK;
+}
+
 enum backend_status posix_mpu_part_copy(struct posix_store *b, const char *bucket,
                                           const char *key, const char *upload_id,
                                           unsigned part_no, const struct backend_copy_src *src,
@@ -61,22 +81,45 @@ enum backend_status posix_mpu_part_copy(struct posix_store *b, const char *bucke
         close(sfd);
         return BACKEND_TOO_LARGE;
     }
-    struct posix_put *p;
-    s = posix_mpu_part_begin(b, bucket, key, upload_id, part_no, &p);
+    /* An upload that declared a checksum algorithm gets the part's checksum
+     * computed over the copied bytes, as S3 does, kept like UploadPart's. */
+    enum sg_ck_algo algo;
+    s = upload_algo(b, bucket, key, upload_id, &algo);
+    struct sg_ck ck;
+    if (s == BACKEND_OK && sg_ck_init(&ck, algo) != 0)
+        s = BACKEND_NOMEM;
+    struct posix_put *p = NULL;
+    if (s == BACKEND_OK) {
+        s = posix_mpu_part_begin(b, bucket, key, upload_id, part_no, &p);
+        if (s != BACKEND_OK)
+            sg_ck_free(&ck);
+    }
     if (s != BACKEND_OK) {
         close(sfd);
         return s;
     }
     unsigned char md5[16];
-    s = posix_copy_into(p, sfd, off, len, md5);
+    s = posix_copy_into(p, sfd, off, len, md5, &ck);
     close(sfd);
+    struct obj_meta m = { 0 };
+    if (s == BACKEND_OK && algo != SG_CK_NONE) {
+        uint8_t d[32];
+        char b64[48];
+        size_t dl = sg_ck_final(&ck, d);
+        sg_b64_encode(d, dl, b64);
+        if (dl == 0 || obj_meta_add_hdr(&m, sg_ck_header(algo), b64) != 0)
+            s = BACKEND_NOMEM;
+    }
+    sg_ck_free(&ck);
     if (s != BACKEND_OK) {
+        obj_meta_clear(&m);
         posix_put_abort(p);
         return s;
     }
-    struct obj_meta m = { 0 };
     posix_md5_to_hex(md5, m.etag);
-    return posix_put_commit(p, &m, out);
+    s = posix_put_commit(p, &m, out);
+    obj_meta_clear(&m);
+    return s;
 }
 
 /* Opens part `no` and reads its meta. */

@@ -412,7 +412,7 @@ void posix_put_abort(struct posix_put *p)
 /* ---- copy ---- */
 
 enum backend_status posix_copy_into(struct posix_put *p, int srcfd, uint64_t off,
-                                    uint64_t len, unsigned char md5[16])
+                                    uint64_t len, unsigned char md5[16], struct sg_ck *ck)
 {
     /* A bounded buffer keeps memory flat whatever the object size; the MD5
      * needs the bytes in user space anyway, so copy_file_range buys little. */
@@ -438,6 +438,8 @@ enum backend_status posix_copy_into(struct posix_put *p, int srcfd, uint64_t off
             goto out;
         }
         EVP_DigestUpdate(ctx, buf, (size_t)n);
+        if (ck)
+            sg_ck_update(ck, buf, (size_t)n);
         s = posix_put_write(p, buf, (size_t)n);
         if (s != BACKEND_OK)
             goto out;
@@ -495,7 +497,7 @@ enum backend_status posix_object_copy(struct posix_store *b, const char *src_buc
         goto out;
     }
     unsigned char md5[16];
-    s = posix_copy_into(p, sfd, 0, (uint64_t)st.st_size, md5);
+    s = posix_copy_into(p, sfd, 0, (uint64_t)st.st_size, md5, NULL);
     if (s != BACKEND_OK) {
         posix_put_abort(p);
         goto out;

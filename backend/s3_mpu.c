@@ -53,6 +53,8 @@ enum backend_status s3_mpu_create(struct backend *base, const char *bucket,
     return s3_mpu_create_cold(s, s3_cold_bucket(s, bucket), key, meta, upload_id);
 }
 
+static int result_checksums(const char *xml, size_t len, struct obj_meta *ck);
+
 enum backend_status s3_mpu_part_copy(struct backend *base, const char *bucket,
                                      const char *key, const char *upload_id,
                                      unsigned part_no, const struct backend_copy_src *src,
@@ -91,6 +93,9 @@ enum backend_status s3_mpu_part_copy(struct backend *base, const char *bucket,
         else
             st = BACKEND_IO;
     }
+    /* an upload with a checksum algorithm: the tier computed the part's */
+    if (st == BACKEND_OK && result_checksums(c.rbuf, c.rlen, out) != 0)
+        st = BACKEND_NOMEM;
     s3_call_free(&c);
     out->size = size;
 out:
@@ -137,9 +142,10 @@ static int result_text(const char *xml, size_t len, const char *tag, char *out, 
     return 0;
 }
 
-/* The checksum headers of the object a cold Complete assembled, from its
- * CompleteMultipartUploadResult. 0, or -1 when out of memory. */
-static int complete_checksums(const char *xml, size_t len, struct obj_meta *ck)
+/* The checksum headers of what the cold tier made, from its
+ * CompleteMultipartUploadResult (the object's, with its type) or its
+ * CopyPartResult (the part's). 0, or -1 when out of memory. */
+static int result_checksums(const char *xml, size_t len, struct obj_meta *ck)
 {
     static const char *const hdrs[] = {
         "x-amz-checksum-crc32", "x-amz-checksum-crc32c", "x-amz-checksum-crc64nvme",
@@ -219,7 +225,7 @@ enum backend_status s3_mpu_complete_cold(struct s3_store *s, const char *cbucket
                 st = BACKEND_IO;
         }
         obj_meta_clear(&r);
-        if (st == BACKEND_OK && ck && complete_checksums(c.rbuf, c.rlen, ck) != 0)
+        if (st == BACKEND_OK && ck && result_checksums(c.rbuf, c.rlen, ck) != 0)
             st = BACKEND_NOMEM;
     }
     s3_call_free(&c);

@@ -647,8 +647,14 @@ struct timespec gw_wait_deadline(const struct gw_req *r);
 int gw_copy_source_open(struct gw_req *r, const char **bucket, const char **key,
                         struct obj_meta *src);
 /* The body of a CopyObject / UploadPartCopy answer: <root> with the copy's
- * LastModified and ETag from m. 0, or -1 (b's limit, memory). */
-int gw_xml_copy_result(struct gw_buf *b, const char *root, const struct obj_meta *m);
+ * LastModified and ETag from m, and with `checksum` its x-amz-checksum-*
+ * (a part copied into an upload with a checksum algorithm). 0, or -1 (b's
+ * limit, memory). */
+int gw_xml_copy_result(struct gw_buf *b, const char *root, const struct obj_meta *m,
+                       bool checksum);
+/* <ChecksumCRC32>..</ChecksumCRC32> and the like for each x-amz-checksum-*
+ * header of m (h_mpu.c's table of algorithms). */
+int gw_xml_checksum_elems(struct gw_buf *b, const struct obj_meta *m);
 
 /* Replies with the error for a backend status, naming the bucket/key. */
 void gw_reply_backend_error(struct gw_req *r, enum backend_status st);

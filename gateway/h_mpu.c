@@ -69,6 +69,17 @@ static const struct ck_algo *ck_by_hdr(const char *hdr)
     return NULL;
 }
 
+int gw_xml_checksum_elems(struct gw_buf *b, const struct obj_meta *m)
+{
+    int rc = 0;
+    for (size_t i = 0; i < sizeof ck_algos / sizeof ck_algos[0]; i++) {
+        const char *v = obj_meta_get_hdr(m, ck_algos[i].hdr);
+        if (v && *v)
+            rc |= gw_xml_elem(b, ck_algos[i].elem, v);
+    }
+    return rc;
+}
+
 const char *gw_checksum_header_of_elem(const char *elem)
 {
     for (size_t i = 0; i < sizeof ck_algos / sizeof ck_algos[0]; i++)
@@ -308,7 +319,7 @@ void gw_h_mpu_part_copy(struct gw_req *r)
     }
     struct gw_buf b;
     gw_buf_init(&b, 4096);
-    gw_reply_xml_built(r, &b, gw_xml_copy_result(&b, "CopyPartResult", &out));
+    gw_reply_xml_built(r, &b, gw_xml_copy_result(&b, "CopyPartResult", &out, true));
 out:
     obj_meta_clear(&src);
     obj_meta_clear(&out);
@@ -358,7 +369,8 @@ static enum backend_status stored_parts(struct gw_req *r, const char *uid,
  * listed without one, so the backend checks every part against what went
  * into the sum (a part replaced meanwhile then fails the Complete). Sets
  * value to "" when a part has no checksum of the algorithm (a part made by
- * UploadPartCopy, for which we compute none): the object then gets none.
+ * UploadPartCopy on a cold tier that computes none, as moto): the object
+ * then gets none.
  * 0, or -1 with the request answered. */
 static int object_checksum(struct gw_req *r, const char *uid, const struct ck_algo *a,
                            bool full, struct gw_xml_parts *parts, char *value, size_t vlen)

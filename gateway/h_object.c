@@ -648,13 +648,17 @@ int gw_copy_source_open(struct gw_req *r, const char **bucket, const char **key,
     return 0;
 }
 
-int gw_xml_copy_result(struct gw_buf *b, const char *root, const struct obj_meta *m)
+int gw_xml_copy_result(struct gw_buf *b, const char *root, const struct obj_meta *m,
+                       bool checksum)
 {
     char date[32];
     gw_iso_date(&m->mtime, date, sizeof date);
     int rc = gw_xml_begin(b, root);
     rc |= gw_xml_elem(b, "LastModified", date);
-    return rc | gw_buf_printf(b, "<ETag>&quot;%s&quot;</ETag></%s>", m->etag, root);
+    rc |= gw_buf_printf(b, "<ETag>&quot;%s&quot;</ETag>", m->etag);
+    if (checksum)
+        rc |= gw_xml_checksum_elems(b, m);
+    return rc | gw_buf_printf(b, "</%s>", root);
 }
 
 void gw_h_object_copy(struct gw_req *r)
@@ -717,7 +721,7 @@ void gw_h_object_copy(struct gw_req *r)
     gw_cache_written(r);
     struct gw_buf b;
     gw_buf_init(&b, 4096);
-    gw_reply_xml_built(r, &b, gw_xml_copy_result(&b, "CopyObjectResult", &out));
+    gw_reply_xml_built(r, &b, gw_xml_copy_result(&b, "CopyObjectResult", &out, false));
 out:
     obj_meta_clear(&src);
     obj_meta_clear(&repl);

@@ -5,8 +5,9 @@ per part in CompleteMultipartUpload. The object's COMPOSITE checksum is
 computed here independently (checksum of the concatenated raw part digests,
 base64, "-N") and must be what Complete answers and what HeadObject /
 GetObject return with ChecksumMode=ENABLED (a ranged GET returns none).
-Also: a wrong part checksum in Complete is InvalidPart, a part without the
-declared checksum is InvalidRequest, FULL_OBJECT CRC32, and a managed
+Also: a part made by UploadPartCopy carries the checksum of the copied
+bytes (CRC32 and SHA256), a wrong part checksum in Complete is InvalidPart, a
+part without the declared checksum is InvalidRequest, FULL_OBJECT CRC32, and a managed
 upload_file / download_file of 40 MiB with boto3's default checksums.
 Skips (77) when boto3 is missing or too old to send checksums."""
 
@@ -108,6 +109,47 @@ def t_crc32_composite(c, b):
     H.check("no upload left", not c.list_multipart_uploads(Bucket=b).get("Uploads"))
 
 
+def t_part_copy_checksums(c, b):
+    """UploadPartCopy into an upload with a checksum algorithm: the part gets
+    the checksum of the copied bytes (CopyPartResult, ListParts), and the
+    object's composite checksum counts it like an uploaded part's."""
+    src = os.urandom(6 * MB)
+    small = os.urandom(3000)
+    c.put_object(Bucket=b, Key="ck/src", Body=src)
+    c.put_object(Bucket=b, Key="ck/small", Body=small)
+    for algo, raw in (("CRC32", crc32_raw), ("SHA256", lambda d: hashlib.sha256(d).digest())):
+        key = "ck/copied-" + algo.lower()
+        uid = c.create_multipart_upload(Bucket=b, Key=key, ChecksumAlgorithm=algo)["UploadId"]
+        r1 = c.upload_part_copy(Bucket=b, Key=key, UploadId=uid, PartNumber=1,
+                                CopySource={"Bucket": b, "Key": "ck/src"},
+                                CopySourceRange="bytes=0-%d" % (5 * MB - 1))["CopyPartResult"]
+        mid = os.urandom(5 * MB)
+        r2 = c.upload_part(Bucket=b, Key=key, UploadId=uid, PartNumber=2, Body=mid,
+                           ChecksumAlgorithm=algo)
+        r3 = c.upload_part_copy(Bucket=b, Key=key, UploadId=uid, PartNumber=3,
+                                CopySource={"Bucket": b, "Key": "ck/small"})["CopyPartResult"]
+        datas = [src[:5 * MB], mid, small]
+        H.eq("[%s] UploadPartCopy answers the copied bytes' Checksum%s (a range, a whole "
+             "object)" % (algo, algo),
+             (r1.get("Checksum" + algo), r3.get("Checksum" + algo)),
+             (b64(raw(datas[0])), b64(raw(datas[2]))))
+        lp = c.list_parts(Bucket=b, Key=key, UploadId=uid)
+        H.eq("[%s] ListParts has the copied parts' checksums" % algo,
+             [p.get("Checksum" + algo) for p in lp.get("Parts", [])],
+             [b64(raw(d)) for d in datas])
+        parts = [{"PartNumber": 1, "ETag": r1["ETag"]},
+                 {"PartNumber": 2, "ETag": r2["ETag"], "Checksum" + algo: r2["Checksum" + algo]},
+                 {"PartNumber": 3, "ETag": r3["ETag"], "Checksum" + algo: r3["Checksum" + algo]}]
+        want = composite([raw(d) for d in datas], raw)
+        r = c.complete_multipart_upload(Bucket=b, Key=key, UploadId=uid,
+                                        MultipartUpload={"Parts": parts})
+        H.eq("[%s] Complete answers the composite checksum over copied and uploaded parts"
+             % algo, r.get("Checksum" + algo), want)
+        h = c.head_object(Bucket=b, Key=key, ChecksumMode="ENABLED")
+        H.eq("[%s] HeadObject ChecksumMode=ENABLED returns it" % algo,
+             h.get("Checksum" + algo), want)
+
+
 def t_complete_without_part_checksums(c, b):
     blobs = blobs_for_test()
     uid, parts = upload(c, b, "ck/implicit", blobs, "CRC32")
@@ -194,6 +236,7 @@ def main():
     c.create_bucket(Bucket=b)
     t_crc32_composite(c, b)
     t_complete_without_part_checksums(c, b)
+    t_part_copy_checksums(c, b)
     t_sha256_composite(c, b)
     t_full_object_crc32(c, b)
     t_part_rules(c, b)

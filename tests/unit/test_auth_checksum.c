@@ -38,24 +38,24 @@ static void all_five_algorithms_digest_check_string(void)
         { "sha256", "FeKw08M4keuw8e9gnsQZQgwg4yDOlMZfvIwzEkSOsiU=" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct auth_ck c;
+        struct sg_ck c;
         uint8_t md[32];
         char b64[64];
-        enum auth_ck_algo a = auth_ck_from_name(cases[i].name);
-        CU_ASSERT_NOT_EQUAL_FATAL(a, AUTH_CK_NONE);
-        CU_ASSERT_EQUAL_FATAL(auth_ck_init(&c, a), 0);
-        auth_ck_update(&c, "1234", 4);
-        auth_ck_update(&c, "", 0);
-        auth_ck_update(&c, "56789", 5);
-        size_t n = auth_ck_final(&c, md);
-        CU_ASSERT_EQUAL(n, auth_ck_len(a));
+        enum sg_ck_algo a = sg_ck_from_name(cases[i].name);
+        CU_ASSERT_NOT_EQUAL_FATAL(a, SG_CK_NONE);
+        CU_ASSERT_EQUAL_FATAL(sg_ck_init(&c, a), 0);
+        sg_ck_update(&c, "1234", 4);
+        sg_ck_update(&c, "", 0);
+        sg_ck_update(&c, "56789", 5);
+        size_t n = sg_ck_final(&c, md);
+        CU_ASSERT_EQUAL(n, sg_ck_len(a));
         sg_b64_encode(md, n, b64);
         CU_ASSERT_STRING_EQUAL(b64, cases[i].b64);
-        auth_ck_free(&c);
+        sg_ck_free(&c);
     }
-    CU_ASSERT_EQUAL(auth_ck_from_name("x-amz-checksum-CRC32C"), AUTH_CK_CRC32C);
-    CU_ASSERT_EQUAL(auth_ck_from_name("md5"), AUTH_CK_NONE);
-    CU_ASSERT_STRING_EQUAL(auth_ck_header(AUTH_CK_CRC64NVME), "x-amz-checksum-crc64nvme");
+    CU_ASSERT_EQUAL(sg_ck_from_name("x-amz-checksum-CRC32C"), SG_CK_CRC32C);
+    CU_ASSERT_EQUAL(sg_ck_from_name("md5"), SG_CK_NONE);
+    CU_ASSERT_STRING_EQUAL(sg_ck_header(SG_CK_CRC64NVME), "x-amz-checksum-crc64nvme");
 }
 
 /* ---- the body verifier without aws-chunked ---- */
