@@ -118,7 +118,6 @@ static bool is_last_cp(const struct lctx *c, const char *kb, size_t cpl)
 
 static void list_dir(struct lctx *c, int dirfd, char *kb, size_t kl);
 
-/* Scans dirfd once: the K smallest visible entries above the bound. */
 /* The bounds of one scan of a directory (scan_dir). */
 struct scan_bounds {
     const char *pr;         /* the rest of the prefix at this level */

@@ -19,9 +19,11 @@ static void part_name(unsigned part_no, char out[16])
     snprintf(out, 16, "p%05u", part_no);
 }
 
-enum backend_status posix_mpu_part_begin(struct posix_store *b, const char *bucket,
-                                           const char *key, const char *upload_id,
-                                           unsigned part_no, struct posix_put **out)
+/* posix_mpu_part_begin, with the upload's info in *ui when not NULL (the
+ * caller clears ui->meta on success). */
+static enum backend_status part_begin(struct posix_store *b, const char *bucket,
+                                      const char *key, const char *upload_id, unsigned part_no,
+                                      struct posix_upload_info *ui, struct posix_put **out)
 {
     *out = NULL;
     if (b->read_only)
@@ -29,31 +31,22 @@ enum backend_status posix_mpu_part_begin(struct posix_store *b, const char *buck
     if (part_no < 1 || part_no > BACKEND_MAX_PARTS)
         return BACKEND_INVALID_PART;
     int ufd;
-    enum backend_status s = posix_mpu_upload_open(b, bucket, key, upload_id, &ufd, NULL);
+    enum backend_status s = posix_mpu_upload_open(b, bucket, key, upload_id, &ufd, ui);
     if (s != BACKEND_OK)
         return s;
     char pn[16];
     part_name(part_no, pn);
-    return posix_put_new(b, ufd, -1, pn, true, POSIX_MAX_PUT, out);
+    s = posix_put_new(b, ufd, -1, pn, true, POSIX_MAX_PUT, out);
+    if (s != BACKEND_OK && ui)
+        obj_meta_clear(&ui->meta);
+    return s;
 }
 
-/* The checksum algorithm upload `id` declared (x-amz-checksum-algorithm at
- * its creation), SG_CK_NONE when none. */
-static enum backend_status upload_algo(struct posix_store *b, const char *bucket,
-                                       const char *key, const char *id, enum sg_ck_algo *algo)
+enum backend_status posix_mpu_part_begin(struct posix_store *b, const char *bucket,
+                                           const char *key, const char *upload_id,
+                                           unsigned part_no, struct posix_put **out)
 {
-    int ufd;
-    struct posix_upload_info ui;
-    *algo = SG_CK_NONE;
-    enum backend_status s = posix_mpu_upload_open(b, bucket, key, id, &ufd, &ui);
-    if (s != BACKEND_OK)
-        return s;
-    close(ufd);
-    const char *a = obj_meta_get_hdr(&ui.meta, "x-amz-checksum-algorithm");
-    if (a)
-        *algo = sg_ck_from_name(a);
-    obj_meta_clear(&ui.meta);
-    return BACKEND_OK;
+    return part_begin(b, bucket, key, upload_id, part_no, NULL, out);
 }
 
 enum backend_status posix_mpu_part_copy(struct posix_store *b, const char *bucket,
@@ -83,20 +76,21 @@ enum backend_status posix_mpu_part_copy(struct posix_store *b, const char *bucke
     }
     /* An upload that declared a checksum algorithm gets the part's checksum
      * computed over the copied bytes, as S3 does, kept like UploadPart's. */
-    enum sg_ck_algo algo;
-    s = upload_algo(b, bucket, key, upload_id, &algo);
-    struct sg_ck ck;
-    if (s == BACKEND_OK && sg_ck_init(&ck, algo) != 0)
-        s = BACKEND_NOMEM;
-    struct posix_put *p = NULL;
-    if (s == BACKEND_OK) {
-        s = posix_mpu_part_begin(b, bucket, key, upload_id, part_no, &p);
-        if (s != BACKEND_OK)
-            sg_ck_free(&ck);
-    }
+    struct posix_upload_info ui;
+    struct posix_put *p;
+    s = part_begin(b, bucket, key, upload_id, part_no, &ui, &p);
     if (s != BACKEND_OK) {
         close(sfd);
         return s;
+    }
+    const char *an = obj_meta_get_hdr(&ui.meta, "x-amz-checksum-algorithm");
+    enum sg_ck_algo algo = an ? sg_ck_from_name(an) : SG_CK_NONE;
+    obj_meta_clear(&ui.meta);
+    struct sg_ck ck;
+    if (sg_ck_init(&ck, algo) != 0) {
+        close(sfd);
+        posix_put_abort(p);
+        return BACKEND_NOMEM;
     }
     unsigned char md5[16];
     s = posix_copy_into(p, sfd, off, len, md5, &ck);

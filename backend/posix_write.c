@@ -572,17 +572,16 @@ enum backend_status posix_object_delete(struct posix_store *b, const char *bucke
     struct stat st;
     unsigned slot = posix_key_lock_slot(bucket, path);
     posix_key_lock(b, slot);   /* not between a conditional write's check and rename */
-    if (fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
-        /* keys below this one exist: the object, if any, is the directory's
-         * POSIX_SELF, and the directory is pruned from there */
-        int sub = openat(dfd, leaf, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
-        if (sub >= 0) {
-            close(dfd);
-            dfd = sub;
-            leaf = POSIX_SELF;
-            size_t pl = strlen(path);
-            snprintf(path + pl, sizeof path - pl, "/%s", POSIX_SELF);
-        }
+    /* keys below this one exist: the object, if any, is the directory's
+     * POSIX_SELF, and the directory is pruned from there */
+    int tfd;
+    const char *tleaf;
+    if (posix_nest_target(dfd, leaf, &tfd, &tleaf) == BACKEND_OK && tfd != dfd) {
+        close(dfd);
+        dfd = tfd;
+        leaf = tleaf;
+        size_t pl = strlen(path);
+        snprintf(path + pl, sizeof path - pl, "/%s", POSIX_SELF);
     }
     if (fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) != 0) {
         s = errno == ENOENT ? BACKEND_NO_KEY : io_status("stat", errno);
