@@ -10,6 +10,7 @@ joiner reference). Runs the cases, alternating the systems run by run, and
 writes bench/results/report-MODE.{md,json} and plots. Everything it started
 is stopped by pid on exit.
 """
+import http.client
 import json
 import os
 import shutil
@@ -625,6 +626,8 @@ def case_bipolar(env_, mode, res):
 
 
 def open_idle(port, n, path):
+    """Opens n keep-alive connections that each read one GET of path in full
+    and then stay open, idle. Returns the sockets and how many got a 200."""
     socks, ok = [], 0
     req = ("GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % path).encode()
     for i in range(n):
@@ -632,21 +635,13 @@ def open_idle(port, n, path):
         socks.append(s)
         s.sendall(req)
     for s in socks:
-        buf = b""
-        while b"\r\n\r\n" not in buf:
-            d = s.recv(65536)
-            if not d:
-                break
-            buf += d
-        if buf.startswith(b"HTTP/1.1 200"):
-            hdr, _, body = buf.partition(b"\r\n\r\n")
-            cl = [int(l.split(b":")[1]) for l in hdr.split(b"\r\n") if l.lower().startswith(b"content-length:")]
-            while cl and len(body) < cl[0]:
-                d = s.recv(65536)
-                if not d:
-                    break
-                body += d
-            ok += 1
+        r = http.client.HTTPResponse(s)   # reads through its own file; s stays open
+        try:
+            r.begin()
+            r.read()
+        except (http.client.HTTPException, OSError):
+            continue
+        ok += r.status == 200
     return socks, ok
 
 
@@ -999,6 +994,10 @@ def report(mode_name, mode, res, env_):
         A(header)
         A("|" + " --- |" * (header.count("|") - 1))
 
+    def section(title):
+        A("## " + title)
+        A("")
+
     A("# shardgate benchmarks: `bench/run.sh %s`" % mode_name)
     A("")
     A("%s, %s, commit %s%s. Medians of %d runs per cell with [min-max]; the two systems alternate run by "
@@ -1010,14 +1009,12 @@ def report(mode_name, mode, res, env_):
       "suites: a load above 2 means the figures are noisy; the side-by-side ratios are the figures to read." %
       (env_.get("load0", "?"), env_.get("load1", "?")))
     A("")
-    A("## Goals")
-    A("")
+    section("Goals")
     A(goals(res))
     A("")
     if "hits" in res:
         h = res["hits"]
-        A("## Cache-hit GET vs nginx static (wrk, keep-alive, %d s per run)" % mode["dur"])
-        A("")
+        section("Cache-hit GET vs nginx static (wrk, keep-alive, %d s per run)" % mode["dur"])
         A("shardgate: %d hits, %d cold-tier GETs during the measured runs (all hits)." %
           (h["hits_delta"], h["backend_get_delta"]))
         A("")
@@ -1037,8 +1034,7 @@ def report(mode_name, mode, res, env_):
         A("![ratio](%s-hits-ratio.png)" % mode_name)
         A("")
     if "cold" in res:
-        A("## Cold miss vs a direct GET from the cold tier (one client, keep-alive, sequential)")
-        A("")
+        section("Cold miss vs a direct GET from the cold tier (one client, keep-alive, sequential)")
         table_head("| size | objects/run | shardgate MB/s | direct MB/s | ratio | sg TTFB ms | direct TTFB ms | TTFB overhead ms | sg first body byte ms | sg CPU ms/object | misses |")
         for row in res["cold"]:
             a, b = row["sg"], row["direct"]
@@ -1054,9 +1050,8 @@ def report(mode_name, mode, res, env_):
         A("")
     if "late_joiner" in res:
         lj = res["late_joiner"]
-        A("## Late joiners: %d clients, %d ms apart, one cold 64 MiB object, cold tier throttled to 100 MiB/s" %
+        section("Late joiners: %d clients, %d ms apart, one cold 64 MiB object, cold tier throttled to 100 MiB/s" %
           (lj["clients"], lj["stagger_ms"]))
-        A("")
         A("TTFB here is to the first body byte. Backend GETs are counted in the cold tier's access log.")
         A("")
         table_head("| system | joiners' TTFB ms (median over clients 2-8) | worst TTFB ms | last client done ms | backend GETs per object |")
@@ -1076,8 +1071,7 @@ def report(mode_name, mode, res, env_):
         A("")
     if "mixed" in res:
         mx = res["mixed"]
-        A("## Hit path with cold traffic: 4 KiB hits c=8, alone vs while 2 throttled 64 MiB misses stream in")
-        A("")
+        section("Hit path with cold traffic: 4 KiB hits c=8, alone vs while 2 throttled 64 MiB misses stream in")
         table_head("| | req/s | p50 ms | p99 ms | sg CPU µs/req | cold bytes into the cache MB/s |")
         for name, rs in (("with cold traffic", mx["with_cold"]), ("hits alone", mx["alone"])):
             A("| %s | %s | %s | %s | %s | %s |" % (name, cell(rs, "rps"),
@@ -1092,9 +1086,8 @@ def report(mode_name, mode, res, env_):
         A("")
     if "bipolar" in res:
         bp = res["bipolar"]
-        A("## Bipolar: 8 readers of 1 MiB hits, alone vs while %d MiB checkpoint PUTs stream in back to back" %
+        section("Bipolar: 8 readers of 1 MiB hits, alone vs while %d MiB checkpoint PUTs stream in back to back" %
           (bp["put_bytes"] // MiB))
-        A("")
         table_head("| | MB/s | req/s | p50 ms | p99 ms | PUT MB/s | PUTs done / failed |")
         for name, rs in (("during the PUT", bp["during"]), ("readers alone", bp["alone"])):
             A("| %s | %s | %s | %s | %s | %s | %s |" % (
@@ -1113,8 +1106,7 @@ def report(mode_name, mode, res, env_):
         A("")
     if "memory" in res:
         m = res["memory"]
-        A("## Memory and restart")
-        A("")
+        section("Memory and restart")
         table_head("| what | figure |")
         A("| RSS at start | %.1f MiB |" % (m["rss_start_kib"] / 1024))
         A("| RSS idle (after a few requests) | %.1f MiB |" % (m["rss_idle_kib"] / 1024))
@@ -1132,8 +1124,7 @@ def report(mode_name, mode, res, env_):
         A("| RSS right after the restart | %.1f MiB |" % (m["rss_after_restart_kib"] / 1024))
         A("")
     if "threads" in res:
-        A("## `--threads N` (shardgate alone)")
-        A("")
+        section("`--threads N` (shardgate alone)")
         table_head("| threads | size | c | req/s | MB/s | p99 ms | CPU µs/req |")
         for t in res["threads"]:
             rs = t["runs"]
@@ -1145,8 +1136,7 @@ def report(mode_name, mode, res, env_):
         A("")
     if "epoch" in res:
         e = res["epoch"]
-        A("## Epoch runs: ordered prefetch hints vs LRU without hints")
-        A("")
+        section("Epoch runs: ordered prefetch hints vs LRU without hints")
         if e["skipped"]:
             A("Skipped: %s." % e["why"])
         else:
@@ -1171,8 +1161,7 @@ def report(mode_name, mode, res, env_):
                 A("")
                 A("Last hint job's objects: `%s`." % json.dumps(last))
         A("")
-    A("## Setup")
-    A("")
+    section("Setup")
     A("- shardgate: `%s`, Release build, `--cold` = the cold tier, `--cache-dir` on the same disk, log level warn "
       "(nginx has access_log off), %s threads (one per core)." % (env_["bin"], os.cpu_count()))
     A("- cold tier: nginx static over the dataset directory (2 workers), `/bench/slow/` throttled with "
