@@ -190,6 +190,26 @@ static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off
     return 0;
 }
 
+/* Did curl end the attempt on h at its total limit (CURLOPT_TIMEOUT_MS, set
+ * from the call's deadlines), rather than at its connect limit or for a
+ * stalled transfer? Asked of curl's own clock, not of ours: curl 7.88 rounds
+ * its elapsed milliseconds (a negative microsecond difference truncates
+ * toward zero), so it may stop up to 1 ms before our clock reaches the same
+ * deadline; a probe of a hung tier then read as "cannot connect". */
+static bool hit_total_limit(const struct s3_store *s, CURL *h, const struct s3_call *c)
+{
+    if (c->attempt_ms <= 0)
+        return false;
+    curl_off_t total_us = 0, connect_us = 0;
+    if (curl_easy_getinfo(h, CURLINFO_TOTAL_TIME_T, &total_us) != CURLE_OK ||
+        total_us + 1000 < (curl_off_t)c->attempt_ms * 1000)
+        return false;   /* stopped sooner: the connect limit or a stall */
+    /* the connect limit applies only until connected, and only if nearer */
+    return c->attempt_ms <= s->connect_ms ||
+           (curl_easy_getinfo(h, CURLINFO_CONNECT_TIME_T, &connect_us) == CURLE_OK &&
+            connect_us > 0);
+}
+
 /* Did the attempt on h get as far as sending its request? (Not: it could
  * not connect.) */
 bool s3_request_sent(CURL *h)
@@ -434,7 +454,8 @@ enum backend_status s3_do(struct s3_store *s, struct s3_call *c)
              * is not one). */
             bool timed_out = c->fb_expired ||
                              (rc == CURLE_OPERATION_TIMEDOUT &&
-                              s3_deadline_passed(&d, c->status != 0));
+                              (s3_deadline_passed(&d, c->status != 0) ||
+                               hit_total_limit(s, h, c)));
             if (c->overflow) {
                 log_msg(LOG_LVL_ERROR, "backend", "s3: %s %s: response over %zu bytes",
                         c->method, url, c->rmax);

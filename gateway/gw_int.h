@@ -260,6 +260,7 @@ struct gw_req {
     bool body_failed;            /* an error is recorded; the rest is dropped */
     enum s3_err body_err;
     const char *body_err_msg;
+    const char *body_err_xml;    /* more elements inside its <Error> (arena), or NULL */
     const struct s3_error *cold_err; /* S3E_COLD_PASSED's code and status (arena) */
     struct auth_body_result body_res;
 
@@ -595,6 +596,9 @@ void gw_cache_written(struct gw_req *r);
 /* Records an error found before or while the body arrives: the rest of the
  * body is dropped and the error is the response. The first error wins. */
 void gw_req_fail(struct gw_req *r, enum s3_err e, const char *msg);
+/* gw_req_fail with elements the <Error> carries besides the usual ones
+ * (escaped XML, copied into r's arena; left out when memory is short). */
+void gw_req_fail_xml(struct gw_req *r, enum s3_err e, const char *msg, const char *xml);
 /* gw_req_fail with the error of a backend status (and the cold tier's
  * message for an outage). */
 void gw_req_fail_backend(struct gw_req *r, enum backend_status st);

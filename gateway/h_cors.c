@@ -6,8 +6,17 @@
 
 void gw_h_cors_preflight(struct gw_req *r)
 {
-    if (!gw_req_header(r, "origin"))
+    if (!gw_req_header(r, "origin")) {
         gw_req_fail(r, S3E_CORS_NO_ORIGIN, NULL);
-    else
-        gw_req_fail(r, S3E_CORS_NOT_ENABLED, NULL);
+        return;
+    }
+    /* S3's refusal names the method asked for and what it was asked of */
+    const char *method = gw_req_header(r, "access-control-request-method");
+    struct gw_buf x;
+    gw_buf_init(&x, 1024);
+    int rc = method ? gw_xml_elem(&x, "Method", method) : 0;
+    rc |= gw_xml_elem(&x, "ResourceType", r->key ? "OBJECT" : "BUCKET");
+    /* (a method name past 1 KiB: both left out) */
+    gw_req_fail_xml(r, S3E_CORS_NOT_ENABLED, NULL, rc ? NULL : x.data);
+    gw_buf_free(&x);
 }

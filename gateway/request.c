@@ -45,54 +45,85 @@ bool gw_req_query_uint(const struct gw_req *r, const char *name, unsigned def, u
     return true;
 }
 
-static const char *const op_names[] = {
-    [GW_OP_UNKNOWN] = "Unknown",
-    [GW_OP_HEALTH] = "Health",
-    [GW_OP_READY] = "Ready",
-    [GW_OP_LIST_BUCKETS] = "ListBuckets",
-    [GW_OP_CREATE_BUCKET] = "CreateBucket",
-    [GW_OP_HEAD_BUCKET] = "HeadBucket",
-    [GW_OP_DELETE_BUCKET] = "DeleteBucket",
-    [GW_OP_GET_BUCKET_LOCATION] = "GetBucketLocation",
-    [GW_OP_GET_BUCKET_VERSIONING] = "GetBucketVersioning",
-    [GW_OP_LIST_OBJECTS] = "ListObjects",
-    [GW_OP_LIST_OBJECTS_V2] = "ListObjectsV2",
-    [GW_OP_LIST_UPLOADS] = "ListMultipartUploads",
-    [GW_OP_DELETE_OBJECTS] = "DeleteObjects",
-    [GW_OP_GET_OBJECT] = "GetObject",
-    [GW_OP_HEAD_OBJECT] = "HeadObject",
-    [GW_OP_PUT_OBJECT] = "PutObject",
-    [GW_OP_COPY_OBJECT] = "CopyObject",
-    [GW_OP_DELETE_OBJECT] = "DeleteObject",
-    [GW_OP_CREATE_UPLOAD] = "CreateMultipartUpload",
-    [GW_OP_UPLOAD_PART] = "UploadPart",
-    [GW_OP_UPLOAD_PART_COPY] = "UploadPartCopy",
-    [GW_OP_COMPLETE_UPLOAD] = "CompleteMultipartUpload",
-    [GW_OP_ABORT_UPLOAD] = "AbortMultipartUpload",
-    [GW_OP_LIST_PARTS] = "ListParts",
-    [GW_OP_GET_OBJECT_TAGGING] = "GetObjectTagging",
-    [GW_OP_PUT_OBJECT_TAGGING] = "PutObjectTagging",
-    [GW_OP_DELETE_OBJECT_TAGGING] = "DeleteObjectTagging",
-    [GW_OP_GET_BUCKET_TAGGING] = "GetBucketTagging",
-    [GW_OP_PUT_BUCKET_TAGGING] = "PutBucketTagging",
-    [GW_OP_DELETE_BUCKET_TAGGING] = "DeleteBucketTagging",
-    [GW_OP_GET_BUCKET_ACL] = "GetBucketAcl",
-    [GW_OP_PUT_BUCKET_ACL] = "PutBucketAcl",
-    [GW_OP_GET_OBJECT_ACL] = "GetObjectAcl",
-    [GW_OP_PUT_OBJECT_ACL] = "PutObjectAcl",
-    [GW_OP_LIST_OBJECT_VERSIONS] = "ListObjectVersions",
-    [GW_OP_NOT_IMPLEMENTED] = "NotImplemented",
-    [GW_OP_METRICS] = "Metrics",
-    [GW_OP_PREFETCH_SUBMIT] = "PrefetchSubmit",
-    [GW_OP_PREFETCH_GET] = "PrefetchGet",
-    [GW_OP_PREFETCH_CANCEL] = "PrefetchCancel",
-    [GW_OP_CORS_PREFLIGHT] = "CorsPreflight",
+/* What the request path knows about each operation, one row each: its name
+ * (access log, metrics), the body it takes (GW_BODY_XML is buffered and
+ * parsed, GW_BODY_STREAM goes to a backend_put) and the permission it needs
+ * (NEED_NONE: no signature asked, as S3 asks none of a CORS preflight). The
+ * bucket's own settings and /metrics need ADMIN (metrics are open when
+ * metrics_public); a copy's READ on its source is checked by its handler; a
+ * prefetch hint is a read (its JSON body is buffered as XML is). A new
+ * operation is one new row; the assert below and test_gw_admin's
+ * every_op_is_described keep the table whole. */
+enum op_need { NEED_NONE, NEED_READ, NEED_WRITE, NEED_ADMIN };
+static const struct op_info {
+    const char *name;
+    enum gw_body body;
+    enum op_need need;
+} ops[] = {
+    [GW_OP_UNKNOWN]               = { "Unknown", GW_BODY_NONE, NEED_READ },
+    [GW_OP_HEALTH]                = { "Health", GW_BODY_NONE, NEED_NONE },
+    [GW_OP_READY]                 = { "Ready", GW_BODY_NONE, NEED_NONE },
+    [GW_OP_LIST_BUCKETS]          = { "ListBuckets", GW_BODY_NONE, NEED_READ },
+    [GW_OP_CREATE_BUCKET]         = { "CreateBucket", GW_BODY_XML, NEED_ADMIN },
+    [GW_OP_HEAD_BUCKET]           = { "HeadBucket", GW_BODY_NONE, NEED_READ },
+    [GW_OP_DELETE_BUCKET]         = { "DeleteBucket", GW_BODY_NONE, NEED_ADMIN },
+    [GW_OP_GET_BUCKET_LOCATION]   = { "GetBucketLocation", GW_BODY_NONE, NEED_READ },
+    [GW_OP_GET_BUCKET_VERSIONING] = { "GetBucketVersioning", GW_BODY_NONE, NEED_READ },
+    [GW_OP_LIST_OBJECTS]          = { "ListObjects", GW_BODY_NONE, NEED_READ },
+    [GW_OP_LIST_OBJECTS_V2]       = { "ListObjectsV2", GW_BODY_NONE, NEED_READ },
+    [GW_OP_LIST_UPLOADS]          = { "ListMultipartUploads", GW_BODY_NONE, NEED_READ },
+    [GW_OP_DELETE_OBJECTS]        = { "DeleteObjects", GW_BODY_XML, NEED_WRITE },
+    [GW_OP_GET_OBJECT]            = { "GetObject", GW_BODY_NONE, NEED_READ },
+    [GW_OP_HEAD_OBJECT]           = { "HeadObject", GW_BODY_NONE, NEED_READ },
+    [GW_OP_PUT_OBJECT]            = { "PutObject", GW_BODY_STREAM, NEED_WRITE },
+    [GW_OP_COPY_OBJECT]           = { "CopyObject", GW_BODY_NONE, NEED_WRITE },
+    [GW_OP_DELETE_OBJECT]         = { "DeleteObject", GW_BODY_NONE, NEED_WRITE },
+    [GW_OP_CREATE_UPLOAD]         = { "CreateMultipartUpload", GW_BODY_NONE, NEED_WRITE },
+    [GW_OP_UPLOAD_PART]           = { "UploadPart", GW_BODY_STREAM, NEED_WRITE },
+    [GW_OP_UPLOAD_PART_COPY]      = { "UploadPartCopy", GW_BODY_NONE, NEED_WRITE },
+    [GW_OP_COMPLETE_UPLOAD]       = { "CompleteMultipartUpload", GW_BODY_XML, NEED_WRITE },
+    [GW_OP_ABORT_UPLOAD]          = { "AbortMultipartUpload", GW_BODY_NONE, NEED_WRITE },
+    [GW_OP_LIST_PARTS]            = { "ListParts", GW_BODY_NONE, NEED_READ },
+    [GW_OP_GET_OBJECT_TAGGING]    = { "GetObjectTagging", GW_BODY_NONE, NEED_READ },
+    [GW_OP_PUT_OBJECT_TAGGING]    = { "PutObjectTagging", GW_BODY_XML, NEED_WRITE },
+    [GW_OP_DELETE_OBJECT_TAGGING] = { "DeleteObjectTagging", GW_BODY_NONE, NEED_WRITE },
+    [GW_OP_GET_BUCKET_TAGGING]    = { "GetBucketTagging", GW_BODY_NONE, NEED_READ },
+    [GW_OP_PUT_BUCKET_TAGGING]    = { "PutBucketTagging", GW_BODY_XML, NEED_ADMIN },
+    [GW_OP_DELETE_BUCKET_TAGGING] = { "DeleteBucketTagging", GW_BODY_NONE, NEED_ADMIN },
+    [GW_OP_GET_BUCKET_ACL]        = { "GetBucketAcl", GW_BODY_NONE, NEED_READ },
+    [GW_OP_PUT_BUCKET_ACL]        = { "PutBucketAcl", GW_BODY_XML, NEED_ADMIN },
+    [GW_OP_GET_OBJECT_ACL]        = { "GetObjectAcl", GW_BODY_NONE, NEED_READ },
+    [GW_OP_PUT_OBJECT_ACL]        = { "PutObjectAcl", GW_BODY_XML, NEED_WRITE },
+    [GW_OP_LIST_OBJECT_VERSIONS]  = { "ListObjectVersions", GW_BODY_NONE, NEED_READ },
+    [GW_OP_NOT_IMPLEMENTED]       = { "NotImplemented", GW_BODY_NONE, NEED_READ },
+    [GW_OP_METRICS]               = { "Metrics", GW_BODY_NONE, NEED_ADMIN },
+    [GW_OP_PREFETCH_SUBMIT]       = { "PrefetchSubmit", GW_BODY_XML, NEED_READ },
+    [GW_OP_PREFETCH_GET]          = { "PrefetchGet", GW_BODY_NONE, NEED_READ },
+    [GW_OP_PREFETCH_CANCEL]       = { "PrefetchCancel", GW_BODY_NONE, NEED_READ },
+    [GW_OP_CORS_PREFLIGHT]        = { "CorsPreflight", GW_BODY_NONE, NEED_NONE },
 };
-_Static_assert(sizeof op_names / sizeof op_names[0] == GW_OP_COUNT, "one name per op");
+_Static_assert(sizeof ops / sizeof ops[0] == GW_OP_COUNT, "one row per op");
+
+static const struct op_info *op_info(enum gw_op op)
+{
+    return &ops[(unsigned)op < GW_OP_COUNT ? op : GW_OP_UNKNOWN];
+}
 
 const char *gw_op_name(enum gw_op op)
 {
-    return op_names[op];
+    return op_info(op)->name;
+}
+
+bool gw_op_permission(enum gw_op op, enum auth_perm *need)
+{
+    switch (op_info(op)->need) {
+    case NEED_NONE: return false;
+    case NEED_READ: *need = AUTH_PERM_READ; return true;
+    case NEED_WRITE: *need = AUTH_PERM_WRITE; return true;
+    case NEED_ADMIN: *need = AUTH_PERM_ADMIN; return true;
+    }
+    *need = AUTH_PERM_ADMIN;
+    return true;
 }
 
 /* Sub-resources S3 has and shardgate does not serve: asking for one gets
@@ -248,75 +279,6 @@ static enum gw_op route(const struct gw_req *r)
     return GW_OP_UNKNOWN;
 }
 
-static enum gw_body body_kind(enum gw_op op)
-{
-    switch (op) {
-    case GW_OP_CREATE_BUCKET:
-    case GW_OP_DELETE_OBJECTS:
-    case GW_OP_COMPLETE_UPLOAD:
-    case GW_OP_PUT_OBJECT_TAGGING:
-    case GW_OP_PUT_BUCKET_TAGGING:
-    case GW_OP_PUT_BUCKET_ACL:
-    case GW_OP_PUT_OBJECT_ACL:
-    case GW_OP_PREFETCH_SUBMIT:   /* JSON, buffered the same way */
-        return GW_BODY_XML;
-    case GW_OP_PUT_OBJECT:
-    case GW_OP_UPLOAD_PART:
-        return GW_BODY_STREAM;
-    case GW_OP_UNKNOWN: case GW_OP_HEALTH: case GW_OP_READY:
-    case GW_OP_LIST_BUCKETS: case GW_OP_HEAD_BUCKET:
-    case GW_OP_DELETE_BUCKET: case GW_OP_GET_BUCKET_LOCATION: case GW_OP_GET_BUCKET_VERSIONING:
-    case GW_OP_LIST_OBJECTS: case GW_OP_LIST_OBJECTS_V2: case GW_OP_LIST_UPLOADS:
-    case GW_OP_GET_OBJECT: case GW_OP_HEAD_OBJECT: case GW_OP_COPY_OBJECT:
-    case GW_OP_DELETE_OBJECT: case GW_OP_CREATE_UPLOAD: case GW_OP_UPLOAD_PART_COPY:
-    case GW_OP_ABORT_UPLOAD: case GW_OP_LIST_PARTS: case GW_OP_NOT_IMPLEMENTED:
-    case GW_OP_METRICS: case GW_OP_PREFETCH_GET: case GW_OP_PREFETCH_CANCEL:
-    case GW_OP_GET_OBJECT_TAGGING: case GW_OP_DELETE_OBJECT_TAGGING:
-    case GW_OP_GET_BUCKET_TAGGING: case GW_OP_DELETE_BUCKET_TAGGING:
-    case GW_OP_GET_BUCKET_ACL: case GW_OP_GET_OBJECT_ACL: case GW_OP_LIST_OBJECT_VERSIONS:
-    case GW_OP_CORS_PREFLIGHT: case GW_OP_COUNT:
-        return GW_BODY_NONE;
-    }
-    return GW_BODY_NONE;
-}
-
-bool gw_op_permission(enum gw_op op, enum auth_perm *need)
-{
-    switch (op) {
-    case GW_OP_HEALTH:
-    case GW_OP_READY:
-    case GW_OP_CORS_PREFLIGHT:   /* S3 asks no signature of a preflight */
-        return false;
-    case GW_OP_CREATE_BUCKET:
-    case GW_OP_DELETE_BUCKET:
-    case GW_OP_PUT_BUCKET_TAGGING:     /* the bucket's own settings */
-    case GW_OP_DELETE_BUCKET_TAGGING:
-    case GW_OP_PUT_BUCKET_ACL:         /* s3:PutBucketAcl */
-    case GW_OP_METRICS:            /* service level; open when metrics_public */
-        *need = AUTH_PERM_ADMIN;
-        return true;
-    case GW_OP_DELETE_OBJECTS: case GW_OP_PUT_OBJECT: case GW_OP_COPY_OBJECT:
-    case GW_OP_DELETE_OBJECT: case GW_OP_CREATE_UPLOAD: case GW_OP_UPLOAD_PART:
-    case GW_OP_UPLOAD_PART_COPY: case GW_OP_COMPLETE_UPLOAD: case GW_OP_ABORT_UPLOAD:
-    case GW_OP_PUT_OBJECT_TAGGING: case GW_OP_DELETE_OBJECT_TAGGING:
-    case GW_OP_PUT_OBJECT_ACL:         /* s3:PutObjectAcl */
-        *need = AUTH_PERM_WRITE;   /* copies also need READ on the source */
-        return true;
-    case GW_OP_UNKNOWN: case GW_OP_LIST_BUCKETS: case GW_OP_HEAD_BUCKET:
-    case GW_OP_GET_BUCKET_LOCATION: case GW_OP_GET_BUCKET_VERSIONING: case GW_OP_LIST_OBJECTS:
-    case GW_OP_LIST_OBJECTS_V2: case GW_OP_LIST_UPLOADS: case GW_OP_GET_OBJECT:
-    case GW_OP_HEAD_OBJECT: case GW_OP_LIST_PARTS: case GW_OP_NOT_IMPLEMENTED: case GW_OP_COUNT:
-    case GW_OP_GET_OBJECT_TAGGING: case GW_OP_GET_BUCKET_TAGGING:
-    case GW_OP_GET_BUCKET_ACL: case GW_OP_GET_OBJECT_ACL:   /* s3:GetBucketAcl, GetObjectAcl */
-    case GW_OP_LIST_OBJECT_VERSIONS:                         /* s3:ListBucketVersions */
-    case GW_OP_PREFETCH_SUBMIT: case GW_OP_PREFETCH_GET: case GW_OP_PREFETCH_CANCEL:
-        *need = AUTH_PERM_READ;   /* a hint is a read, early */
-        return true;
-    }
-    *need = AUTH_PERM_ADMIN;
-    return true;
-}
-
 static int parse_query(struct gw_req *r, const char *q)
 {
     size_t n = 1;
@@ -453,6 +415,6 @@ int gw_req_parse(struct gw_req *r, const char *raw_uri, enum s3_err *err, const 
         return -1;
     }
     r->op = route(r);
-    r->body_kind = body_kind(r->op);
+    r->body_kind = op_info(r->op)->body;
     return 0;
 }

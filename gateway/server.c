@@ -279,6 +279,14 @@ void gw_req_fail(struct gw_req *r, enum s3_err e, const char *msg)
     r->body_err_msg = msg;
 }
 
+void gw_req_fail_xml(struct gw_req *r, enum s3_err e, const char *msg, const char *xml)
+{
+    if (r->body_failed)
+        return;
+    gw_req_fail(r, e, msg);
+    r->body_err_xml = xml ? gw_arena_strdup(&r->arena, xml) : NULL;
+}
+
 static int body_out(void *arg, const uint8_t *buf, size_t len)
 {
     struct gw_req *r = arg;
@@ -409,7 +417,7 @@ static void finish(struct gw_req *r)
             backend_put_abort(r->put);
             r->put = NULL;
         }
-        gw_reply_error(r, r->body_err, r->body_err_msg, NULL);
+        gw_reply_error(r, r->body_err, r->body_err_msg, r->body_err_xml);
         return;
     }
     gw_handle_end(r);
@@ -470,7 +478,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
          * answered now whatever the body: its bytes must never be read as
          * a next request. */
         if (r->body_failed && (has_body(r) || r->close_conn))
-            gw_reply_error(r, r->body_err, r->body_err_msg, NULL);
+            gw_reply_error(r, r->body_err, r->body_err_msg, r->body_err_xml);
         return MHD_YES;
     case GW_REQ_BODY:
         if (*upload_data_size) {

@@ -7,20 +7,22 @@ write-through works), shardgate with --cold pointing at it and a cache dir, an
 nginx static server over the same files (the hit reference) and an nginx
 proxy_cache with proxy_cache_lock in front of the same cold tier (the late
 joiner reference). Runs the cases, alternating the systems run by run, and
-writes bench/results/report-MODE.{md,json} and plots. Everything it started
+writes bench/results/report-MODE.{md,json} and plots (report.py). Everything it started
 is stopped by pid on exit.
 """
+import http.client
 import json
 import os
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import threading
 import time
 import urllib.request
+
+from report import MiB, cell, fmt, med, plots, report, summary  # noqa: F401 (ab.py uses B.fmt, B.summary)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.path.dirname(HERE)
@@ -29,7 +31,6 @@ ROOT = os.path.dirname(BENCH)
 # writes into its build directory, not into the repository)
 RESULTS = os.environ.get("BENCH_RESULTS", os.path.join(BENCH, "results"))
 CLK = os.sysconf("SC_CLK_TCK")
-MiB = 1 << 20
 
 MODES = {
     # smoke: start everything, one short hit case, a table
@@ -346,32 +347,6 @@ def run_getc(env_, port, paths, conc=1, stagger=0, keepalive=True, check=True):
 
 # ---------------------------------------------------------------- helpers
 
-def med(xs):
-    return statistics.median(xs) if xs else float("nan")
-
-
-def summary(xs):
-    xs = [x for x in xs if x == x]
-    if not xs:
-        return dict(med=float("nan"), lo=float("nan"), hi=float("nan"), n=0)
-    return dict(med=statistics.median(xs), lo=min(xs), hi=max(xs), n=len(xs))
-
-
-def fmt(s, digits=None):
-    m = s["med"]
-    if m != m:
-        return "n/a"
-    d = digits if digits is not None else (0 if abs(m) >= 100 else (1 if abs(m) >= 10 else 2))
-    if s["n"] <= 1:
-        return "%.*f" % (d, m)
-    return "%.*f [%.*f-%.*f]" % (d, m, d, s["lo"], d, s["hi"])
-
-
-def cell(runs, key, digits=None):
-    """A report cell: field key of every run, as median [min-max]."""
-    return fmt(summary([x[key] for x in runs]), digits)
-
-
 def pairs(reps, fa, fb):
     """Run fa and fb reps times, alternating which goes first; returns (A[], B[])."""
     A, B = [], []
@@ -625,6 +600,8 @@ def case_bipolar(env_, mode, res):
 
 
 def open_idle(port, n, path):
+    """Opens n keep-alive connections that each read one GET of path in full
+    and then stay open, idle. Returns the sockets and how many got a 200."""
     socks, ok = [], 0
     req = ("GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % path).encode()
     for i in range(n):
@@ -632,21 +609,13 @@ def open_idle(port, n, path):
         socks.append(s)
         s.sendall(req)
     for s in socks:
-        buf = b""
-        while b"\r\n\r\n" not in buf:
-            d = s.recv(65536)
-            if not d:
-                break
-            buf += d
-        if buf.startswith(b"HTTP/1.1 200"):
-            hdr, _, body = buf.partition(b"\r\n\r\n")
-            cl = [int(l.split(b":")[1]) for l in hdr.split(b"\r\n") if l.lower().startswith(b"content-length:")]
-            while cl and len(body) < cl[0]:
-                d = s.recv(65536)
-                if not d:
-                    break
-                body += d
-            ok += 1
+        r = http.client.HTTPResponse(s)   # reads through its own file; s stays open
+        try:
+            r.begin()
+            r.read()
+        except (http.client.HTTPException, OSError):
+            continue
+        ok += r.status == 200
     return socks, ok
 
 
@@ -930,354 +899,6 @@ def case_profile(env_, mode):
     return 0
 
 
-# ---------------------------------------------------------------- report
-
-def goals(res):
-    """The issue's bars, one line each: case | goal | measured (median [min-max]) | met."""
-    L = ["| case | goal | measured | met |", "| --- | --- | --- | --- |"]
-
-    def yes(ok):
-        return "yes" if ok else "**no**"
-    for row in res.get("hits", {}).get("rows", []):
-        r = summary([a["rps"] / b["rps"] for a, b in zip(row["sg"], row["ngx"])])
-        p = summary([a["p99"] / max(1, b["p99"]) for a, b in zip(row["sg"], row["ngx"])])
-        if row["size"] == "4k":
-            L.append("| hit 4 KiB c=%d | >= 1.0x req/s, p99 <= nginx | %sx req/s, p99 %sx | %s |" % (
-                row["c"], fmt(r, 2), fmt(p, 2), yes(r["med"] >= 1.0 and p["med"] <= 1.0)))
-        else:
-            L.append("| hit %s c=%d | >= 1.0x MB/s | %sx (p99 %sx) | %s |" % (
-                row["size"].replace("m", " MiB"), row["c"], fmt(r, 2), fmt(p, 2), yes(r["med"] >= 1.0)))
-    for row in res.get("cold", []):
-        r = summary([x["MBps"] / y["MBps"] for x, y in zip(row["sg"], row["direct"])])
-        t = summary([x["ttfb_ms"] - y["ttfb_ms"] for x, y in zip(row["sg"], row["direct"])])
-        b = summary([x["ttbody_ms"] - y["ttbody_ms"] for x, y in zip(row["sg"], row["direct"])])
-        L.append("| cold miss %s | >= 0.95x throughput, TTFB +<= 1 ms | %sx, TTFB +%s ms (first body byte +%s ms) | %s |" % (
-            row["size"].replace("slow/64m", "64 MiB, 100 MiB/s tier").replace("1m", "1 MiB").replace("64m", "64 MiB"),
-            fmt(r, 2), fmt(t, 2), fmt(b, 1), yes(r["med"] >= 0.95 and t["med"] <= 1.0)))
-    if "late_joiner" in res:
-        lj = res["late_joiner"]
-        j = summary([x["ttfb_joiners_med_ms"] for x in lj["sg"]])
-        w = summary([max(x["ttbody_ms"][1:]) for x in lj["sg"]])
-        g = summary([x["backend_gets"] for x in lj["sg"]])
-        n = summary([x["ttfb_joiners_med_ms"] for x in lj["ngx"]])
-        L.append("| late joiners (7 after the first) | TTFB <= 10 ms, 1 backend GET | median %s ms, worst joiner %s ms, %s GET (nginx lock: %s ms) | %s |" % (
-            fmt(j, 2), fmt(w, 1), fmt(g, 0), fmt(n, 0), yes(w["med"] <= 10 and g["hi"] == 1)))
-        f = summary([x["ttbody_ms"][0] for x in lj["sg"]])
-        L.append("| the filling (first) reader | - | first body byte %s ms | - |" % fmt(f, 1))
-    if "mixed" in res:
-        mx = res["mixed"]
-        r = summary([a["rps"] / b["rps"] for a, b in zip(mx["with_cold"], mx["alone"])])
-        L.append("| hits with cold traffic | >= 0.9x | %sx | %s |" % (fmt(r, 2), yes(r["med"] >= 0.9)))
-    if "bipolar" in res:
-        bp = res["bipolar"]
-        r = summary([a["MBps"] / b["MBps"] for a, b in zip(bp["during"], bp["alone"])])
-        L.append("| bipolar (%d MiB PUTs) | >= 0.8x | %sx | %s |" % (bp["put_bytes"] // MiB, fmt(r, 2), yes(r["med"] >= 0.8)))
-    if "memory" in res:
-        m = res["memory"]
-        L.append("| memory | written down | idle %.1f MiB; +%.1f KiB per idle connection; %.0f B per cached object (%d objects) | - |" % (
-            m["rss_idle_kib"] / 1024, (m["rss_idle_conns_kib"] - m["rss_idle_kib"]) / max(1, m["idle_conns_ok"]),
-            m["bytes_per_object"], m["cache_objects"]))
-        h = m["restart_first_hit_s"]
-        L.append("| restart until the first hit (%d objects) | <= 2 s | %s | %s |" % (
-            m["restart_cache_objects"], "%.3f s" % h if h else "no hit", yes(bool(h) and h <= 2 and m["restart_was_hit"])))
-    e = res.get("epoch")
-    if e and not e.get("skipped"):
-        later = [(a, b) for a, b in zip(e["lru"], e["hints"]) if a["epoch"] > 0]
-        t = summary([b["secs"] / a["secs"] for a, b in later])
-        c = summary([b["cold_MiB"] / max(1e-9, a["cold_MiB"]) for a, b in later])
-        L.append("| epochs 1+ with ordered hints vs LRU | better than LRU | time %sx, cold-tier bytes %sx | %s |" % (
-            fmt(t, 2), fmt(c, 2), yes(t["med"] < 1.0 and c["med"] < 1.0)))
-    return "\n".join(L)
-
-
-def report(mode_name, mode, res, env_):
-    L = []
-    A = L.append
-
-    def table_head(header):
-        """A markdown table's header row and its separator, one "---" a column."""
-        A(header)
-        A("|" + " --- |" * (header.count("|") - 1))
-
-    A("# shardgate benchmarks: `bench/run.sh %s`" % mode_name)
-    A("")
-    A("%s, %s, commit %s%s. Medians of %d runs per cell with [min-max]; the two systems alternate run by "
-      "run; ratios are the median of the per-run pair ratios (shardgate / reference)." %
-      (env_.get("date") or time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), env_["machine"], env_["commit"],
-       " (tree has local changes)" if env_["dirty"] else "", mode["reps"]))
-    A("")
-    A("Load average (1 min) at start / end: %s / %s. This machine is shared with other engineers' test "
-      "suites: a load above 2 means the figures are noisy; the side-by-side ratios are the figures to read." %
-      (env_.get("load0", "?"), env_.get("load1", "?")))
-    A("")
-    A("## Goals")
-    A("")
-    A(goals(res))
-    A("")
-    if "hits" in res:
-        h = res["hits"]
-        A("## Cache-hit GET vs nginx static (wrk, keep-alive, %d s per run)" % mode["dur"])
-        A("")
-        A("shardgate: %d hits, %d cold-tier GETs during the measured runs (all hits)." %
-          (h["hits_delta"], h["backend_get_delta"]))
-        A("")
-        table_head("| size | c | shardgate req/s | nginx req/s | ratio | shardgate MB/s | nginx MB/s | sg p50 ms | nginx p50 ms | sg p99 ms | nginx p99 ms | p99 ratio | sg CPU µs/req | nginx CPU µs/req |")
-        for row in h["rows"]:
-            sgr, ng = row["sg"], row["ngx"]
-            ratio = summary([a["rps"] / b["rps"] for a, b in zip(sgr, ng)])
-            p99r = summary([a["p99"] / max(1, b["p99"]) for a, b in zip(sgr, ng)])
-            A("| %s | %d | %s | %s | **%s** | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                row["size"], row["c"], cell(sgr, "rps"), cell(ng, "rps"), fmt(ratio, 2),
-                cell(sgr, "MBps"), cell(ng, "MBps"), cell(sgr, "p50_ms", 3), cell(ng, "p50_ms", 3),
-                cell(sgr, "p99_ms", 3), cell(ng, "p99_ms", 3), fmt(p99r, 2),
-                cell(sgr, "cpu_us_per_req"), cell(ng, "cpu_us_per_req")))
-        A("")
-        A("![throughput](%s-hits-throughput.png)" % mode_name)
-        A("![p99](%s-hits-p99.png)" % mode_name)
-        A("![ratio](%s-hits-ratio.png)" % mode_name)
-        A("")
-    if "cold" in res:
-        A("## Cold miss vs a direct GET from the cold tier (one client, keep-alive, sequential)")
-        A("")
-        table_head("| size | objects/run | shardgate MB/s | direct MB/s | ratio | sg TTFB ms | direct TTFB ms | TTFB overhead ms | sg first body byte ms | sg CPU ms/object | misses |")
-        for row in res["cold"]:
-            a, b = row["sg"], row["direct"]
-            A("| %s | %d | %s | %s | **%s** | %s | %s | **%s** | %s | %s | %d |" % (
-                row["size"].replace("slow/64m", "64m, cold tier 100 MiB/s"),
-                {"1m": mode["cold1m"], "64m": mode["cold64m"]}.get(row["size"], 1),
-                cell(a, "MBps"), cell(b, "MBps"),
-                fmt(summary([x["MBps"] / y["MBps"] for x, y in zip(a, b)]), 2),
-                cell(a, "ttfb_ms", 3), cell(b, "ttfb_ms", 3),
-                fmt(summary([x["ttfb_ms"] - y["ttfb_ms"] for x, y in zip(a, b)]), 3),
-                cell(a, "ttbody_ms", 3),
-                cell(a, "cpu_ms_per_obj", 2), row["misses"]))
-        A("")
-    if "late_joiner" in res:
-        lj = res["late_joiner"]
-        A("## Late joiners: %d clients, %d ms apart, one cold 64 MiB object, cold tier throttled to 100 MiB/s" %
-          (lj["clients"], lj["stagger_ms"]))
-        A("")
-        A("TTFB here is to the first body byte. Backend GETs are counted in the cold tier's access log.")
-        A("")
-        table_head("| system | joiners' TTFB ms (median over clients 2-8) | worst TTFB ms | last client done ms | backend GETs per object |")
-        for name, rs in (("shardgate", lj["sg"]), ("nginx proxy_cache + lock", lj["ngx"])):
-            A("| %s | %s | %s | %s | %s |" % (name, cell(rs, "ttfb_joiners_med_ms", 2),
-                                             cell(rs, "ttfb_max_ms", 2),
-                                             cell(rs, "last_done_ms"),
-                                             cell(rs, "backend_gets", 0)))
-        A("")
-        A("Per-client first-body-byte times of the median run (ms, in joining order):")
-        A("")
-        for name, rs in (("shardgate", lj["sg"]), ("nginx", lj["ngx"])):
-            r = sorted(rs, key=lambda x: x["ttfb_max_ms"])[len(rs) // 2]
-            A("- %s: %s" % (name, ", ".join("%.1f" % x for x in r["ttbody_ms"])))
-        A("")
-        A("![late joiner](%s-late-joiner.png)" % mode_name)
-        A("")
-    if "mixed" in res:
-        mx = res["mixed"]
-        A("## Hit path with cold traffic: 4 KiB hits c=8, alone vs while 2 throttled 64 MiB misses stream in")
-        A("")
-        table_head("| | req/s | p50 ms | p99 ms | sg CPU µs/req | cold bytes into the cache MB/s |")
-        for name, rs in (("with cold traffic", mx["with_cold"]), ("hits alone", mx["alone"])):
-            A("| %s | %s | %s | %s | %s | %s |" % (name, cell(rs, "rps"),
-                                                  cell(rs, "p50_ms", 3),
-                                                  cell(rs, "p99_ms", 3),
-                                                  cell(rs, "cpu_us_per_req"),
-                                                  fmt(summary([x.get("bg_MBps", float("nan")) for x in rs]))))
-        A("")
-        A("Ratio with / alone: **%s** (req/s), p99 ratio %s." % (
-            fmt(summary([a["rps"] / b["rps"] for a, b in zip(mx["with_cold"], mx["alone"])]), 2),
-            fmt(summary([a["p99"] / max(1, b["p99"]) for a, b in zip(mx["with_cold"], mx["alone"])]), 2)))
-        A("")
-    if "bipolar" in res:
-        bp = res["bipolar"]
-        A("## Bipolar: 8 readers of 1 MiB hits, alone vs while %d MiB checkpoint PUTs stream in back to back" %
-          (bp["put_bytes"] // MiB))
-        A("")
-        table_head("| | MB/s | req/s | p50 ms | p99 ms | PUT MB/s | PUTs done / failed |")
-        for name, rs in (("during the PUT", bp["during"]), ("readers alone", bp["alone"])):
-            A("| %s | %s | %s | %s | %s | %s | %s |" % (
-                name, cell(rs, "MBps"), cell(rs, "rps"),
-                cell(rs, "p50_ms", 3), cell(rs, "p99_ms", 3),
-                fmt(summary([x.get("put_MBps", float("nan")) for x in rs])),
-                "%s / %s" % (sum(x.get("puts_done", 0) for x in rs), sum(x.get("put_fails", 0) for x in rs))
-                if "puts_done" in rs[0] else "-"))
-        A("")
-        A("The same PUT alone (no readers): %.0f MB/s (curl --aws-sigv4, UNSIGNED-PAYLOAD; shardgate spools, "
-          "then writes through to the cold tier, here a shardgate --data, as a multipart upload)." %
-          bp.get("put_alone_MBps", float("nan")))
-        A("")
-        A("Ratio during / alone: **%s** (MB/s)." % fmt(summary(
-            [a["MBps"] / b["MBps"] for a, b in zip(bp["during"], bp["alone"])]), 2))
-        A("")
-    if "memory" in res:
-        m = res["memory"]
-        A("## Memory and restart")
-        A("")
-        table_head("| what | figure |")
-        A("| RSS at start | %.1f MiB |" % (m["rss_start_kib"] / 1024))
-        A("| RSS idle (after a few requests) | %.1f MiB |" % (m["rss_idle_kib"] / 1024))
-        A("| RSS with %d idle keep-alive connections | %.1f MiB (%d of %d connections got their answer; a new connection meanwhile: %s) |" % (
-            m["idle_conns"], m["rss_idle_conns_kib"] / 1024, m["idle_conns_ok"], m["idle_conns"], m["new_conn_while_idle"]))
-        A("| per idle connection | %.1f KiB |" % ((m["rss_idle_conns_kib"] - m["rss_idle_kib"]) / max(1, m["idle_conns_ok"])))
-        A("| RSS after the connections closed | %.1f MiB |" % (m["rss_after_close_kib"] / 1024))
-        A("| fill of %d objects of 1 KiB through shardgate, c=8 | %.1f s (%.0f objects/s), %d failed |" % (
-            m["objects"], m["fill_secs"], m["objects"] / m["fill_secs"], m["fill_failed"]))
-        A("| RSS with %d cached objects | %.1f MiB |" % (m["cache_objects"], m["rss_filled_kib"] / 1024))
-        A("| RSS per cached object | **%.0f bytes** |" % m["bytes_per_object"])
-        A("| restart (SIGTERM, exec) until the first hit, %d objects cached | **%s** (was a hit: %s; objects after restart %d) |" % (
-            m["cache_objects"], "%.3f s" % m["restart_first_hit_s"] if m["restart_first_hit_s"] else "no hit",
-            m["restart_was_hit"], m["restart_cache_objects"]))
-        A("| RSS right after the restart | %.1f MiB |" % (m["rss_after_restart_kib"] / 1024))
-        A("")
-    if "threads" in res:
-        A("## `--threads N` (shardgate alone)")
-        A("")
-        table_head("| threads | size | c | req/s | MB/s | p99 ms | CPU µs/req |")
-        for t in res["threads"]:
-            rs = t["runs"]
-            A("| %d | %s | %d | %s | %s | %s | %s |" % (t["threads"], t["size"], t["c"],
-                                                      cell(rs, "rps"),
-                                                      cell(rs, "MBps"),
-                                                      cell(rs, "p99_ms", 3),
-                                                      cell(rs, "cpu_us_per_req")))
-        A("")
-    if "epoch" in res:
-        e = res["epoch"]
-        A("## Epoch runs: ordered prefetch hints vs LRU without hints")
-        A("")
-        if e["skipped"]:
-            A("Skipped: %s." % e["why"])
-        else:
-            A("%d shards of %d MiB (%d MiB) from the 100 MiB/s cold tier, cache %d MiB (`--cache-size`), "
-              "one reader (keep-alive, sequential), each epoch in a new shuffled order; with hints an ordered "
-              "hint (consumer rank0) is sent just before the epoch's first GET. Each variant starts on an empty cache." %
-              (e["shards"], e["shard_bytes"] // MiB, e["shards"] * e["shard_bytes"] // MiB, e["cache_bytes"] // MiB))
-            A("")
-            table_head("| epoch | LRU s | hints s | time ratio hints/LRU | LRU cold MiB | hints cold MiB | LRU hits | hints hits | hints first-byte p50 / max ms |")
-            for a, b in zip(e["lru"], e["hints"]):
-                A("| %d | %.2f | %.2f | **%.2f** | %.0f | %.0f | %d | %d | %.1f / %.1f |" % (
-                    a["epoch"], a["secs"], b["secs"], b["secs"] / a["secs"], a["cold_MiB"], b["cold_MiB"],
-                    a["hits"], b["hits"], b["ttfb_p50_ms"], b["ttfb_max_ms"]))
-            later = [(a, b) for a, b in zip(e["lru"], e["hints"]) if a["epoch"] > 0]
-            if later:
-                A("")
-                A("Epochs 1+: time ratio hints/LRU median **%s**, cold-tier bytes ratio %s." % (
-                    fmt(summary([b["secs"] / a["secs"] for a, b in later]), 2),
-                    fmt(summary([b["cold_MiB"] / max(1e-9, a["cold_MiB"]) for a, b in later]), 2)))
-            last = e["hints"][-1].get("job_objects")
-            if last:
-                A("")
-                A("Last hint job's objects: `%s`." % json.dumps(last))
-        A("")
-    A("## Setup")
-    A("")
-    A("- shardgate: `%s`, Release build, `--cold` = the cold tier, `--cache-dir` on the same disk, log level warn "
-      "(nginx has access_log off), %s threads (one per core)." % (env_["bin"], os.cpu_count()))
-    A("- cold tier: nginx static over the dataset directory (2 workers), `/bench/slow/` throttled with "
-      "`limit_rate 100m` and `sendfile_max_chunk 256k` (100 MiB/s per connection; nginx does not delay a "
-      "response's first chunk, so a 4 MiB object comes at about 125 MiB/s), WebDAV PUT for write-through; "
-      "the bipolar case has its own S3-complete cold tier (a shardgate `--data` over the same directory) "
-      "because shardgate writes big PUTs through as multipart uploads.")
-    A("- nginx static (hit reference): worker_processes 2, sendfile, tcp_nopush, keepalive_requests 1e6, "
-      "open_file_cache, access_log off, over the same dataset files (page cache warm for both).")
-    A("- nginx proxy_cache (late-joiner reference): proxy_cache_lock on, in front of the same cold tier.")
-    A("- clients: wrk (2 threads, a Lua script cycling over the distinct keys) for hits; "
-      "bench/clients/getc.c for cold misses, late joiners and fills. Client and servers share the 2 cores.")
-    A("- CPU per request: utime+stime deltas of the server's processes (nginx: its workers) from /proc/PID/stat.")
-    A("")
-    A("Reproduce: `bench/run.sh %s` (results in bench/results/report-%s.md / .json)." % (mode_name, mode_name))
-    A("")
-    return "\n".join(L)
-
-
-def plots(mode_name, res):
-    if "hits" not in res or not shutil.which("gnuplot"):
-        return []
-    made = []
-    rows = res["hits"]["rows"]
-    dat = os.path.join(RESULTS, "%s-hits.dat" % mode_name)
-    with open(dat, "w") as f:
-        f.write("# label sg_MBps ngx_MBps sg_rps ngx_rps sg_p99ms ngx_p99ms\n")
-        for r in rows:
-            f.write('"%s c=%d" %f %f %f %f %f %f\n' % (
-                r["size"], r["c"], med([x["MBps"] for x in r["sg"]]), med([x["MBps"] for x in r["ngx"]]),
-                med([x["rps"] for x in r["sg"]]), med([x["rps"] for x in r["ngx"]]),
-                med([x["p99_ms"] for x in r["sg"]]), med([x["p99_ms"] for x in r["ngx"]])))
-    common = """set terminal pngcairo size 1100,520 noenhanced
-set style data histograms
-set style histogram clustered gap 1
-set style fill solid 0.8 border -1
-set key top left
-set grid ytics
-set xtics rotate by -30
-"""
-    gp = common + """set output '{o1}'
-set multiplot layout 1,2 title 'cache-hit GET: shardgate vs nginx static (median of runs)'
-set title 'requests/s (4 KiB)'
-plot '{d}' every ::0::{k4} using 4:xtic(1) title 'shardgate', '' every ::0::{k4} using 5 title 'nginx'
-set title 'MB/s (1 MiB, 64 MiB)'
-plot '{d}' every ::{k5} using 2:xtic(1) title 'shardgate', '' every ::{k5} using 3 title 'nginx'
-unset multiplot
-set output '{o2}'
-set logscale y
-set title 'cache-hit GET: p99 latency (ms, log scale), shardgate vs nginx static'
-plot '{d}' using 6:xtic(1) title 'shardgate', '' using 7 title 'nginx'
-"""
-    n4 = sum(1 for r in rows if r["size"] == "4k")
-    o1 = os.path.join(RESULTS, "%s-hits-throughput.png" % mode_name)
-    o2 = os.path.join(RESULTS, "%s-hits-p99.png" % mode_name)
-    if n4 == len(rows):  # smoke: one size only
-        gp = common + "set output '{o1}'\nset title 'cache-hit GET 4 KiB req/s'\nplot '{d}' using 4:xtic(1) title 'shardgate', '' using 5 title 'nginx'\nset output '{o2}'\nset title 'p99 ms'\nplot '{d}' using 6:xtic(1) title 'shardgate', '' using 7 title 'nginx'\n"
-    gp = gp.format(o1=o1, o2=o2, d=dat, k4=n4 - 1, k5=n4)
-    if "late_joiner" in res:
-        lj = res["late_joiner"]
-        dat2 = os.path.join(RESULTS, "%s-late-joiner.dat" % mode_name)
-        a = sorted(lj["sg"], key=lambda x: x["ttfb_max_ms"])[len(lj["sg"]) // 2]
-        b = sorted(lj["ngx"], key=lambda x: x["ttfb_max_ms"])[len(lj["ngx"]) // 2]
-        with open(dat2, "w") as f:
-            f.write("# client sg_ttfb_ms ngx_ttfb_ms\n")
-            for i, (x, y) in enumerate(zip(a["ttbody_ms"], b["ttbody_ms"])):
-                f.write("%d %f %f\n" % (i + 1, max(x, 0.01), max(y, 0.01)))
-        o3 = os.path.join(RESULTS, "%s-late-joiner.png" % mode_name)
-        gp += """unset logscale y
-set output '{o3}'
-set logscale y
-set xtics norotate
-set title 'late joiners on one cold 64 MiB object (100 MiB/s cold tier): time to first body byte per client (ms, log)'
-set xlabel 'client (joins 50 ms after the previous one)'
-plot '{d2}' using 2:xtic(1) title 'shardgate', '' using 3 title 'nginx proxy_cache_lock'
-""".format(o3=o3, d2=dat2)
-        made.append(o3)
-    # the ratios, with the spread of the per-run pairs
-    dat3 = os.path.join(RESULTS, "%s-hits-ratio.dat" % mode_name)
-    with open(dat3, "w") as f:
-        f.write("# label ratio_med ratio_min ratio_max (shardgate/nginx throughput per run pair)\n")
-        for r in rows:
-            rs = summary([a["bytes"] / a["duration_us"] / (b["bytes"] / b["duration_us"]) for a, b in zip(r["sg"], r["ngx"])])
-            f.write('"%s c=%d" %f %f %f\n' % (r["size"], r["c"], rs["med"], rs["lo"], rs["hi"]))
-    o4 = os.path.join(RESULTS, "%s-hits-ratio.png" % mode_name)
-    gp += """unset logscale y
-unset xlabel
-set output '{o4}'
-set style histogram errorbars gap 1 lw 1
-set xtics rotate by -30
-set yrange [0:*]
-set title 'cache-hit GET: shardgate / nginx static throughput, median and min-max of the run pairs (goal >= 1.0)'
-plot '{d3}' using 2:3:4:xtic(1) title 'shardgate / nginx', 1 with lines lc rgb 'red' dt 2 title 'parity'
-""".format(o4=o4, d3=dat3)
-    made.append(o4)
-    gpf = os.path.join(RESULTS, "%s-plots.gp" % mode_name)
-    with open(gpf, "w") as f:
-        f.write(gp)
-    r = subprocess.run(["gnuplot", gpf], capture_output=True, text=True)
-    if r.returncode != 0:
-        log("gnuplot failed: %s" % r.stderr[-400:])
-        return []
-    return [o1, o2] + made
-
-
 # ---------------------------------------------------------------- main
 
 def rereport(mode_name):
@@ -1287,7 +908,7 @@ def rereport(mode_name):
     env_ = dict(res.get("env") or {})
     for k, v in (("bin", "?"), ("commit", "?"), ("dirty", False), ("machine", "?")):
         env_.setdefault(k, v)
-    plots(mode_name, res)
+    plots(mode_name, res, RESULTS, log)
     md = report(mode_name, MODES[mode_name], res, env_) + "\nWall time of the run: %.0f s.\n" % res.get("elapsed_s", 0)
     with open(os.path.join(RESULTS, "report-%s.md" % mode_name), "w") as f:
         f.write(md)
@@ -1401,7 +1022,7 @@ def finish(mode_name, mode, res, env_, t_start, hits_needed=True):
     res["env"]["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     with open(os.path.join(RESULTS, "report-%s.json" % mode_name), "w") as f:
         json.dump(res, f, indent=1, default=str)
-    made = plots(mode_name, res)
+    made = plots(mode_name, res, RESULTS, log)
     md = report(mode_name, mode, res, env_)
     md += "\nWall time of the run: %.0f s.\n" % res["elapsed_s"]
     with open(os.path.join(RESULTS, "report-%s.md" % mode_name), "w") as f:

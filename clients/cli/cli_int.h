@@ -70,6 +70,10 @@ enum { CLI_O_ENDPOINT = 256, CLI_O_REGION, CLI_O_JSON, CLI_O_HELP, CLI_O_OWN };
 #define CLI_OPT_REGION { "region", required_argument, NULL, CLI_O_REGION }
 #define CLI_OPT_JSON { "json", no_argument, NULL, CLI_O_JSON }
 #define CLI_OPT_HELP { "help", no_argument, NULL, CLI_O_HELP }
+/* The tail of a table: --help and the terminator; a command that signs its
+ * requests ends with CLI_OPT_SIGNED_END (--region and --json too). */
+#define CLI_OPT_END CLI_OPT_HELP, { NULL, 0, NULL, 0 }
+#define CLI_OPT_SIGNED_END CLI_OPT_REGION, CLI_OPT_JSON, CLI_OPT_END
 struct cli_common {
     const char *endpoint, *region;   /* borrowed from argv; NULL: not given */
     bool json;

@@ -38,8 +38,7 @@ int cli_health(int argc, char **argv)
         CLI_OPT_ENDPOINT,
         { "ready", no_argument, NULL, O_READY },
         { "timeout", required_argument, NULL, O_TIMEOUT },
-        CLI_OPT_HELP,
-        { NULL, 0, NULL, 0 },
+        CLI_OPT_END,
     };
     struct cli_common cm = { 0 };
     bool ready = false;

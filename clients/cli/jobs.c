@@ -97,10 +97,7 @@ int cli_jobs(int argc, char **argv)
         CLI_OPT_ENDPOINT,
         { "job", required_argument, NULL, O_JOB },
         { "cancel", required_argument, NULL, O_CANCEL },
-        CLI_OPT_REGION,
-        CLI_OPT_JSON,
-        CLI_OPT_HELP,
-        { NULL, 0, NULL, 0 },
+        CLI_OPT_SIGNED_END,
     };
     struct cli_common cm = { 0 };
     const char *job = NULL, *cancel = NULL;

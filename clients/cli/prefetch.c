@@ -346,10 +346,7 @@ int cli_prefetch(int argc, char **argv)
         { "window-objects", required_argument, NULL, O_WOBJ },
         { "pin", no_argument, NULL, O_PIN },
         { "wait", no_argument, NULL, O_WAIT },
-        CLI_OPT_REGION,
-        CLI_OPT_JSON,
-        CLI_OPT_HELP,
-        { NULL, 0, NULL, 0 },
+        CLI_OPT_SIGNED_END,
     };
     struct hint_opts h = { 0 };
     struct cli_common cm = { 0 };

@@ -511,6 +511,20 @@ def raw(method, path, query="", headers=None, body=b"", sign=True, access=None, 
         c.close()
 
 
+def read_head(sock):
+    """Reads a raw socket to the end of an HTTP response head. Returns (head,
+    the body bytes that came with it); head is what arrived if the peer closed
+    first (b"" when nothing did)."""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        d = sock.recv(65536)
+        if not d:
+            break
+        buf += d
+    head, _, body = buf.partition(b"\r\n\r\n")
+    return head, body
+
+
 def quote_key(key):
     return urllib.parse.quote(key, safe="/~")
 

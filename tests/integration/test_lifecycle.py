@@ -47,13 +47,7 @@ def slow_download(url_path, size, result):
     s = socket.create_connection((H.S.host, H.S.port), timeout=60)
     s.sendall(request_head("GET", url_path))
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        buf += chunk
-    head, _, body = buf.partition(b"\r\n\r\n")
+    head, body = H.read_head(s)
     status = int(head.split(b" ")[1]) if head else 0
     got = len(body)
     while got < size:

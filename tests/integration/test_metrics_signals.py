@@ -78,12 +78,7 @@ def in_flight_put(port):
     head += "Content-Length: 1000000\r\nExpect: 100-continue\r\n\r\n"
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
     s.sendall(head.encode())
-    got = b""
-    while b"\r\n\r\n" not in got:
-        b = s.recv(4096)
-        if not b:
-            break
-        got += b
+    got, _ = H.read_head(s)
     check("the in-flight PUT got 100 Continue", got.startswith(b"HTTP/1.1 100"), got[:200])
     s.sendall(b"0123456789")
     return s

@@ -169,6 +169,20 @@ def cors_preflight(m, c, b):
                                                    "Access-Control-Request-Method": "PUT"})
     eq("[%s] a signed OPTIONS answers the same 403" % m, (r.status, r.error()["Code"]),
        (403, "AccessForbidden"))
+    # S3's refusal names the method and whether a bucket or an object was asked
+    for path, sign, method, want in (("/%s/meta" % b, True, "PUT", ("PUT", "OBJECT")),
+                                     ("/%s/no-such-key" % b, False, "GET", ("GET", "OBJECT")),
+                                     ("/%s" % b, False, "DELETE", ("DELETE", "BUCKET")),
+                                     ("/%s" % b, False, None, (None, "BUCKET"))):
+        hdrs = {"Origin": "https://example.com"}
+        if method:
+            hdrs["Access-Control-Request-Method"] = method
+        e = H.raw("OPTIONS", path, headers=hdrs, sign=sign).error() or {}
+        eq("[%s] the 403 on %s (%s) carries Method and ResourceType" % (m, path, method),
+           (e.get("Method"), e.get("ResourceType")), want)
+    e = H.raw("OPTIONS", "/%s/meta" % b, sign=False).error() or {}
+    eq("[%s] the 400 without Origin has no Method or ResourceType" % m,
+       (e.get("Code"), e.get("Method"), e.get("ResourceType")), ("BadRequest", None, None))
     check("[%s] the access log names CorsPreflight" % m,
           any("op=CorsPreflight " in l and "status=403" in l
               for l in H.log_grep("access:", 100000)), H.log_grep("OPTIONS", 3))

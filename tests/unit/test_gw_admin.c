@@ -66,6 +66,41 @@ static void admin_routing_table(void)
     CU_ASSERT_STRING_EQUAL(gw_op_name(GW_OP_READY), "Ready");
 }
 
+/* gateway/request.c keeps one row per operation: each has a name of its own
+ * (logs and metrics tell them apart) and asks the permission S3 would. */
+static void every_op_is_described(void)
+{
+    for (int i = 0; i < GW_OP_COUNT; i++) {
+        const char *name = gw_op_name((enum gw_op)i);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(name);
+        CU_ASSERT_NOT_EQUAL(name[0], '\0');
+        for (int j = 0; j < i; j++)
+            CU_ASSERT_STRING_NOT_EQUAL(gw_op_name((enum gw_op)j), name);
+    }
+    static const struct {
+        enum gw_op op;
+        bool signed_;
+        enum auth_perm need;
+    } cases[] = {
+        { GW_OP_GET_OBJECT, true, AUTH_PERM_READ },
+        { GW_OP_PREFETCH_SUBMIT, true, AUTH_PERM_READ },
+        { GW_OP_PUT_OBJECT, true, AUTH_PERM_WRITE },
+        { GW_OP_DELETE_OBJECTS, true, AUTH_PERM_WRITE },
+        { GW_OP_CREATE_BUCKET, true, AUTH_PERM_ADMIN },
+        { GW_OP_PUT_BUCKET_ACL, true, AUTH_PERM_ADMIN },
+        { GW_OP_METRICS, true, AUTH_PERM_ADMIN },
+        { GW_OP_HEALTH, false, AUTH_PERM_READ },
+        { GW_OP_CORS_PREFLIGHT, false, AUTH_PERM_READ },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        enum auth_perm need = AUTH_PERM_READ;
+        CU_ASSERT_EQUAL(gw_op_permission(cases[i].op, &need), cases[i].signed_);
+        if (cases[i].signed_)
+            CU_ASSERT_EQUAL(need, cases[i].need);
+    }
+    CU_ASSERT_STRING_EQUAL(gw_op_name(GW_OP_COMPLETE_UPLOAD), "CompleteMultipartUpload");
+}
+
 static void cold_outage_is_service_unavailable_naming_the_tier(void)
 {
     struct backend_s3_conf cf = { .endpoint = "http://127.0.0.1:1", .region = "us-east-1",
@@ -101,6 +136,7 @@ int register_tests(void)
     if (!s)
         return -1;
     if (!CU_add_test(s, "admin_routing_table", admin_routing_table) ||
+        !CU_add_test(s, "every_op_is_described", every_op_is_described) ||
         !CU_add_test(s, "cold_outage_is_service_unavailable_naming_the_tier",
                      cold_outage_is_service_unavailable_naming_the_tier))
         return -1;

@@ -1,0 +1,398 @@
+/* tests/unit/test_backend_posix_mpu.c - the posix store's multipart uploads:
+ * the MD5-of-MD5s ETag, part checksums kept, listed and checked, Complete's
+ * errors, UploadPartCopy with a range, ListParts and ListMultipartUploads
+ * paging. Each test gets a fresh store (posix_fixture.h). */
+#include "posix_fixture.h"
+
+/* ---- multipart ---- */
+
+static enum backend_status upload_part(const char *key, const char *id, unsigned no,
+                                       const unsigned char *data, size_t len, char etag[72])
+{
+    struct backend_put *p;
+    enum backend_status s = backend_mpu_part_begin(g_b, "bkt", key, id, no, &p);
+    if (s != BACKEND_OK)
+        return s;
+    s = backend_put_write(p, data, len);
+    struct obj_meta m = { 0 };
+    md5_hex(data, len, m.etag);
+    struct obj_meta out;
+    s = backend_put_commit(p, &m, &out);
+    if (s == BACKEND_OK) {
+        CU_ASSERT_STRING_EQUAL(out.etag, m.etag);
+        CU_ASSERT_EQUAL(out.size, len);
+    }
+    obj_meta_clear(&out);
+    if (etag)
+        memcpy(etag, m.etag, 33);
+    return s;
+}
+
+#define MIB (1024u * 1024u)
+
+static void multipart_happy_path_has_md5_of_md5s_etag(void)
+{
+    size_t sz[3] = { 5 * MIB, 5 * MIB, 1 };
+    unsigned char *data = malloc(10 * MIB + 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    for (size_t i = 0; i < 10 * MIB + 1; i++)
+        data[i] = (unsigned char)(i * 31 + (i >> 13));
+    struct obj_meta hm = { 0 };
+    obj_meta_add_hdr(&hm, "content-type", "application/x-tar");
+    char id[BACKEND_UPLOAD_ID_MAX];
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_create(g_b, "bkt", "shards/s-000.tar", &hm, id),
+                          BACKEND_OK);
+    obj_meta_clear(&hm);
+    CU_ASSERT(strlen(id) >= 32);
+    CU_ASSERT_EQUAL(strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                               "0123456789-_"), strlen(id));
+    struct backend_part parts[3] = { { 0 } };   /* no checksums */
+    size_t off = 0;
+    /* upload out of order, and part 2 twice (the second replaces it) */
+    unsigned order[4] = { 3, 2, 1, 2 };
+    size_t offs[3] = { 0, 5 * MIB, 10 * MIB };
+    (void)off;
+    for (int i = 0; i < 4; i++) {
+        unsigned no = order[i];
+        parts[no - 1].part_no = no;
+        CU_ASSERT_EQUAL(upload_part("shards/s-000.tar", id, no, data + offs[no - 1],
+                                    sz[no - 1], parts[no - 1].etag), BACKEND_OK);
+    }
+    /* an extra part not listed in complete is discarded */
+    CU_ASSERT_EQUAL(upload_part("shards/s-000.tar", id, 9, data, 10, NULL), BACKEND_OK);
+    /* independent expected ETag */
+    unsigned char cat[48];
+    for (int i = 0; i < 3; i++) {
+        unsigned int ml;
+        EVP_Digest(data + offs[i], sz[i], cat + 16 * i, &ml, EVP_md5(), NULL);
+    }
+    char want[72], hex[33];
+    md5_hex(cat, sizeof cat, hex);
+    snprintf(want, sizeof want, "%s-3", hex);
+    /* the gateway may pass upper-case ETags */
+    for (char *c = parts[0].etag; *c; c++)
+        if (*c >= 'a' && *c <= 'f')
+            *c = (char)(*c - 'a' + 'A');
+    struct obj_meta out;
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_complete(g_b, "bkt", "shards/s-000.tar", id, parts, 3,
+                                               &out), BACKEND_OK);
+    CU_ASSERT_STRING_EQUAL(out.etag, want);
+    CU_ASSERT_EQUAL(out.size, 10 * MIB + 1);
+    obj_meta_clear(&out);
+    struct obj_meta m;
+    struct backend_obj *o;
+    CU_ASSERT_EQUAL_FATAL(backend_object_open(g_b, "bkt", "shards/s-000.tar", &m, &o),
+                          BACKEND_OK);
+    CU_ASSERT_STRING_EQUAL(m.etag, want);
+    CU_ASSERT_EQUAL(m.size, 10 * MIB + 1);
+    CU_ASSERT_STRING_EQUAL(obj_meta_get_hdr(&m, "content-type"), "application/x-tar");
+    unsigned char *back = malloc(10 * MIB + 1);
+    size_t tot = 0, got;
+    while (tot < 10 * MIB + 1 &&
+           backend_obj_read(o, tot, back + tot, 10 * MIB + 1 - tot, &got) == BACKEND_OK &&
+           got > 0)
+        tot += got;
+    CU_ASSERT_EQUAL(tot, 10 * MIB + 1);
+    CU_ASSERT(memcmp(back, data, 10 * MIB + 1) == 0);
+    free(back);
+    backend_obj_close(o);
+    obj_meta_clear(&m);
+    /* the upload is gone */
+    CU_ASSERT_EQUAL(backend_mpu_abort(g_b, "bkt", "shards/s-000.tar", id), BACKEND_NO_UPLOAD);
+    struct backend_uploads_page up;
+    struct backend_uploads_req all = { .max_uploads = 100 };
+    CU_ASSERT_EQUAL(backend_mpu_list_uploads(g_b, "bkt", &all, &up), BACKEND_OK);
+    CU_ASSERT_EQUAL(up.n_uploads, 0);
+    backend_uploads_page_free(&up);
+    CU_ASSERT_EQUAL(count_tmp_files(""), 0);
+    free(data);
+}
+
+/* A part with an additional checksum, as the gateway commits it. */
+static enum backend_status upload_part_ck(const char *key, const char *id, unsigned no,
+                                          const char *data, const char *ck_name,
+                                          const char *ck, char etag[72])
+{
+    struct backend_put *p;
+    enum backend_status s = backend_mpu_part_begin(g_b, "bkt", key, id, no, &p);
+    if (s != BACKEND_OK)
+        return s;
+    size_t len = strlen(data);
+    backend_put_write(p, data, len);
+    struct obj_meta m = { 0 };
+    md5_hex((const unsigned char *)data, len, m.etag);
+    obj_meta_add_hdr(&m, ck_name, ck);
+    s = backend_put_commit(p, &m, NULL);
+    memcpy(etag, m.etag, 33);
+    obj_meta_clear(&m);
+    return s;
+}
+
+static void multipart_part_checksums_are_kept_listed_and_checked(void)
+{
+    struct obj_meta hm = { 0 };
+    obj_meta_add_hdr(&hm, "content-type", "text/plain");
+    obj_meta_add_hdr(&hm, "x-amz-checksum-algorithm", "CRC32");
+    obj_meta_add_hdr(&hm, "x-amz-checksum-type", "COMPOSITE");
+    char id[BACKEND_UPLOAD_ID_MAX];
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_create(g_b, "bkt", "ck", &hm, id), BACKEND_OK);
+    obj_meta_clear(&hm);
+    /* the upload's settings come back from mpu_head */
+    struct obj_meta um;
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_head(g_b, "bkt", "ck", id, &um), BACKEND_OK);
+    CU_ASSERT_STRING_EQUAL(obj_meta_get_hdr(&um, "x-amz-checksum-algorithm"), "CRC32");
+    CU_ASSERT_STRING_EQUAL(obj_meta_get_hdr(&um, "x-amz-checksum-type"), "COMPOSITE");
+    obj_meta_clear(&um);
+    CU_ASSERT_EQUAL(backend_mpu_head(g_b, "bkt", "other", id, &um), BACKEND_NO_UPLOAD);
+    obj_meta_clear(&um);
+    CU_ASSERT_EQUAL(backend_mpu_head(g_b, "bkt", "ck", "bogus", &um), BACKEND_NO_UPLOAD);
+    obj_meta_clear(&um);
+
+    /* one part: crc32("hello") = 0x3610a686 */
+    struct backend_part part = { .part_no = 1 };
+    CU_ASSERT_EQUAL_FATAL(upload_part_ck("ck", id, 1, "hello", "x-amz-checksum-crc32",
+                                         "NhCmhg==", part.etag), BACKEND_OK);
+    struct backend_parts_page pg;
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_list_parts(g_b, "bkt", "ck", id, 0, 10, &pg), BACKEND_OK);
+    CU_ASSERT_EQUAL_FATAL(pg.n_parts, 1);
+    CU_ASSERT_STRING_EQUAL(pg.parts[0].checksum_name, "x-amz-checksum-crc32");
+    CU_ASSERT_STRING_EQUAL(pg.parts[0].checksum, "NhCmhg==");
+    backend_parts_page_free(&pg);
+
+    /* a checksum given in Complete must be the stored one */
+    struct obj_meta out;
+    static const struct {
+        const char *name, *value;
+    } wrong[] = {
+        { "x-amz-checksum-crc32", "AAAAAA==" },
+        { "x-amz-checksum-sha1", "NhCmhg==" },
+    };
+    for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
+        struct backend_part bad = part;
+        snprintf(bad.checksum_name, sizeof bad.checksum_name, "%s", wrong[i].name);
+        snprintf(bad.checksum, sizeof bad.checksum, "%s", wrong[i].value);
+        CU_ASSERT_EQUAL(backend_mpu_complete(g_b, "bkt", "ck", id, &bad, 1, &out),
+                        BACKEND_INVALID_PART);
+        obj_meta_clear(&out);
+    }
+
+    /* the given meta replaces the upload's headers on the object */
+    struct obj_meta fin = { 0 };
+    obj_meta_add_hdr(&fin, "content-type", "text/plain");
+    obj_meta_add_hdr(&fin, "x-amz-checksum-crc32", "composite-1");
+    obj_meta_add_hdr(&fin, "x-amz-checksum-type", "COMPOSITE");
+    struct backend_part good = part;
+    strcpy(good.checksum_name, "x-amz-checksum-crc32");
+    strcpy(good.checksum, "NhCmhg==");
+    CU_ASSERT_EQUAL_FATAL(
+        backend_mpu_complete_cond(g_b, "bkt", "ck", id, &good, 1, &fin, NULL, &out), BACKEND_OK);
+    obj_meta_clear(&out);
+    obj_meta_clear(&fin);
+    struct obj_meta m;
+    CU_ASSERT_EQUAL_FATAL(backend_object_head(g_b, "bkt", "ck", &m), BACKEND_OK);
+    CU_ASSERT_STRING_EQUAL(obj_meta_get_hdr(&m, "x-amz-checksum-crc32"), "composite-1");
+    CU_ASSERT_STRING_EQUAL(obj_meta_get_hdr(&m, "content-type"), "text/plain");
+    CU_ASSERT_PTR_NULL(obj_meta_get_hdr(&m, "x-amz-checksum-algorithm"));
+    CU_ASSERT_EQUAL(m.size, 5);
+    obj_meta_clear(&m);
+    backend_object_delete(g_b, "bkt", "ck");
+}
+
+static void multipart_complete_errors(void)
+{
+    unsigned char *big = calloc(1, 5 * MIB);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(big);
+    char id[BACKEND_UPLOAD_ID_MAX], other[BACKEND_UPLOAD_ID_MAX];
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_create(g_b, "bkt", "obj", NULL, id), BACKEND_OK);
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_create(g_b, "bkt", "obj2", NULL, other), BACKEND_OK);
+    struct backend_part p[3] = { { .part_no = 1 }, { .part_no = 2 }, { .part_no = 3 } };
+    CU_ASSERT_EQUAL(upload_part("obj", id, 1, big, 5 * MIB, p[0].etag), BACKEND_OK);
+    CU_ASSERT_EQUAL(upload_part("obj", id, 2, (const unsigned char *)"small", 5, p[1].etag),
+                    BACKEND_OK);
+    CU_ASSERT_EQUAL(upload_part("obj", id, 3, (const unsigned char *)"tail", 4, p[2].etag),
+                    BACKEND_OK);
+    struct obj_meta out;
+    /* wrong owner / unknown id */
+    CU_ASSERT_EQUAL(backend_mpu_complete(g_b, "bkt", "obj2", id, p, 3, &out),
+                    BACKEND_NO_UPLOAD);
+    CU_ASSERT_EQUAL(backend_mpu_complete(g_b, "bkt", "obj", other, p, 3, &out),
+                    BACKEND_NO_UPLOAD);
+    CU_ASSERT_EQUAL(backend_mpu_complete(g_b, "bkt", "obj", "../../../etc", p, 3, &out),
+                    BACKEND_NO_UPLOAD);
+    CU_ASSERT_EQUAL(backend_mpu_complete(g_b, "nobkt", "obj", id, p, 3, &out),
+                    BACKEND_NO_BUCKET);
+    struct backend_put *bp;
+    CU_ASSERT_EQUAL(backend_mpu_part_begin(g_b, "bkt", "obj2", id, 1, &bp), BACKEND_NO_UPLOAD);
+    /* order */
+    struct backend_part rev[2] = { p[1], p[0] };
+    CU_ASSERT_EQUAL(backend_mpu_complete(g_b, "bkt", "obj", id, rev, 2, &out),
+                    BACKEND_INVALID_PART_ORDER);
+    struct backend_part dup[2] = { p[0], p[0] };
+    CU_ASSERT_EQUAL(backend_mpu_complete(g_b, "bkt", "obj", id, dup, 2, &out),
+                    BACKEND_INVALID_PART_ORDER);
+    /* missing part, wrong etag */
+    struct backend_part miss[2] = { p[0], { .part_no = 7 } };
+    memcpy(miss[1].etag, p[2].etag, sizeof miss[1].etag);
+    CU_ASSERT_EQUAL(backend_mpu_complete(g_b, "bkt", "obj", id, miss, 2, &out),
+                    BACKEND_INVALID_PART);
+    struct backend_part bad[1] = { p[0] };
+    bad[0].etag[0] = bad[0].etag[0] == '0' ? '1' : '0';
+    CU_ASSERT_EQUAL(backend_mpu_complete(g_b, "bkt", "obj", id, bad, 1, &out),
+                    BACKEND_INVALID_PART);
+    CU_ASSERT_EQUAL(backend_mpu_complete(g_b, "bkt", "obj", id, p, 0, &out),
+                    BACKEND_INVALID_PART);
+    /* too small: part 2 (5 bytes) is not last */
+    CU_ASSERT_EQUAL(backend_mpu_complete(g_b, "bkt", "obj", id, p, 3, &out),
+                    BACKEND_ENTITY_TOO_SMALL);
+    /* bad part numbers */
+    CU_ASSERT_EQUAL(backend_mpu_part_begin(g_b, "bkt", "obj", id, 0, &bp), BACKEND_INVALID_PART);
+    CU_ASSERT_EQUAL(backend_mpu_part_begin(g_b, "bkt", "obj", id, 10001, &bp),
+                    BACKEND_INVALID_PART);
+    /* nothing became visible; the upload is still usable */
+    struct obj_meta m;
+    CU_ASSERT_EQUAL(backend_object_head(g_b, "bkt", "obj", &m), BACKEND_NO_KEY);
+    obj_meta_clear(&m);
+    struct backend_part ok[2] = { p[0], p[2] };
+    CU_ASSERT_EQUAL(backend_mpu_complete(g_b, "bkt", "obj", id, ok, 2, &out), BACKEND_OK);
+    CU_ASSERT_EQUAL(out.size, 5 * MIB + 4);
+    CU_ASSERT_STRING_EQUAL(out.etag + 32, "-2");
+    obj_meta_clear(&out);
+    CU_ASSERT_EQUAL(backend_mpu_abort(g_b, "bkt", "obj2", other), BACKEND_OK);
+    CU_ASSERT_EQUAL(backend_mpu_abort(g_b, "bkt", "obj2", other), BACKEND_NO_UPLOAD);
+    CU_ASSERT_EQUAL(count_tmp_files(""), 0);
+    free(big);
+}
+
+static void multipart_part_copy_with_range(void)
+{
+    CU_ASSERT_EQUAL_FATAL(put("src", "0123456789"), BACKEND_OK);
+    char id[BACKEND_UPLOAD_ID_MAX];
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_create(g_b, "bkt", "dst", NULL, id), BACKEND_OK);
+    struct obj_meta out;
+    struct backend_copy_src src = { "bkt", "src", true, 2, 5 };
+    CU_ASSERT_EQUAL(backend_mpu_part_copy(g_b, "bkt", "dst", id, 1, &src, &out), BACKEND_OK);
+    char hex[33];
+    md5_hex("2345", 4, hex);
+    CU_ASSERT_STRING_EQUAL(out.etag, hex);
+    CU_ASSERT_EQUAL(out.size, 4);
+    struct backend_part p = { .part_no = 1 };
+    memcpy(p.etag, out.etag, sizeof p.etag);
+    obj_meta_clear(&out);
+    src = (struct backend_copy_src){ "bkt", "src", true, 5, 10 };   /* past the end */
+    CU_ASSERT_EQUAL(backend_mpu_part_copy(g_b, "bkt", "dst", id, 2, &src, &out),
+                    BACKEND_BAD_RANGE);
+    src = (struct backend_copy_src){ "bkt", "src", true, 6, 5 };    /* first > last */
+    CU_ASSERT_EQUAL(backend_mpu_part_copy(g_b, "bkt", "dst", id, 2, &src, &out),
+                    BACKEND_BAD_RANGE);
+    src = (struct backend_copy_src){ "bkt", "none", false, 0, 0 };
+    CU_ASSERT_EQUAL(backend_mpu_part_copy(g_b, "bkt", "dst", id, 2, &src, &out),
+                    BACKEND_NO_KEY);
+    CU_ASSERT_EQUAL(backend_mpu_complete(g_b, "bkt", "dst", id, &p, 1, &out), BACKEND_OK);
+    obj_meta_clear(&out);
+    char buf[32];
+    CU_ASSERT_EQUAL(get("bkt", "dst", buf, sizeof buf, NULL), 4);
+    CU_ASSERT_STRING_EQUAL(buf, "2345");
+}
+
+static void list_parts_pages_ascending(void)
+{
+    char id[BACKEND_UPLOAD_ID_MAX];
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_create(g_b, "bkt", "k", NULL, id), BACKEND_OK);
+    unsigned nos[] = { 10, 2, 7, 1, 10000, 3 };
+    for (size_t i = 0; i < 6; i++)
+        CU_ASSERT_EQUAL(upload_part("k", id, nos[i], (const unsigned char *)"abc", 3, NULL),
+                        BACKEND_OK);
+    unsigned want[] = { 1, 2, 3, 7, 10, 10000 };
+    unsigned marker = 0;
+    size_t seen = 0;
+    for (int page = 0; page < 10; page++) {
+        struct backend_parts_page pg;
+        CU_ASSERT_EQUAL_FATAL(backend_mpu_list_parts(g_b, "bkt", "k", id, marker, 4, &pg),
+                              BACKEND_OK);
+        for (size_t i = 0; i < pg.n_parts; i++) {
+            CU_ASSERT_EQUAL(pg.parts[i].part_no, want[seen]);
+            CU_ASSERT_EQUAL(pg.parts[i].size, 3);
+            seen++;
+        }
+        bool tr = pg.truncated;
+        marker = pg.next_marker;
+        CU_ASSERT_EQUAL(tr, page == 0);
+        backend_parts_page_free(&pg);
+        if (!tr)
+            break;
+    }
+    CU_ASSERT_EQUAL(seen, 6);
+    struct backend_parts_page pg;
+    CU_ASSERT_EQUAL(backend_mpu_list_parts(g_b, "bkt", "other", id, 0, 4, &pg),
+                    BACKEND_NO_UPLOAD);
+}
+
+static void list_uploads_pages_by_key_then_time(void)
+{
+    const char *keys[] = { "b", "a", "b", "dir/x", "dir/y", "c" };
+    char ids[6][BACKEND_UPLOAD_ID_MAX];
+    for (int i = 0; i < 6; i++) {
+        CU_ASSERT_EQUAL_FATAL(backend_mpu_create(g_b, "bkt", keys[i], NULL, ids[i]),
+                              BACKEND_OK);
+        nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
+    }
+    /* expected order: a, b(0), b(2), c, dir/x, dir/y */
+    const char *wk[] = { "a", "b", "b", "c", "dir/x", "dir/y" };
+    const char *wid[] = { ids[1], ids[0], ids[2], ids[5], ids[3], ids[4] };
+    char km[256] = "", im[BACKEND_UPLOAD_ID_MAX] = "";
+    size_t seen = 0;
+    for (int page = 0; page < 10; page++) {
+        struct backend_uploads_page pg;
+        struct backend_uploads_req q = { .prefix = "", .key_marker = km[0] ? km : NULL,
+                                         .upload_id_marker = im[0] ? im : NULL,
+                                         .max_uploads = 2 };
+        CU_ASSERT_EQUAL_FATAL(backend_mpu_list_uploads(g_b, "bkt", &q, &pg), BACKEND_OK);
+        for (size_t i = 0; i < pg.n_uploads && seen < 6; i++, seen++) {
+            CU_ASSERT_STRING_EQUAL(pg.uploads[i].key, wk[seen]);
+            CU_ASSERT_STRING_EQUAL(pg.uploads[i].upload_id, wid[seen]);
+        }
+        bool tr = pg.truncated;
+        if (tr) {
+            snprintf(km, sizeof km, "%s", pg.next_key_marker);
+            snprintf(im, sizeof im, "%s", pg.next_upload_id_marker);
+        }
+        backend_uploads_page_free(&pg);
+        if (!tr)
+            break;
+    }
+    CU_ASSERT_EQUAL(seen, 6);
+    struct backend_uploads_page pg;
+    struct backend_uploads_req q = { .prefix = "", .delimiter = "/", .max_uploads = 100 };
+    CU_ASSERT_EQUAL(backend_mpu_list_uploads(g_b, "bkt", &q, &pg), BACKEND_OK);
+    CU_ASSERT_EQUAL(pg.n_uploads, 4);
+    CU_ASSERT_EQUAL_FATAL(pg.n_prefixes, 1);
+    CU_ASSERT_STRING_EQUAL(pg.prefixes[0], "dir/");
+    backend_uploads_page_free(&pg);
+    /* key marker alone: strictly after that key */
+    q = (struct backend_uploads_req){ .prefix = "", .key_marker = "b", .max_uploads = 100 };
+    CU_ASSERT_EQUAL(backend_mpu_list_uploads(g_b, "bkt", &q, &pg), BACKEND_OK);
+    CU_ASSERT_EQUAL_FATAL(pg.n_uploads, 3);
+    CU_ASSERT_STRING_EQUAL(pg.uploads[0].key, "c");
+    backend_uploads_page_free(&pg);
+    q = (struct backend_uploads_req){ .prefix = "dir/", .max_uploads = 100 };
+    CU_ASSERT_EQUAL(backend_mpu_list_uploads(g_b, "bkt", &q, &pg), BACKEND_OK);
+    CU_ASSERT_EQUAL(pg.n_uploads, 2);
+    backend_uploads_page_free(&pg);
+}
+
+int register_tests(void)
+{
+    CU_pSuite s = CU_add_suite_with_setup_and_teardown("backend_posix_mpu", NULL, NULL,
+                                                       (CU_SetUpFunc)setup, teardown);
+    if (!s)
+        return -1;
+#define T(fn) CU_add_test(s, #fn, fn)
+    T(multipart_happy_path_has_md5_of_md5s_etag);
+    T(multipart_part_checksums_are_kept_listed_and_checked);
+    T(multipart_complete_errors);
+    T(multipart_part_copy_with_range);
+    T(list_parts_pages_ascending);
+    T(list_uploads_pages_by_key_then_time);
+#undef T
+    return CU_get_error() == CUE_SUCCESS ? 0 : -1;
+}
