@@ -65,10 +65,10 @@ static void curl_init_once(void)
 static void s3_close(struct backend *base)
 {
     struct s3_store *s = (struct s3_store *)base;
-    for (size_t i = 0; i < s->n_pool; i++)
-        curl_easy_cleanup(s->pool[i]);
-    for (size_t i = 0; i < s->n_mpool; i++)
-        curl_multi_cleanup(s->mpool[i]);
+    for (size_t i = 0; i < s->easy_idle.n; i++)
+        curl_easy_cleanup(s->easy_idle.h[i]);
+    for (size_t i = 0; i < s->multi_idle.n; i++)
+        curl_multi_cleanup(s->multi_idle.h[i]);
     for (size_t i = 0; i < s->n_map; i++) {
         free((char *)s->map[i].gateway);
         free((char *)s->map[i].cold);

@@ -16,13 +16,29 @@
 #include <time.h>
 #include <unistd.h>
 
+void *s3_idle_take(struct s3_store *s, struct s3_idle *p)
+{
+    void *h = NULL;
+    pthread_mutex_lock(&s->mu);
+    if (p->n)
+        h = p->h[--p->n];
+    pthread_mutex_unlock(&s->mu);
+    return h;
+}
+
+bool s3_idle_keep(struct s3_store *s, struct s3_idle *p, void *h)
+{
+    pthread_mutex_lock(&s->mu);
+    bool kept = p->n < S3_POOL_MAX;
+    if (kept)
+        p->h[p->n++] = h;
+    pthread_mutex_unlock(&s->mu);
+    return kept;
+}
+
 CURL *s3_handle_get(struct s3_store *s)
 {
-    CURL *h = NULL;
-    pthread_mutex_lock(&s->mu);
-    if (s->n_pool)
-        h = s->pool[--s->n_pool];
-    pthread_mutex_unlock(&s->mu);
+    CURL *h = s3_idle_take(s, &s->easy_idle);
     if (h)
         curl_easy_reset(h);   /* keeps the live connections of the handle */
     else
@@ -32,13 +48,7 @@ CURL *s3_handle_get(struct s3_store *s)
 
 void s3_handle_put(struct s3_store *s, CURL *h)
 {
-    pthread_mutex_lock(&s->mu);
-    if (s->n_pool < S3_POOL_MAX) {
-        s->pool[s->n_pool++] = h;
-        h = NULL;
-    }
-    pthread_mutex_unlock(&s->mu);
-    if (h)
+    if (h && !s3_idle_keep(s, &s->easy_idle, h))
         curl_easy_cleanup(h);
 }
 

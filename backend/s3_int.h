@@ -147,7 +147,15 @@ enum backend_status s3_xml_etag_result(const char *xml, size_t len, struct obj_m
 
 /* ---- the store (s3.c) ---- */
 
-#define S3_POOL_MAX 64   /* idle easy handles kept (each keeps its connection) */
+#define S3_POOL_MAX 64   /* idle handles kept of each kind (each keeps its connections) */
+
+/* A stack of idle curl handles of one kind (easy or multi), guarded by the
+ * store's mu: what a call gives back is taken by the next instead of a new
+ * handle and a new connection. */
+struct s3_idle {
+    void *h[S3_POOL_MAX];
+    size_t n;
+};
 
 struct s3_store {
     struct backend base;        /* first */
@@ -162,15 +170,13 @@ struct s3_store {
     unsigned retries;
     struct backend_bucket_map *map;
     size_t n_map;
-    pthread_mutex_t mu;         /* guards pool and mpool */
-    CURL *pool[S3_POOL_MAX];
-    size_t n_pool;
-    /* Idle multi handles of open objects' streams. Each keeps the keep-alive
-     * connections of its finished transfers (a multi has its own connection
-     * cache), so the next object open reuses one instead of a new TCP/TLS
-     * handshake. */
-    CURLM *mpool[S3_POOL_MAX];
-    size_t n_mpool;
+    pthread_mutex_t mu;         /* guards easy_idle and multi_idle */
+    struct s3_idle easy_idle;   /* CURL *: idle easy handles, their connections kept */
+    /* Idle multi handles (CURLM *) of open objects' streams. Each keeps the
+     * keep-alive connections of its finished transfers (a multi has its own
+     * connection cache), so the next object open reuses one instead of a new
+     * TCP/TLS handshake. */
+    struct s3_idle multi_idle;
     struct s3_done *done;       /* completed uploads (s3_mpu_done.c), guarded by mu */
     size_t done_next;
 };
@@ -275,6 +281,10 @@ void s3_call_free(struct s3_call *c);
  * new one; NULL when out of memory. s3_handle_put gives it back. */
 CURL *s3_handle_get(struct s3_store *s);
 void s3_handle_put(struct s3_store *s, CURL *h);
+/* The most recently idled handle of p, or NULL when p is empty. */
+void *s3_idle_take(struct s3_store *s, struct s3_idle *p);
+/* Keeps h in p: true, or false when p is full (the caller frees h). */
+bool s3_idle_keep(struct s3_store *s, struct s3_idle *p, void *h);
 /* Every curl option of one attempt of c on h; resets c's response. */
 void s3_easy_setup(struct s3_store *s, CURL *h, struct s3_call *c, const char *url,
                    struct curl_slist *hl);

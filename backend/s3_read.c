@@ -16,7 +16,7 @@
  * multi handle from the reading thread only (inside s3_obj_read): no thread
  * of our own, nothing runs while nobody reads. */
 struct s3_stream {
-    CURLM *multi;               /* from the store's mpool; back there at close */
+    CURLM *multi;               /* from the store's multi_idle; back there at close */
     CURL *h;                    /* from the store's pool */
     bool attached;              /* h is in multi */
     struct curl_slist *hl;
@@ -103,23 +103,13 @@ enum backend_status s3_object_head_timed(struct backend *base, const char *bucke
 
 static CURLM *multi_get(struct s3_store *s)
 {
-    CURLM *m = NULL;
-    pthread_mutex_lock(&s->mu);
-    if (s->n_mpool)
-        m = s->mpool[--s->n_mpool];
-    pthread_mutex_unlock(&s->mu);
+    CURLM *m = s3_idle_take(s, &s->multi_idle);
     return m ? m : curl_multi_init();
 }
 
 static void multi_put(struct s3_store *s, CURLM *m)
 {
-    pthread_mutex_lock(&s->mu);
-    if (s->n_mpool < S3_POOL_MAX) {
-        s->mpool[s->n_mpool++] = m;
-        m = NULL;
-    }
-    pthread_mutex_unlock(&s->mu);
-    if (m)
+    if (m && !s3_idle_keep(s, &s->multi_idle, m))
         curl_multi_cleanup(m);
 }
 

@@ -50,8 +50,8 @@ const char *cache_status_name(enum cache_status st)
 /* ---- open, stop, close ---- */
 
 /* Locks the cache directory for the cache's life, before the index is read:
- * two gateways on one directory would overwrite each other's snapshots. */
-/* One gateway per cache directory. Only another holder stops the start: a
+ * two gateways on one directory would overwrite each other's snapshots. One
+ * gateway per cache directory. Only another holder stops the start: a
  * directory that cannot hold the lock now (missing and not creatable,
  * read-only) is one the cache cannot use either, and the watcher takes the
  * lock when it takes the directory back (cache_dir_claim). */

@@ -592,24 +592,21 @@ static void *stager_main(void *arg)
 
 static void job_info(const struct job *j, struct cache_job_info *out)
 {
-    memset(out, 0, sizeof *out);
+    *out = (struct cache_job_info){
+        .bucket = strdup(j->bucket),
+        .consumer = j->consumer ? strdup(j->consumer) : NULL,
+        .state = j->state,
+        .ordered = j->ordered, .has_epoch = j->has_epoch, .epoch = j->epoch,
+        .total = j->n, .cached = j->cached, .staged = j->staged, .failed = j->failed,
+        .pending = j->n - j->cached - j->staged - j->failed,
+        /* sizes not known yet, of keys still to come, are estimated from
+         * the known ones below (a failed key has no size and adds nothing) */
+        .bytes_total = j->bytes_known, .bytes_done = j->bytes_staged,
+        .bytes_cached = j->bytes_cached,
+        .position = j->position,
+        .created = j->created, .ended = j->ended,
+    };
     memcpy(out->id, j->id, sizeof out->id);
-    out->bucket = strdup(j->bucket);
-    out->consumer = j->consumer ? strdup(j->consumer) : NULL;
-    out->state = j->state;
-    out->ordered = j->ordered;
-    out->has_epoch = j->has_epoch;
-    out->epoch = j->epoch;
-    out->total = j->n;
-    out->cached = j->cached;
-    out->staged = j->staged;
-    out->failed = j->failed;
-    out->pending = j->n - j->cached - j->staged - j->failed;
-    out->bytes_done = j->bytes_staged;
-    out->bytes_cached = j->bytes_cached;
-    /* sizes not known yet, of keys still to come, are estimated from the
-     * known ones (a failed key has no size and adds nothing) */
-    out->bytes_total = j->bytes_known;
     size_t unknown = 0;
     for (size_t i = 0; i < j->n; i++)
         unknown += j->sizes[i] == UINT64_MAX && j->st[i] != K_FAILED;
@@ -627,15 +624,12 @@ static void job_info(const struct job *j, struct cache_job_info *out)
     }
     if (job_final(j))
         out->eta_s = 0;
-    out->position = j->position;
     for (size_t i = 0; i < j->n_errors; i++) {
         out->errors[i] = j->errors[i];
         out->errors[i].key = strdup(j->errors[i].key);
         if (out->errors[i].key)
             out->n_errors++;
     }
-    out->created = j->created;
-    out->ended = j->ended;
 }
 
 void cache_job_info_clear(struct cache_job_info *ji)
@@ -650,10 +644,12 @@ void cache_job_info_clear(struct cache_job_info *ji)
 int cache_job_submit(struct cache *c, struct cache_hint *h, char id_out[CACHE_JOB_ID_LEN])
 {
     struct cache_prefetch *pf = cache_prefetch_of(c);
-    struct job *j = calloc(1, sizeof *j);
+    struct job *j = malloc(sizeof *j);
     if (!j)
         return -1;
-    j->pf = pf;
+    *j = (struct job){ .pf = pf, .ordered = h->ordered, .has_epoch = h->has_epoch,
+                       .epoch = h->epoch, .pin = h->pin, .window_bytes = h->window_bytes,
+                       .window_objects = h->window_objects };
     j->bucket = strdup(h->bucket);
     j->consumer = h->consumer ? strdup(h->consumer) : NULL;
     j->n = h->n_keys;
@@ -674,12 +670,6 @@ int cache_job_submit(struct cache *c, struct cache_hint *h, char id_out[CACHE_JO
         set_size(j, i, h->sizes[i]);
     free(h->sizes);
     h->sizes = NULL;
-    j->ordered = h->ordered;
-    j->has_epoch = h->has_epoch;
-    j->epoch = h->epoch;
-    j->pin = h->pin;
-    j->window_bytes = h->window_bytes;
-    j->window_objects = h->window_objects;
     if (j->ordered && map_build(j) != 0) {
         job_free(j);
         return -1;

@@ -69,6 +69,12 @@
 /* Writes the message to `err` (when there is room for anything) and returns -1. */
 int conf_fail(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* One of a fixed set of names: 0 with the index of s in names[0..n) in *idx,
+ * or -1 with "<field>: must be "a", "b" or "c"" in err (four names or more:
+ * "must be one of "a", "b", "c", "d""), so every such setting says its
+ * choices the same way. */
+int conf_choice(const char *field, const char *s, const char *const *names, size_t n,
+                unsigned *idx, char *err, size_t errlen);
 /* Empties `err` (when it has room). */
 void conf_err_clear(char *err, size_t errlen);
 /* Deep copy of `src` into `dst` (uninitialised); 0, or -1 when out of memory

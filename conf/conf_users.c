@@ -7,18 +7,20 @@
 #include "s3name.h"   /* sg_bucket_name_valid: a cold_bucket follows S3's rule */
 
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+static const char *const perm_names[] = {
+    [CONF_PERM_NONE] = "none", [CONF_PERM_READ] = "read",
+    [CONF_PERM_WRITE] = "write", [CONF_PERM_ADMIN] = "admin",
+};
+_Static_assert(sizeof perm_names / sizeof perm_names[0] == CONF_PERM_ADMIN + 1,
+               "a name per permission level");
+
 const char *conf_perm_level_name(enum conf_perm_level l)
 {
-    switch (l) {
-    case CONF_PERM_NONE: return "none";
-    case CONF_PERM_READ: return "read";
-    case CONF_PERM_WRITE: return "write";
-    case CONF_PERM_ADMIN: return "admin";
-    }
-    return "?";
+    return (unsigned)l < sizeof perm_names / sizeof perm_names[0] ? perm_names[l] : "?";
 }
 
 const struct conf_bucket *conf_bucket_find(const struct conf *c, const char *name)
@@ -67,19 +69,6 @@ static int env_name_ok(const char *s)
     return 1;
 }
 
-static int perm_level_parse(const char *s, enum conf_perm_level *out)
-{
-    static const enum conf_perm_level all[] = { CONF_PERM_NONE, CONF_PERM_READ,
-                                                CONF_PERM_WRITE, CONF_PERM_ADMIN };
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-        if (strcmp(s, conf_perm_level_name(all[i])) == 0) {
-            *out = all[i];
-            return 0;
-        }
-    }
-    return -1;
-}
-
 /* users[i].permissions: {"*": "read", "ckpt": "write", ...}. Duplicate keys
  * are refused by the parser (JSON_REJECT_DUPLICATES). */
 static int perms_from_json(struct conf_user *u, size_t i, const json_t *o, char *err,
@@ -100,16 +89,17 @@ static int perms_from_json(struct conf_user *u, size_t i, const json_t *o, char 
         if (strcmp(key, "*") != 0 && !conf_bucket_name_ok(key))
             return conf_fail(err, errlen, "users[%zu].permissions: key \"%.64s\" " BUCKET_NAME_HELP,
                              i, key);
-        const char *lv = conf_json_cstr(val);
-        enum conf_perm_level level;
-        if (lv == NULL || perm_level_parse(lv, &level) != 0)
-            return conf_fail(err, errlen, "users[%zu].permissions.%.64s: must be one of \"none\", "
-                             "\"read\", \"write\", \"admin\"", i, key);
+        char field[128];   /* users[%zu].permissions.<key cut at 64> */
+        snprintf(field, sizeof field, "users[%zu].permissions.%.64s", i, key);
+        unsigned level;
+        if (conf_choice(field, conf_json_cstr(val), perm_names,
+                        sizeof perm_names / sizeof perm_names[0], &level, err, errlen) != 0)
+            return -1;
         struct conf_perm *p = &u->perms[u->n_perms];
         p->bucket = strdup(key);
         if (p->bucket == NULL)
             return conf_fail(err, errlen, "users[%zu].permissions: out of memory", i);
-        p->level = level;
+        p->level = (enum conf_perm_level)level;
         u->n_perms++;
     }
     return 0;

@@ -84,28 +84,52 @@ int conf_set_listen(struct conf *c, const char *field, const char *s, char *err,
     return 0;
 }
 
+int conf_choice(const char *field, const char *s, const char *const *names, size_t n,
+                unsigned *idx, char *err, size_t errlen)
+{
+    for (size_t i = 0; s && i < n; i++) {
+        if (strcmp(s, names[i]) == 0) {
+            *idx = (unsigned)i;
+            return 0;
+        }
+    }
+    char list[256] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < n && len < sizeof list; i++) {
+        const char *sep = i == 0 ? "" : (n < 4 && i == n - 1) ? " or " : ", ";
+        int w = snprintf(list + len, sizeof list - len, "%s\"%s\"", sep, names[i]);
+        len += w > 0 ? (size_t)w : 0;
+    }
+    return conf_fail(err, errlen, "%s: must be %s%s", field, n < 4 ? "" : "one of ", list);
+}
+
 int conf_set_log_level(struct conf *c, const char *field, const char *s, char *err,
                        size_t errlen)
 {
-    enum log_level lvl;
-    if (log_level_parse(s, &lvl) != 0)
-        return conf_fail(err, errlen, "%s: must be one of \"error\", \"warn\", \"info\", \"debug\"",
-                         field);
-    c->log_level = lvl;
+    static const char *const names[] = {
+        [LOG_LVL_ERROR] = "error", [LOG_LVL_WARN] = "warn",
+        [LOG_LVL_INFO] = "info", [LOG_LVL_DEBUG] = "debug",
+    };
+    _Static_assert(sizeof names / sizeof names[0] == LOG_LVL_DEBUG + 1, "a name per level");
+    unsigned i;
+    if (conf_choice(field, s, names, sizeof names / sizeof names[0], &i, err, errlen) != 0)
+        return -1;
+    c->log_level = (enum log_level)i;
     return 0;
 }
 
 int conf_set_log_format(struct conf *c, const char *field, const char *s, char *err,
                         size_t errlen)
 {
-    enum log_format f;
-    if (log_format_parse(s, &f) != 0)
-        return conf_fail(err, errlen, "%s: must be \"text\" or \"json\"", field);
-    c->log_format = f;
+    static const char *const names[] = { [LOG_FMT_TEXT] = "text", [LOG_FMT_JSON] = "json" };
+    _Static_assert(sizeof names / sizeof names[0] == LOG_FMT_JSON + 1, "a name per format");
+    unsigned i;
+    if (conf_choice(field, s, names, sizeof names / sizeof names[0], &i, err, errlen) != 0)
+        return -1;
+    c->log_format = (enum log_format)i;
     return 0;
 }
 
-/* NULL (a null in the file) goes back to stderr. */
 int conf_set_log_file(struct conf *c, const char *field, const char *s, char *err,
                       size_t errlen)
 {
@@ -424,14 +448,15 @@ int conf_set_cache_size(struct conf *c, const char *field, const char *s, char *
 int conf_set_cache_engine(struct conf *c, const char *field, const char *s, char *err,
                           size_t errlen)
 {
-    if (strcmp(s, "auto") == 0)
-        c->cache_engine = CONF_ENGINE_AUTO;
-    else if (strcmp(s, "io_uring") == 0)
-        c->cache_engine = CONF_ENGINE_URING;
-    else if (strcmp(s, "threads") == 0)
-        c->cache_engine = CONF_ENGINE_THREADS;
-    else
-        return conf_fail(err, errlen, "%s: must be \"auto\", \"io_uring\" or \"threads\"", field);
+    static const char *const names[] = {
+        [CONF_ENGINE_AUTO] = "auto", [CONF_ENGINE_URING] = "io_uring",
+        [CONF_ENGINE_THREADS] = "threads",
+    };
+    _Static_assert(sizeof names / sizeof names[0] == CONF_ENGINE_THREADS + 1, "a name per engine");
+    unsigned i;
+    if (conf_choice(field, s, names, sizeof names / sizeof names[0], &i, err, errlen) != 0)
+        return -1;
+    c->cache_engine = (enum conf_cache_engine)i;
     return 0;
 }
 

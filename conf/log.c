@@ -31,29 +31,6 @@ void log_set_level(enum log_level lvl) { g_level = lvl; }
 enum log_level log_get_level(void) { return g_level; }
 void log_set_format(enum log_format f) { g_format = f; }
 
-int log_level_parse(const char *s, enum log_level *out)
-{
-    static const char *const names[] = { "error", "warn", "info", "debug" };
-    for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if (strcmp(s, names[i]) == 0) {
-            *out = (enum log_level)i;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-int log_format_parse(const char *s, enum log_format *out)
-{
-    if (strcmp(s, "text") == 0)
-        *out = LOG_FMT_TEXT;
-    else if (strcmp(s, "json") == 0)
-        *out = LOG_FMT_JSON;
-    else
-        return -1;
-    return 0;
-}
-
 static int open_log(const char *path)
 {
     return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);

@@ -19,13 +19,9 @@ enum log_format { LOG_FMT_TEXT, LOG_FMT_JSON };
 /* Lines above `lvl` are dropped. Call before starting threads. */
 void log_set_level(enum log_level lvl);
 enum log_level log_get_level(void);
-/* Parses "error", "warn", "info", "debug"; returns 0 on success, -1 otherwise. */
-int log_level_parse(const char *s, enum log_level *out);
 
 /* Call before starting threads. */
 void log_set_format(enum log_format f);
-/* Parses "text", "json"; returns 0 on success, -1 otherwise. */
-int log_format_parse(const char *s, enum log_format *out);
 
 /* Appends lines to `path` (created with mode 0640) instead of stderr.
  * Returns 0, or the errno of the failed open. Call before starting threads. */

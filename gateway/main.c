@@ -58,25 +58,20 @@ static const char usage[] =
     "signals: SIGINT/SIGTERM stop after in-flight requests (shutdown_grace_s); a second\n"
     "one exits at once (status 128 + signal). SIGHUP reopens --log-file, else is ignored.\n";
 
-static enum cache_consistency consistency(enum conf_consistency cc)
-{
-    switch (cc) {
-    case CONF_CONSISTENCY_IMMUTABLE: return CACHE_IMMUTABLE;
-    case CONF_CONSISTENCY_TTL: return CACHE_TTL;
-    case CONF_CONSISTENCY_ALWAYS: return CACHE_ALWAYS;
-    }
-    return CACHE_TTL;
-}
-
-static enum cache_engine cache_engine(enum conf_cache_engine e)
-{
-    switch (e) {
-    case CONF_ENGINE_AUTO: return CACHE_ENGINE_AUTO;
-    case CONF_ENGINE_URING: return CACHE_ENGINE_URING;
-    case CONF_ENGINE_THREADS: return CACHE_ENGINE_THREADS;
-    }
-    return CACHE_ENGINE_AUTO;
-}
+/* conf's choices as the cache's enums: tables indexed by the conf value,
+ * each as long as its conf enum (a new conf value fails the assert). */
+static const enum cache_consistency consistency_of[] = {
+    [CONF_CONSISTENCY_IMMUTABLE] = CACHE_IMMUTABLE, [CONF_CONSISTENCY_TTL] = CACHE_TTL,
+    [CONF_CONSISTENCY_ALWAYS] = CACHE_ALWAYS,
+};
+_Static_assert(sizeof consistency_of / sizeof consistency_of[0] == CONF_CONSISTENCY_ALWAYS + 1,
+               "a cache consistency per conf consistency");
+static const enum cache_engine engine_of[] = {
+    [CONF_ENGINE_AUTO] = CACHE_ENGINE_AUTO, [CONF_ENGINE_URING] = CACHE_ENGINE_URING,
+    [CONF_ENGINE_THREADS] = CACHE_ENGINE_THREADS,
+};
+_Static_assert(sizeof engine_of / sizeof engine_of[0] == CONF_ENGINE_THREADS + 1,
+               "a cache engine per conf engine");
 
 /* A cold tier that does not answer at start is worth a warning, not a
  * refusal: it may come up later, and cached objects can be served meanwhile. */
@@ -235,7 +230,7 @@ static int serve(int argc, char **argv)
         for (size_t i = 0; cbc && i < c.n_buckets; i++)
             if (c.buckets[i].has_consistency)
                 cbc[n_cbc++] = (struct cache_bucket_conf){
-                    c.buckets[i].name, consistency(c.buckets[i].consistency),
+                    c.buckets[i].name, consistency_of[c.buckets[i].consistency],
                     c.buckets[i].ttl_s };
         struct cache_conf cc = {
             .dir = c.cache_dir,
@@ -246,9 +241,9 @@ static int serve(int argc, char **argv)
             .wait_timeout_ms = c.cache_wait_ms,
             .revalidate_timeout_ms = c.cache_revalidate_ms,
             .read_uring = c.cache_read_path != CONF_READ_SENDFILE,
-            .engine = cache_engine(c.cache_engine),
+            .engine = engine_of[c.cache_engine],
             .job_keep_s = c.prefetch_keep_s,
-            .default_consistency = consistency(c.consistency),
+            .default_consistency = consistency_of[c.consistency],
             .default_ttl_s = c.consistency_ttl_s,
             .buckets = cbc,
             .n_buckets = n_cbc,

@@ -8,7 +8,8 @@ nginx static server over the same files (the hit reference) and an nginx
 proxy_cache with proxy_cache_lock in front of the same cold tier (the late
 joiner reference). Runs the cases, alternating the systems run by run, and
 writes bench/results/report-MODE.{md,json} and plots (report.py). Everything it started
-is stopped by pid on exit.
+is stopped by pid on exit. The processes (servers, load clients, /proc readings)
+are procs.py's; this file holds the modes, the data set, the cases and main.
 """
 import http.client
 import json
@@ -20,8 +21,10 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 
+# ab.py uses these as B.* too
+from procs import (PROCS, Server, children, cpu_ticks, free_port, http_get, log, metrics,  # noqa: F401
+                   pairs, rss_kib, run_getc, run_wrk, start_nginx, start_shardgate, stop_all)
 from report import MiB, cell, fmt, med, plots, report, summary  # noqa: F401 (ab.py uses B.fmt, B.summary)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -30,7 +33,6 @@ ROOT = os.path.dirname(BENCH)
 # BENCH_RESULTS: where the report and plots go (the test suite's smoke run
 # writes into its build directory, not into the repository)
 RESULTS = os.environ.get("BENCH_RESULTS", os.path.join(BENCH, "results"))
-CLK = os.sysconf("SC_CLK_TCK")
 
 MODES = {
     # smoke: start everything, one short hit case, a table
@@ -51,136 +53,6 @@ MODES = {
                  bipolar=True, put_bytes=4 << 30, memory=True, small_n=1000000, idle_conns=1000,
                  threads=True, epoch=True, epoch_shards=128, epochs=5),
 }
-
-PROCS = []  # (name, Popen) we started
-
-
-def log(*a):
-    print("[bench %s]" % time.strftime("%H:%M:%S"), *a, file=sys.stderr, flush=True)
-
-
-def stop_all():
-    for name, p in reversed(PROCS):
-        if p.poll() is None:
-            try:
-                p.send_signal(signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-    deadline = time.time() + 10
-    for name, p in reversed(PROCS):
-        try:
-            p.wait(timeout=max(0.1, deadline - time.time()))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-    PROCS.clear()
-
-
-def free_port(start):
-    p = start
-    while True:
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", p))
-            s.close()
-            return p
-        except OSError:
-            p += 1
-        finally:
-            s.close()
-
-
-def wait_port(port, proc, timeout=15):
-    t = time.time()
-    while time.time() - t < timeout:
-        if proc.poll() is not None:
-            raise RuntimeError("process exited with %s before listening on %d" % (proc.returncode, port))
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.02)
-    raise RuntimeError("nothing listens on 127.0.0.1:%d after %ds" % (port, timeout))
-
-
-def children(pid):
-    out = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open("/proc/%s/stat" % d) as f:
-                    st = f.read()
-                if int(st.rsplit(")", 1)[1].split()[1]) == pid:
-                    out.append(int(d))
-            except (OSError, ValueError, IndexError):
-                pass
-    return out
-
-
-def cpu_ticks(pids):
-    t = 0
-    for pid in pids:
-        try:
-            with open("/proc/%d/stat" % pid) as f:
-                f_ = f.read().rsplit(")", 1)[1].split()
-            t += int(f_[11]) + int(f_[12])  # utime, stime (fields 14, 15)
-        except OSError:
-            pass
-    return t
-
-
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
-class Server:
-    def __init__(self, name, argv, port, log_path, env=None, nginx=False):
-        self.name, self.argv, self.port, self.log_path, self.env, self.nginx = name, argv, port, log_path, env, nginx
-        self.proc = None
-
-    def start(self):
-        lf = open(self.log_path, "ab")
-        self.t_spawn = time.time()
-        self.proc = subprocess.Popen(self.argv, stdout=lf, stderr=subprocess.STDOUT, env=self.env,
-                                     start_new_session=True)
-        PROCS.append((self.name, self.proc))
-        wait_port(self.port, self.proc)
-        return self
-
-    def pids(self):
-        if self.nginx:
-            return children(self.proc.pid)  # the workers do the work
-        return [self.proc.pid]
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=40)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        PROCS[:] = [x for x in PROCS if x[1] is not self.proc]
-
-
-def http_get(port, path, timeout=30):
-    with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=timeout) as r:
-        return r.status, r.read()
-
-
-def metrics(port):
-    _, body = http_get(port, "/metrics")
-    m = {}
-    for line in body.decode().splitlines():
-        if line and not line.startswith("#"):
-            k, v = line.rsplit(" ", 1)
-            m[k] = float(v)
-    return m
-
 
 # ---------------------------------------------------------------- data
 
@@ -215,149 +87,6 @@ def link(src, dst):
     os.makedirs(os.path.dirname(dst), exist_ok=True)
     if not os.path.exists(dst):
         os.link(src, dst)
-
-
-# ---------------------------------------------------------------- configs
-
-NGX_COMMON = """{user}worker_processes {workers};
-daemon off;
-pid {dir}/nginx.pid;
-error_log {dir}/error.log warn;
-worker_rlimit_nofile 65536;
-events {{ worker_connections 8192; }}
-http {{
-  default_type application/octet-stream;
-  sendfile on; tcp_nopush on; tcp_nodelay on;
-  keepalive_timeout 300s; keepalive_requests 1000000;
-  client_body_temp_path {dir}/cbt; proxy_temp_path {dir}/pt; fastcgi_temp_path {dir}/ft;
-  uwsgi_temp_path {dir}/ut; scgi_temp_path {dir}/st;
-  {access}
-  {body}
-}}
-"""
-
-
-def nginx_conf(dir_, body, workers=2, access="access_log off;"):
-    os.makedirs(dir_, exist_ok=True)
-    user = "user root root;\n" if os.geteuid() == 0 else ""
-    txt = NGX_COMMON.format(user=user, workers=workers, dir=dir_, body=body, access=access)
-    p = os.path.join(dir_, "nginx.conf")
-    with open(p, "w") as f:
-        f.write(txt)
-    return p
-
-
-def start_nginx(name, dir_, body, port, workers=2, access="access_log off;"):
-    conf = nginx_conf(dir_, body, workers, access)
-    return Server(name, ["nginx", "-p", dir_, "-c", conf], port, os.path.join(dir_, "stdout.log"),
-                  nginx=True).start()
-
-
-def start_shardgate(env_, name, port, cold_port, cache_dir, threads=0, extra=None):
-    d = os.path.join(env_["work"], name)
-    os.makedirs(d, exist_ok=True)
-    os.makedirs(cache_dir, exist_ok=True)
-    cfg = {"listen": "127.0.0.1:%d" % port, "log_level": "warn", "metrics_public": True,
-           "spool_dir": os.path.join(env_["work"], "spool"),
-           "cache": {"dir": cache_dir, "size": "200GiB", "fill_workers": 8},
-           "buckets": {"bench": {"public_read": True, "consistency": "immutable"}}}
-    os.makedirs(cfg["spool_dir"], exist_ok=True)
-    cp = os.path.join(d, "shardgate.json")
-    with open(cp, "w") as f:
-        json.dump(cfg, f)
-    os.chmod(cp, 0o600)
-    argv = [env_["bin"], "serve", "--config", cp, "--cold", "http://127.0.0.1:%d" % cold_port]
-    if threads:
-        argv += ["--threads", str(threads)]
-    if extra:
-        argv += extra
-    e = dict(os.environ, AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench-secret",
-             AWS_REGION="us-east-1")
-    return Server(name, argv, port, os.path.join(d, "shardgate.log"), env=e).start()
-
-
-# ---------------------------------------------------------------- clients
-
-WRK_LUA = r"""
-local prefix = os.getenv("WRK_PREFIX")
-local n = tonumber(os.getenv("WRK_N"))
-local i = 0
-setup = function(thread) end
-init = function(args) math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16) % 100000); i = math.random(n) - 1 end
-request = function()
-  i = (i + 1) % n
-  return wrk.format("GET", prefix .. string.format("%06d", i))
-end
-done = function(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format('WRKJSON {"p50":%d,"p90":%d,"p99":%d,"max":%d,"requests":%d,"bytes":%d,"duration_us":%d,"errors":%d,"status_errors":%d}\n',
-    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max,
-    summary.requests, summary.bytes, summary.duration, e.connect + e.read + e.write + e.timeout, e.status))
-end
-"""
-
-
-def run_wrk(env_, server, prefix, n, conns, dur):
-    lua = os.path.join(env_["work"], "paths.lua")
-    if not os.path.exists(lua):
-        with open(lua, "w") as f:
-            f.write(WRK_LUA)
-    threads = min(2, conns)
-    e = dict(os.environ, WRK_PREFIX=prefix, WRK_N=str(n))
-    c0 = cpu_ticks(server.pids())
-    out = subprocess.run(["wrk", "-t%d" % threads, "-c%d" % conns, "-d%ds" % dur, "--timeout", "60s",
-                          "-s", lua, "http://127.0.0.1:%d" % server.port], env=e,
-                         capture_output=True, text=True, timeout=dur + 120)
-    c1 = cpu_ticks(server.pids())
-    line = [l for l in out.stdout.splitlines() if l.startswith("WRKJSON ")]
-    if not line:
-        raise RuntimeError("wrk gave no result: %s %s" % (out.stdout, out.stderr))
-    r = json.loads(line[0][8:])
-    secs = r["duration_us"] / 1e6
-    r["rps"] = r["requests"] / secs
-    r["MBps"] = r["bytes"] / secs / 1e6
-    r["cpu_us_per_req"] = (c1 - c0) / CLK * 1e6 / max(1, r["requests"])
-    r["cpu_util"] = (c1 - c0) / CLK / secs
-    r["p50_ms"], r["p99_ms"] = r["p50"] / 1e3, r["p99"] / 1e3
-    if r["errors"] or r["status_errors"]:
-        raise RuntimeError("wrk against %s saw errors: %s" % (server.name, r))
-    return r
-
-
-def run_getc(env_, port, paths, conc=1, stagger=0, keepalive=True, check=True):
-    lst = os.path.join(env_["work"], "getc.list")
-    with open(lst, "w") as f:
-        f.write("\n".join(paths) + "\n")
-    argv = [env_["getc"], "-c", str(conc), "-f", lst]
-    if stagger:
-        argv += ["-s", str(stagger)]
-    if keepalive:
-        argv += ["-k"]
-    argv += ["127.0.0.1", str(port)]
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=600)
-    rows = []
-    for line in out.stdout.splitlines():
-        t, st, ttfb, ttbody, tot, code, nbytes, path = line.split()
-        rows.append(dict(thread=int(t), start=float(st), ttfb=float(ttfb), ttbody=float(ttbody),
-                         total=float(tot), status=int(code), bytes=int(nbytes), path=path))
-    if check and (out.returncode != 0 or len(rows) != len(paths)):
-        raise RuntimeError("getc failed on port %d: rc=%d %s" % (port, out.returncode, out.stderr[-500:]))
-    return rows
-
-
-# ---------------------------------------------------------------- helpers
-
-def pairs(reps, fa, fb):
-    """Run fa and fb reps times, alternating which goes first; returns (A[], B[])."""
-    A, B = [], []
-    for r in range(reps):
-        if r % 2 == 0:
-            A.append(fa(r))
-            B.append(fb(r))
-        else:
-            B.append(fb(r))
-            A.append(fa(r))
-    return A, B
 
 
 # ---------------------------------------------------------------- cases

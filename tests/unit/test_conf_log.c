@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "conf_int.h"
 #include "log.h"
 
 static char dir[256];
@@ -235,15 +236,43 @@ static void reopen_follows_a_rotated_file(void)
     CU_ASSERT_EQUAL(log_reopen(), -1);   /* stderr: nothing to reopen */
 }
 
-static void format_names_parse(void)
+/* conf_choice: the index of a name, exact case; a refusal lists the choices
+ * as every setting of a fixed set does (two or three: "a" or "b"; four or
+ * more: one of ...). */
+static void choices_match_exactly_and_refusals_list_them(void)
 {
-    enum log_format f;
-    CU_ASSERT_EQUAL(log_format_parse("json", &f), 0);
-    CU_ASSERT_EQUAL(f, LOG_FMT_JSON);
-    CU_ASSERT_EQUAL(log_format_parse("text", &f), 0);
-    CU_ASSERT_EQUAL(f, LOG_FMT_TEXT);
-    CU_ASSERT_EQUAL(log_format_parse("JSON", &f), -1);
-    CU_ASSERT_EQUAL(log_format_parse("", &f), -1);
+    static const char *const two[] = { "text", "json" };
+    static const char *const three[] = { "auto", "io_uring", "threads" };
+    static const char *const four[] = { "error", "warn", "info", "debug" };
+    static const struct {
+        const char *const *names;
+        size_t n;
+        const char *s;
+        int idx;              /* -1: refused */
+        const char *msg;
+    } cases[] = {
+        { two, 2, "json", 1, NULL },
+        { two, 2, "text", 0, NULL },
+        { two, 2, "JSON", -1, "f: must be \"text\" or \"json\"" },
+        { two, 2, "", -1, "f: must be \"text\" or \"json\"" },
+        { two, 2, NULL, -1, "f: must be \"text\" or \"json\"" },
+        { three, 3, "threads", 2, NULL },
+        { three, 3, "uring", -1, "f: must be \"auto\", \"io_uring\" or \"threads\"" },
+        { four, 4, "debug", 3, NULL },
+        { four, 4, "loud", -1, "f: must be one of \"error\", \"warn\", \"info\", \"debug\"" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char err[256] = "";
+        unsigned idx = 99;
+        int rc = conf_choice("f", cases[i].s, cases[i].names, cases[i].n, &idx, err, sizeof err);
+        if (cases[i].idx >= 0) {
+            CU_ASSERT_EQUAL(rc, 0);
+            CU_ASSERT_EQUAL(idx, (unsigned)cases[i].idx);
+        } else {
+            CU_ASSERT_EQUAL(rc, -1);
+            CU_ASSERT_STRING_EQUAL(err, cases[i].msg);
+        }
+    }
 }
 
 int register_tests(void);
@@ -258,6 +287,7 @@ int register_tests(void)
     CU_add_test(s, "long_values_are_cut_and_lines_stay_whole",
                 long_values_are_cut_and_lines_stay_whole);
     CU_add_test(s, "reopen_follows_a_rotated_file", reopen_follows_a_rotated_file);
-    CU_add_test(s, "format_names_parse", format_names_parse);
+    CU_add_test(s, "choices_match_exactly_and_refusals_list_them",
+                choices_match_exactly_and_refusals_list_them);
     return 0;
 }
