@@ -1,7 +1,8 @@
 /* auth/auth_int.h - internals of auth/ shared by its files and its unit tests:
- * the SigV4 canonicalisation and signing steps, the aws-chunked decoder
- * state machine and the payload checksum objects. The primitives under them
- * (CRCs, hex, base64, the capped buffer) are common/'s.
+ * the SigV4 canonical request and signing over an auth_req, the aws-chunked
+ * decoder state machine and the payload checksum objects. The primitives
+ * under them (the SigV4 steps of sigv4.h, CRCs, hex, base64, the capped
+ * buffer) are common/'s.
  * Only the auth/ sources and the test_auth_ unit tests include this header. */
 #ifndef SHARDGATE_AUTH_INT_H
 #define SHARDGATE_AUTH_INT_H
@@ -17,9 +18,10 @@
 #include "checksum.h"
 #include "crc.h"
 #include "encoding.h"
+#include "sigv4.h"
 
-#define AUTH_ALGO "AWS4-HMAC-SHA256"
-#define AUTH_EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+#define AUTH_ALGO SG_SIGV4_ALGO
+#define AUTH_EMPTY_SHA256 SG_SIGV4_EMPTY_SHA256
 #define AUTH_SKEW_MAX_S (15 * 60)     /* S3's allowed clock difference */
 #define AUTH_PRESIGN_MAX_S 604800     /* 7 days, S3's X-Amz-Expires limit */
 #define AUTH_SCOPE_MAX 160            /* "YYYYMMDD/<region>/s3/aws4_request" */
@@ -42,23 +44,7 @@ struct auth {
     time_t (*now)(void);
 };
 
-/* ---- encodings ---- */
-
-/* Appends s[0..n) percent-decoded (only valid %XX escapes; anything else is
- * taken literally) then re-encoded with SigV4's strict rule: A-Z a-z 0-9
- * - . _ ~ stay, '/' stays when keep_slash, every other byte becomes %XX. */
-void auth_uri_canon(struct sg_buf *b, const char *s, size_t n, bool keep_slash);
-
-/* ---- SigV4 steps ---- */
-
-void auth_sha256_hex(const void *d, size_t n, char out[65]);
-/* HMAC-SHA256; returns 0, or -1 when OpenSSL fails. */
-int auth_hmac_sha256(const uint8_t *key, size_t klen, const void *d, size_t n,
-                     uint8_t out[32]);
-/* kSigning = HMAC(HMAC(HMAC(HMAC("AWS4"+secret, date8), region), service),
- * "aws4_request"). Returns 0 or -1. */
-int auth_signing_key(const char *secret, const char *date8, const char *region,
-                     const char *service, uint8_t out[32]);
+/* ---- SigV4 over an auth_req (sigv4.c; the steps are common/sigv4.c's) ---- */
 
 /* The canonical request as S3 verifies it. `signed_headers` is the
  * ';'-separated list as sent; `presigned` leaves X-Amz-Signature out of the
@@ -67,9 +53,6 @@ int auth_signing_key(const char *secret, const char *date8, const char *region,
 enum auth_status auth_canonical_request(const struct auth_req *r, const char *signed_headers,
                                         const char *payload_hash, bool presigned,
                                         struct sg_buf *out);
-/* "AWS4-HMAC-SHA256\n<amzdate>\n<scope>\n<hex sha256 of creq>" */
-void auth_string_to_sign(const char *amzdate, const char *scope, const char *creq,
-                         struct sg_buf *out);
 
 /* Signs r the way a client does (used by tests and usable by anyone who
  * needs to produce a SigV4 signature): canonical request, string to sign,
@@ -96,8 +79,6 @@ enum auth_status auth_sign_request(const struct auth_req *r, bool presigned,
 int auth_parse_amz_date(const char *s, time_t *out);
 int auth_parse_http_date(const char *s, time_t *out);
 int auth_parse_date(const char *s, time_t *out);
-/* Formats t as "YYYYMMDDTHHMMSSZ" into out[17]. */
-void auth_format_amz_date(time_t t, char out[17]);
 
 /* Signing state a verified request leaves for its body. */
 struct auth_sigstate {

@@ -64,7 +64,7 @@ static enum auth_status check_sig(struct auth_chunk_dec *d, const char *kind, bo
         memcpy(sts + n, parts[i], l);
         n += l;
     }
-    if (auth_hmac_sha256(d->sig->key, 32, sts, n, mac) != 0)
+    if (sg_sigv4_hmac(d->sig->key, 32, sts, n, mac) != 0)
         return fail(d, AUTH_NOMEM);
     sg_hex_encode(mac, 32, hex);
     if (CRYPTO_memcmp(hex, claimed, 64) != 0)
@@ -172,7 +172,7 @@ static enum auth_status trailer_sig(struct auth_chunk_dec *d, const char *v, siz
     char claimed[65];
     memcpy(claimed, v, 64);
     claimed[64] = '\0';
-    auth_sha256_hex(d->trailer, d->trailer_len, hex);
+    sg_sigv4_sha256_hex(d->trailer, d->trailer_len, hex);
     enum auth_status st = check_sig(d, "AWS4-HMAC-SHA256-TRAILER", false, hex, claimed);
     if (st == AUTH_OK)
         d->trailer_sig_seen = true;

@@ -265,25 +265,3 @@ int auth_parse_date(const char *s, time_t *out)
         return 0;
     return auth_parse_http_date(s, out);
 }
-
-void auth_format_amz_date(time_t t, char out[17])
-{
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    int v[6] = { tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                 tm.tm_sec };
-    int w[6] = { 4, 2, 2, 2, 2, 2 };
-    size_t o = 0;
-    for (int i = 0; i < 6; i++) {
-        if (i == 3)
-            out[o++] = 'T';
-        for (int k = w[i] - 1; k >= 0; k--) {
-            int x = v[i];
-            for (int j = 0; j < k; j++)
-                x /= 10;
-            out[o++] = (char)('0' + x % 10);
-        }
-    }
-    out[o++] = 'Z';
-    out[o] = '\0';
-}

@@ -1,8 +1,9 @@
 /* auth/sigv4.c - AWS Signature Version 4 as S3 verifies it: the credential
- * store, Authorization-header and presigned-URL parsing, the canonical
- * request, the string to sign and the signature compare. auth_verify()
- * hands Signature Version 2 requests to sigv2.c. Nothing secret is
- * kept in static storage; every call works on its own buffers. */
+ * store, Authorization-header and presigned-URL parsing, the recomputed
+ * signature (by common/sigv4.c's canonical request and signing steps, the
+ * ones the cold tier signs with) and the compare. auth_verify() hands
+ * Signature Version 2 requests to sigv2.c. Nothing secret is kept in static
+ * storage; every call works on its own buffers. */
 #include "auth_int.h"
 
 #include <ctype.h>
@@ -13,10 +14,6 @@
 
 #include <openssl/crypto.h>
 
-/* The canonical request holds the path, query and signed headers, each at
- * most tripled by percent-encoding; the gateway caps headers at tens of KiB,
- * so a 1 MiB cap is never reached by an honest request. */
-#define CANON_MAX (1u << 20)
 /* Decoded lengths accepted for the X-Amz-* query parameters. */
 #define QPARAM_MAX 4096
 
@@ -88,20 +85,6 @@ const struct conf_user *auth_find_user(const struct auth *a, const char *ak)
     return NULL;
 }
 
-/* ---- percent-encoding ---- */
-
-void auth_uri_canon(struct sg_buf *b, const char *s, size_t n, bool keep_slash)
-{
-    char *dec = malloc(n ? n : 1);
-    if (!dec) {
-        b->err = SG_BUF_NOMEM;
-        return;
-    }
-    size_t dn = sg_pct_decode(s, n, dec, false);
-    sg_buf_add_uri(b, dec, dn, keep_slash);
-    free(dec);
-}
-
 /* ---- headers ---- */
 
 const char *auth_req_header(const struct auth_req *r, const char *name, size_t *count)
@@ -130,170 +113,44 @@ void auth_trim_ows(const char **s, size_t *n)
         (*n)--;
 }
 
-static bool is_ws(char c)
-{
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
-}
-
-/* Appends a header value trimmed, inner whitespace runs collapsed to one
- * space (what SigV4 clients sign). */
-static void add_header_value(struct sg_buf *b, const char *v)
-{
-    bool pending_space = false, any = false;
-    for (; *v; v++) {
-        if (is_ws(*v)) {
-            pending_space = any;
-            continue;
-        }
-        if (pending_space)
-            sg_buf_addc(b, ' ');
-        pending_space = false;
-        any = true;
-        sg_buf_addc(b, *v);
-    }
-}
-
-/* ---- the canonical query ---- */
-
-struct qpair {
-    size_t name_off, val_off;
-    const char *name, *val;
-};
-
-static int qpair_cmp(const void *x, const void *y)
-{
-    const struct qpair *a = x, *b = y;
-    int c = strcmp(a->name, b->name);
-    return c ? c : strcmp(a->val, b->val);
-}
-
 static bool name_is(const char *s, size_t n, const char *lit)
 {
     return strlen(lit) == n && memcmp(s, lit, n) == 0;
 }
 
-static enum auth_status canonical_query(const char *q, bool presigned, struct sg_buf *out)
+/* ---- the canonical request and the signature (common/sigv4.c) ---- */
+
+/* The common signer's status as auth's. */
+static enum auth_status sigv4_status(int rc)
 {
-    size_t nseg = 1;
-    for (const char *p = q; *p; p++)
-        nseg += *p == '&';
-    struct qpair *pairs = calloc(nseg, sizeof *pairs);
-    struct sg_buf tmp;
-    enum auth_status st = AUTH_OK;
-    size_t np = 0;
-    sg_buf_init(&tmp, CANON_MAX);
-    if (!pairs)
-        return AUTH_NOMEM;
-    const char *p = q;
-    while (*p) {
-        const char *end = strchr(p, '&');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len > 0) {
-            const char *eq = memchr(p, '=', len);
-            size_t nlen = eq ? (size_t)(eq - p) : len;
-            char *dn = malloc(nlen ? nlen : 1);
-            if (!dn) {
-                st = AUTH_NOMEM;
-                goto out;
-            }
-            size_t dnl = sg_pct_decode(p, nlen, dn, false);
-            bool skip = presigned && name_is(dn, dnl, "X-Amz-Signature");
-            free(dn);
-            if (!skip) {
-                pairs[np].name_off = tmp.len;
-                auth_uri_canon(&tmp, p, nlen, false);
-                sg_buf_add(&tmp, "", 1);   /* NUL separator: len counts it */
-                pairs[np].val_off = tmp.len;
-                if (eq)
-                    auth_uri_canon(&tmp, eq + 1, len - nlen - 1, false);
-                sg_buf_add(&tmp, "", 1);
-                np++;
-            }
-        }
-        if (!end)
-            break;
-        p = end + 1;
-    }
-    if (tmp.err) {
-        st = tmp.err == SG_BUF_NOMEM ? AUTH_NOMEM : AUTH_MALFORMED;
-        goto out;
-    }
-    for (size_t i = 0; i < np; i++) {
-        pairs[i].name = tmp.p + pairs[i].name_off;
-        pairs[i].val = tmp.p + pairs[i].val_off;
-    }
-    qsort(pairs, np, sizeof *pairs, qpair_cmp);
-    for (size_t i = 0; i < np; i++) {
-        if (i)
-            sg_buf_addc(out, '&');
-        sg_buf_adds(out, pairs[i].name);
-        sg_buf_addc(out, '=');
-        sg_buf_adds(out, pairs[i].val);
-    }
-out:
-    sg_buf_free(&tmp);
-    free(pairs);
-    return st;
+    return rc == 0 ? AUTH_OK : rc == SG_BUF_NOMEM ? AUTH_NOMEM : AUTH_MALFORMED;
 }
 
-/* ---- the canonical request ---- */
+/* r as the common signer takes it: v borrows r's strings, *hdrs (new, the
+ * caller frees) holds the header pairs. false when out of memory. */
+static bool sigv4_view(const struct auth_req *r, struct sg_sigv4_req *v,
+                       struct sg_sigv4_hdr **hdrs)
+{
+    *hdrs = calloc(r->n_hdrs ? r->n_hdrs : 1, sizeof **hdrs);
+    if (!*hdrs)
+        return false;
+    for (size_t i = 0; i < r->n_hdrs; i++)
+        (*hdrs)[i] = (struct sg_sigv4_hdr){ r->hdrs[i].name, r->hdrs[i].value };
+    *v = (struct sg_sigv4_req){ r->method, r->raw_path, r->raw_query, *hdrs, r->n_hdrs };
+    return true;
+}
 
 enum auth_status auth_canonical_request(const struct auth_req *r, const char *signed_headers,
                                         const char *payload_hash, bool presigned,
                                         struct sg_buf *out)
 {
-    sg_buf_adds(out, r->method);
-    sg_buf_addc(out, '\n');
-    const char *path = r->raw_path && *r->raw_path ? r->raw_path : "/";
-    auth_uri_canon(out, path, strlen(path), true);
-    sg_buf_addc(out, '\n');
-    enum auth_status st = canonical_query(r->raw_query ? r->raw_query : "", presigned, out);
-    if (st != AUTH_OK)
-        return st;
-    sg_buf_addc(out, '\n');
-
-    /* canonical headers in the order of SignedHeaders */
-    const char *s = signed_headers;
-    while (*s) {
-        const char *end = strchr(s, ';');
-        size_t len = end ? (size_t)(end - s) : strlen(s);
-        sg_buf_add(out, s, len);
-        sg_buf_addc(out, ':');
-        bool first = true;
-        for (size_t i = 0; i < r->n_hdrs; i++) {
-            const char *hn = r->hdrs[i].name;
-            if (strlen(hn) != len || strncasecmp(hn, s, len) != 0)
-                continue;
-            if (!first)
-                sg_buf_addc(out, ',');
-            first = false;
-            add_header_value(out, r->hdrs[i].value ? r->hdrs[i].value : "");
-        }
-        sg_buf_addc(out, '\n');
-        if (!end)
-            break;
-        s = end + 1;
-    }
-    sg_buf_addc(out, '\n');
-    sg_buf_adds(out, signed_headers);
-    sg_buf_addc(out, '\n');
-    sg_buf_adds(out, payload_hash);
-    if (out->err)
-        return out->err == SG_BUF_NOMEM ? AUTH_NOMEM : AUTH_MALFORMED;
-    return AUTH_OK;
-}
-
-void auth_string_to_sign(const char *amzdate, const char *scope, const char *creq,
-                         struct sg_buf *out)
-{
-    char h[65];
-    auth_sha256_hex(creq, strlen(creq), h);
-    sg_buf_adds(out, AUTH_ALGO "\n");
-    sg_buf_adds(out, amzdate);
-    sg_buf_addc(out, '\n');
-    sg_buf_adds(out, scope);
-    sg_buf_addc(out, '\n');
-    sg_buf_adds(out, h);
+    struct sg_sigv4_req v;
+    struct sg_sigv4_hdr *h;
+    if (!sigv4_view(r, &v, &h))
+        return AUTH_NOMEM;
+    int rc = sg_sigv4_canonical_request(&v, signed_headers, payload_hash, presigned, out);
+    free(h);
+    return sigv4_status(rc);
 }
 
 /* Signs with a derived key: canonical request -> string to sign -> HMAC. */
@@ -302,28 +159,14 @@ static enum auth_status sign_with_key(const struct auth_req *r, bool presigned,
                                       const char *amzdate, const char *scope,
                                       const uint8_t key[32], char sig_hex[65])
 {
-    struct sg_buf creq, sts;
-    enum auth_status st;
-    uint8_t mac[32];
-    sg_buf_init(&creq, CANON_MAX);
-    sg_buf_init(&sts, CANON_MAX);
-    st = auth_canonical_request(r, signed_headers, payload_hash, presigned, &creq);
-    if (st != AUTH_OK)
-        goto out;
-    auth_string_to_sign(amzdate, scope, creq.p, &sts);
-    if (sts.err) {
-        st = AUTH_NOMEM;
-        goto out;
-    }
-    if (auth_hmac_sha256(key, 32, sts.p, sts.len, mac) != 0) {
-        st = AUTH_NOMEM;
-        goto out;
-    }
-    sg_hex_encode(mac, 32, sig_hex);
-out:
-    sg_buf_free(&creq);
-    sg_buf_free(&sts);
-    return st;
+    struct sg_sigv4_req v;
+    struct sg_sigv4_hdr *h;
+    if (!sigv4_view(r, &v, &h))
+        return AUTH_NOMEM;
+    int rc = sg_sigv4_sign(&v, presigned, signed_headers, payload_hash, amzdate, scope, key,
+                           sig_hex);
+    free(h);
+    return sigv4_status(rc);
 }
 
 enum auth_status auth_sign_request(const struct auth_req *r, bool presigned,
@@ -338,7 +181,7 @@ enum auth_status auth_sign_request(const struct auth_req *r, bool presigned,
     memcpy(date8, amzdate, 8);
     date8[8] = '\0';
     snprintf(scope, sizeof scope, "%s/%s/s3/aws4_request", date8, region);
-    if (auth_signing_key(secret, date8, region, "s3", key) != 0)
+    if (sg_sigv4_signing_key(secret, date8, region, "s3", key) != 0)
         return AUTH_NOMEM;
     enum auth_status st =
         sign_with_key(r, presigned, signed_headers, payload_hash, amzdate, scope, key, sig_hex);
@@ -485,7 +328,7 @@ static enum auth_status header_date(const struct auth_req *r, struct sigv4_parts
     const char *d = xd ? xd : auth_req_header(r, "date", NULL);
     if (!d || auth_parse_date(d, &pt->date) != 0)
         return AUTH_MISSING_DATE;
-    auth_format_amz_date(pt->date, pt->amzdate);
+    sg_sigv4_amz_date(pt->date, pt->amzdate);
     return AUTH_OK;
 }
 
@@ -767,7 +610,7 @@ enum auth_status auth_verify(struct auth *a, const struct auth_req *r, struct au
     char date8[9];
     memcpy(date8, pt.amzdate, 8);
     date8[8] = '\0';
-    if (auth_signing_key(ctx->user->secret_key, date8, a->c->region, "s3", ctx->sig.key) !=
+    if (sg_sigv4_signing_key(ctx->user->secret_key, date8, a->c->region, "s3", ctx->sig.key) !=
         0) {
         st = AUTH_NOMEM;
         goto out;

@@ -1,5 +1,6 @@
 /* backend/s3.c - the S3 cold tier: every verb of backend.h as S3 requests
- * to any S3 server over libcurl, signed by libcurl's CURLOPT_AWS_SIGV4.
+ * to any S3 server over libcurl, signed by shardgate's own SigV4
+ * (common/sigv4.c, through s3_sign at each attempt).
  * Blocking calls on a pool of reused easy handles (keep-alive connections);
  * retries with full-jitter backoff for idempotent calls; uploads spooled to
  * an unlinked temp file so nothing reaches the cold tier before commit. An
@@ -8,7 +9,8 @@
  * the bucket map, buckets, ListObjects, health and the ops table through
  * which backend.c reaches the tier. Its other files:
  *   s3_int.h     the internals they share (one header for all)
- *   s3_util.c    pure helpers: URLs, status mapping, backoff, ring buffer
+ *   s3_util.c    pure helpers: URLs, status mapping, backoff, ring buffer,
+ *                the signed headers of an attempt (s3_sign)
  *   s3_call.c    the request engine: handles, callbacks, attempts,
  *                deadlines and retries (s3_do)
  *   s3_read.c    object HEAD, open (the streaming GET), reads, close
@@ -81,7 +83,6 @@ static void s3_close(struct backend *base)
         memset(s->secret, 0, strlen(s->secret));
     free(s->secret);
     free(s->token);
-    free(s->sigv4);
     free(s->ca_path);
     free(s->spool_dir);
     s3_done_free(s);
@@ -127,10 +128,6 @@ enum backend_status backend_s3_open(const struct backend_s3_conf *cf, struct bac
         log_msg(LOG_LVL_ERROR, "backend",
                 "s3: no credentials (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)");
         st = BACKEND_IO;
-        goto fail;
-    }
-    if (asprintf(&s->sigv4, "aws:amz:%s:s3", s->region) < 0) {
-        s->sigv4 = NULL;
         goto fail;
     }
     if (cf->n_map) {

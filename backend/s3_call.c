@@ -4,10 +4,10 @@
  * its deadlines. Every verb goes through here; s3_read.c reuses its parts. */
 #include "s3_int.h"
 #include "log.h"
+#include "sigv4.h"
 
 #include <curl/curl.h>
 #include <errno.h>
-#include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -148,15 +148,6 @@ static size_t on_read(char *buf, size_t size, size_t n, void *arg)
     return want;
 }
 
-static void sha256_hex(const void *data, size_t len, char out[65])
-{
-    unsigned char md[32];
-    unsigned int mdl = 0;
-    EVP_Digest(data, len, md, &mdl, EVP_sha256(), NULL);
-    for (unsigned i = 0; i < 32; i++)
-        snprintf(out + 2 * i, 3, "%02x", md[i]);
-}
-
 bool s3_conn_error(CURLcode rc)
 {
     switch (rc) {
@@ -247,12 +238,22 @@ void s3_call_free(struct s3_call *c)
     free(c->rbuf);
     c->rbuf = NULL;
     obj_meta_clear(&c->rh);
+    curl_slist_free_all(c->signed_hl);
+    c->signed_hl = NULL;
 }
 
 /* Sets every option of one attempt of c on h. */
-void s3_easy_setup(struct s3_store *s, CURL *h, struct s3_call *c, const char *url,
-                   struct curl_slist *hl)
+enum backend_status s3_easy_setup(struct s3_store *s, CURL *h, struct s3_call *c,
+                                  const char *url, const struct curl_slist *hl)
 {
+    /* Signed here, by us, at each attempt: a retry gets a fresh x-amz-date.
+     * Not by CURLOPT_AWS_SIGV4: libcurl 7.88 signs curl's empty-header form
+     * "name;" verbatim, so an empty x-amz-meta-* could not be sent. */
+    struct curl_slist *signed_hl = s3_sign(s, c->method, url, hl, time(NULL));
+    if (!signed_hl)
+        return BACKEND_NOMEM;
+    curl_slist_free_all(c->signed_hl);
+    c->signed_hl = signed_hl;
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);      /* keys may hold "." / ".." */
@@ -278,10 +279,7 @@ void s3_easy_setup(struct s3_store *s, CURL *h, struct s3_call *c, const char *u
         else
             curl_easy_setopt(h, CURLOPT_CAINFO, s->ca_path);
     }
-    curl_easy_setopt(h, CURLOPT_AWS_SIGV4, s->sigv4);
-    curl_easy_setopt(h, CURLOPT_USERNAME, s->access);
-    curl_easy_setopt(h, CURLOPT_PASSWORD, s->secret);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->signed_hl);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, c);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, s3_on_body);
@@ -307,13 +305,15 @@ void s3_easy_setup(struct s3_store *s, CURL *h, struct s3_call *c, const char *u
         curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, c->method);
     }
     call_reset_response(c);
+    return BACKEND_OK;
 }
 
 /* One attempt. Returns the curl result; fills c's response. */
 static CURLcode attempt(struct s3_store *s, CURL *h, struct s3_call *c, const char *url,
                         struct curl_slist *hl)
 {
-    s3_easy_setup(s, h, c, url, hl);
+    if (s3_easy_setup(s, h, c, url, hl) != BACKEND_OK)
+        return CURLE_OUT_OF_MEMORY;
     return curl_easy_perform(h);
 }
 
@@ -331,7 +331,7 @@ enum backend_status s3_call_hdr_list(const struct s3_store *s, const struct s3_c
         snprintf(sha, sizeof sha, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
     } else {
         char hex[65];
-        sha256_hex(c->body ? c->body : "", c->body ? c->body_len : 0, hex);
+        sg_sigv4_sha256_hex(c->body ? c->body : "", c->body ? c->body_len : 0, hex);
         snprintf(sha, sizeof sha, "x-amz-content-sha256: %s", hex);
     }
     struct curl_slist *hl = NULL, *t;
@@ -513,6 +513,8 @@ enum backend_status s3_do(struct s3_store *s, struct s3_call *c)
             break;
     }
     s3_handle_put(s, h);
+    curl_slist_free_all(c->signed_hl);   /* the handle is reset before its next use */
+    c->signed_hl = NULL;
     curl_slist_free_all(hl);
     free(url);
     return st;

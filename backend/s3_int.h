@@ -42,6 +42,8 @@
 
 /* ---- pure helpers (s3_util.c) ---- */
 
+struct s3_store;   /* below */
+
 /* Percent-encodes as SigV4/S3 want: everything but A-Z a-z 0-9 - . _ ~ (and
  * '/' when keep_slash). Returns new (malloc) or NULL. */
 char *s3_uri_encode(const char *s, bool keep_slash);
@@ -62,18 +64,24 @@ int s3_query_add(char **q, const char *name, const char *value);
 enum backend_status s3_key_check(const char *key);
 /* Appends the stored headers of m to *hl as request headers (skip_checksums:
  * without the object's x-amz-checksum-<algo> values). An empty value (an
- * empty x-amz-meta-*) goes as curl's "name;" when this libcurl signs that
- * form (s3_curl_signs_empty), else it is left out with a warning. 0 or -1. */
+ * empty x-amz-meta-*) goes as curl's "name;" (sent and signed as "name:").
+ * 0 or -1. */
 int s3_add_meta_headers(struct curl_slist **hl, const struct obj_meta *m, bool skip_checksums);
 /* The curl_slist line for one request header (new, NULL when out of
  * memory): "name: value", or "name;" for an empty value, which curl sends as
  * "name:" (a "name:" line would make curl drop the header). Pure. */
 char *s3_header_line(const char *name, const char *value);
-/* Does the running libcurl's CURLOPT_AWS_SIGV4 sign a "name;" header as the
- * empty header it sends? From curl 8.3.0 on ("http_aws_sigv4: handle
- * no-value user header entries"); 7.88 signs the line "name;" verbatim, which
- * no S3 server accepts. */
-bool s3_curl_signs_empty(void);
+/* The request headers of one attempt, signed: hl's lines, then "Host:" (the
+ * URL's, so that what is signed is what curl sends), "x-amz-date:" (now) and
+ * the SigV4 "Authorization:" of s's key over region/s3. It signs method,
+ * url's path and query as they stand (curl sends them as is:
+ * CURLOPT_PATH_AS_IS), Host, x-amz-date and every header of hl that curl
+ * sends: "Name: value", and "name;" (curl's empty header) as "name:";
+ * "Name:" lines only stop curl adding its own and are neither. hl must carry
+ * x-amz-content-sha256 (s3_call_hdr_list adds it): it is the payload hash.
+ * Returns new (curl_slist_free_all) or NULL when out of memory. Pure. */
+struct curl_slist *s3_sign(const struct s3_store *s, const char *method, const char *url,
+                           const struct curl_slist *hl, time_t now);
 /* "x-amz-copy-source: /bucket/key" (new), or NULL when out of memory. */
 char *s3_copy_source_header(const char *cbucket, const char *key);
 
@@ -160,8 +168,7 @@ struct s3_idle {
 struct s3_store {
     struct backend base;        /* first */
     char *endpoint;             /* without trailing '/' */
-    char *region, *access, *secret, *token;
-    char *sigv4;                /* "aws:amz:<region>:s3" */
+    char *region, *access, *secret, *token;   /* signs as <region>/s3 (s3_sign) */
     char *ca_path;
     char *spool_dir;
     bool vhost;
@@ -251,6 +258,7 @@ struct s3_call {
     struct obj_meta rh;         /* response headers, lower-case names */
     size_t rh_bytes;
     uint64_t fd_pos;            /* upload read position */
+    struct curl_slist *signed_hl; /* the attempt's signed headers (s3_easy_setup), owned */
     char code[64];              /* S3 error code */
     bool hdrs_done;             /* the blank line after a final (>= 200) status */
 };
@@ -285,9 +293,11 @@ void s3_handle_put(struct s3_store *s, CURL *h);
 void *s3_idle_take(struct s3_store *s, struct s3_idle *p);
 /* Keeps h in p: true, or false when p is full (the caller frees h). */
 bool s3_idle_keep(struct s3_store *s, struct s3_idle *p, void *h);
-/* Every curl option of one attempt of c on h; resets c's response. */
-void s3_easy_setup(struct s3_store *s, CURL *h, struct s3_call *c, const char *url,
-                   struct curl_slist *hl);
+/* Every curl option of one attempt of c on h, its headers hl signed now
+ * (s3_sign, kept in c->signed_hl until the next attempt or s3_call_free);
+ * resets c's response. BACKEND_OK, or BACKEND_NOMEM. */
+enum backend_status s3_easy_setup(struct s3_store *s, CURL *h, struct s3_call *c,
+                                  const char *url, const struct curl_slist *hl);
 /* The write callback of a call (arg: the s3_call): a sink or c->rbuf. */
 size_t s3_on_body(char *buf, size_t size, size_t n, void *arg);
 /* c's request headers plus those every request carries, into *out (new,

@@ -236,7 +236,9 @@ static enum backend_status stream_start(struct s3_obj *o)
         return BACKEND_NOMEM;
     if (!t->h && !(t->h = s3_handle_get(s)))
         return BACKEND_NOMEM;
-    s3_easy_setup(s, t->h, &t->c, t->url, t->hl);   /* long_transfer: low-speed limit only */
+    /* long_transfer: the low-speed limit only; signed now, as every attempt */
+    if (s3_easy_setup(s, t->h, &t->c, t->url, t->hl) != BACKEND_OK)
+        return BACKEND_NOMEM;
     curl_easy_setopt(t->h, CURLOPT_WRITEFUNCTION, on_stream_body);
     curl_easy_setopt(t->h, CURLOPT_WRITEDATA, o);
     /* HTTP/1.1: pausing an HTTP/2 stream in the libcurl we build against

@@ -4,10 +4,11 @@
  * path of an open object. No I/O and no store here. */
 #include "s3_int.h"
 #include "encoding.h"
-#include "log.h"
+#include "sigv4.h"
 
+#include <assert.h>
 #include <curl/curl.h>
-#include <stdatomic.h>
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -317,11 +318,6 @@ char *s3_header_line(const char *name, const char *value)
     return line;
 }
 
-bool s3_curl_signs_empty(void)
-{
-    return curl_version_info(CURLVERSION_NOW)->version_num >= 0x080300;
-}
-
 /* Appends "name: value" of the stored headers of meta; skip_checksums drops
  * x-amz-checksum-<algo> values (they describe the whole object, not what a
  * multipart create carries) but keeps a create's x-amz-checksum-algorithm and
@@ -339,14 +335,6 @@ int s3_add_meta_headers(struct curl_slist **hl, const struct obj_meta *m,
         if (skip_checksums && !upload_setting && strncmp(n, "x-amz-checksum-", 15) == 0)
             continue;
         has_ct |= strcmp(n, "content-type") == 0;
-        if (!m->hdrs[i].value[0] && !s3_curl_signs_empty()) {
-            static atomic_bool warned;
-            if (!atomic_exchange(&warned, true))
-                log_msg(LOG_LVL_WARN, "s3", "the empty header %s is not sent to the cold tier: "
-                        "libcurl %s cannot sign an empty header (8.3.0 can); logged once", n,
-                        curl_version_info(CURLVERSION_NOW)->version);
-            continue;
-        }
         char *line = s3_header_line(n, m->hdrs[i].value);
         if (!line)
             return -1;
@@ -375,4 +363,155 @@ char *s3_copy_source_header(const char *cbucket, const char *key)
         h = NULL;
     free(ek);
     return h;
+}
+
+/* ---- signing (SigV4, common/sigv4.c) ---- */
+
+/* Splits a request header line as curl reads it: "Name: value" is sent;
+ * "Name:" with nothing after only stops curl sending a header of its own, so
+ * it is not sent and not signed; "name;" is curl's form of an empty header,
+ * sent as "name:". True for a line that is sent, with the name's length and
+ * the value (leading blanks skipped; "" for the empty form). */
+static bool header_split(const char *line, size_t *name_len, const char **value)
+{
+    const char *sep = strchr(line, ':');
+    if (!sep) {
+        sep = strchr(line, ';');
+        if (!sep || sep[1 + strspn(sep + 1, " \t")])
+            return false;             /* no separator, or not the empty form */
+    }
+    const char *v = sep + 1 + strspn(sep + 1, " \t");
+    if (sep == line || (*sep == ':' && !*v))
+        return false;
+    *name_len = (size_t)(sep - line);
+    *value = v;
+    return true;
+}
+
+/* Appends a copy of line to *l; false (l unchanged) when out of memory or
+ * line is NULL. */
+static bool slist_add(struct curl_slist **l, const char *line)
+{
+    struct curl_slist *t = line ? curl_slist_append(*l, line) : NULL;
+    if (t)
+        *l = t;
+    return t != NULL;
+}
+
+static int name_cmp(const void *x, const void *y)
+{
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+struct curl_slist *s3_sign(const struct s3_store *s, const char *method, const char *url,
+                           const struct curl_slist *hl, time_t now)
+{
+    /* what curl sends: Host (ours, below), the path as is (PATH_AS_IS), the query */
+    const char *hs = strstr(url, "://");
+    if (!hs)
+        return NULL;
+    hs += 3;
+    size_t alen = strcspn(hs, "/?");
+    const char *pq = hs + alen;
+    for (const char *at; (at = memchr(hs, '@', alen)) != NULL; hs = at + 1)
+        alen -= (size_t)(at + 1 - hs);   /* user info is not part of Host */
+    size_t plen = strcspn(pq, "?");
+    size_t n = 2;
+    for (const struct curl_slist *e = hl; e; e = e->next)
+        n++;
+    struct sg_sigv4_hdr *h = calloc(n, sizeof *h);
+    char **names = calloc(n, sizeof *names);       /* lower-cased, owned */
+    const char **sorted = calloc(n, sizeof *sorted);
+    char *host = strndup(hs, alen), *path = strndup(pq, plen);
+    struct sg_buf sh, line;
+    sg_buf_init(&sh, SG_SIGV4_CANON_MAX);
+    sg_buf_init(&line, SG_SIGV4_CANON_MAX);
+    struct curl_slist *out = NULL;
+    uint8_t key[32];
+    bool have_key = false, signed_ok = false;
+    if (!h || !names || !sorted || !host || !path)
+        goto out;
+    char date[17], date8[9], scope[160], sig[65];
+    sg_sigv4_amz_date(now, date);
+    memcpy(date8, date, 8);
+    date8[8] = '\0';
+    snprintf(scope, sizeof scope, "%s/%s/s3/aws4_request", date8, s->region);
+    h[0] = (struct sg_sigv4_hdr){ "host", host };
+    h[1] = (struct sg_sigv4_hdr){ "x-amz-date", date };
+    size_t nh = 2;
+    const char *payload = NULL;
+    for (const struct curl_slist *e = hl; e; e = e->next) {
+        size_t nl;
+        const char *v;
+        if (!header_split(e->data, &nl, &v))
+            continue;
+        if (!(names[nh] = strndup(e->data, nl)))
+            goto out;
+        for (char *c = names[nh]; *c; c++)
+            *c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
+        if (strcmp(names[nh], "x-amz-content-sha256") == 0)
+            payload = v;
+        h[nh] = (struct sg_sigv4_hdr){ names[nh], v };
+        nh++;
+    }
+    assert(payload);   /* s3_call_hdr_list adds it to every request */
+    /* SignedHeaders: every name sent, sorted, once */
+    for (size_t i = 0; i < nh; i++)
+        sorted[i] = h[i].name;
+    qsort(sorted, nh, sizeof *sorted, name_cmp);
+    for (size_t i = 0; i < nh; i++) {
+        if (i && strcmp(sorted[i], sorted[i - 1]) == 0)
+            continue;
+        if (sh.len)
+            sg_buf_addc(&sh, ';');
+        sg_buf_adds(&sh, sorted[i]);
+    }
+    if (sh.err || sg_sigv4_signing_key(s->secret, date8, s->region, "s3", key) != 0)
+        goto out;
+    have_key = true;
+    struct sg_sigv4_req r = { method, path, pq[plen] == '?' ? pq + plen + 1 : "", h, nh };
+    if (sg_sigv4_sign(&r, false, sh.p, payload ? payload : "UNSIGNED-PAYLOAD", date, scope, key,
+                      sig) != 0)
+        goto out;
+    for (const struct curl_slist *e = hl; e; e = e->next)
+        if (!slist_add(&out, e->data))
+            goto out;
+    sg_buf_adds(&line, "Host: ");
+    sg_buf_adds(&line, host);
+    if (!slist_add(&out, line.err ? NULL : line.p))
+        goto out;
+    sg_buf_free(&line);
+    sg_buf_adds(&line, "x-amz-date: ");
+    sg_buf_adds(&line, date);
+    if (!slist_add(&out, line.err ? NULL : line.p))
+        goto out;
+    sg_buf_free(&line);
+    sg_buf_adds(&line, "Authorization: " SG_SIGV4_ALGO " Credential=");
+    sg_buf_adds(&line, s->access);
+    sg_buf_addc(&line, '/');
+    sg_buf_adds(&line, scope);
+    sg_buf_adds(&line, ", SignedHeaders=");
+    sg_buf_adds(&line, sh.p);
+    sg_buf_adds(&line, ", Signature=");
+    sg_buf_adds(&line, sig);
+    if (!slist_add(&out, line.err ? NULL : line.p))
+        goto out;
+    signed_ok = true;
+out:
+    if (!signed_ok) {
+        curl_slist_free_all(out);
+        out = NULL;
+    }
+    if (have_key)
+        OPENSSL_cleanse(key, sizeof key);
+    for (size_t i = 0; names && i < n; i++)
+        free(names[i]);
+    free(names);
+    free(sorted);
+    free(h);
+    free(host);
+    free(path);
+    sg_buf_free(&sh);
+    sg_buf_free(&line);
+    return out;
 }

@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ctx.payload = forms[data[0] % 5];
     ctx.signed_req = true;
     memcpy(ctx.payload_hash, AUTH_EMPTY_SHA256, 65);
-    if (auth_signing_key(FZ_SK, "20130524", "us-east-1", "s3", ctx.sig.key) != 0)
+    if (sg_sigv4_signing_key(FZ_SK, "20130524", "us-east-1", "s3", ctx.sig.key) != 0)
         return 0;
     memcpy(ctx.sig.seed, "4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9", 65);
     memcpy(ctx.sig.amzdate, "20130524T000000Z", 17);

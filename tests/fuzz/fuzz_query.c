@@ -24,8 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     (void)auth_canonical_request(&r, "host", "UNSIGNED-PAYLOAD", true, &b);
     sg_buf_free(&b);
     sg_buf_init(&b, 1u << 20);
-    auth_uri_canon(&b, f[1], strlen(f[1]), false);
-    auth_uri_canon(&b, f[0], strlen(f[0]), true);
+    sg_sigv4_uri_canon(&b, f[1], strlen(f[1]), false);
+    sg_sigv4_uri_canon(&b, f[0], strlen(f[0]), true);
     sg_buf_free(&b);
     struct auth_v2_sts o = { (data[0] & 0x40) != 0, "1369357200", false,
                              (data[0] & 0x20) != 0, "s3.amazonaws.com" };

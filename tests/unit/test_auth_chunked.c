@@ -144,7 +144,7 @@ static const char *sreq_seed(const struct sreq *s)
 static void hmac_hex(const uint8_t key[32], const char *msg, char out[65])
 {
     uint8_t mac[32];
-    CU_ASSERT_EQUAL(auth_hmac_sha256(key, 32, msg, strlen(msg), mac), 0);
+    CU_ASSERT_EQUAL(sg_sigv4_hmac(key, 32, msg, strlen(msg), mac), 0);
     sg_hex_encode(mac, 32, out);
 }
 
@@ -153,7 +153,7 @@ static void signed_chunk(struct bytes *b, const uint8_t key[32], char prev[65],
                          const uint8_t *d, size_t n)
 {
     char dh[65], sts[512], sig[65], line[128];
-    auth_sha256_hex(d, n, dh);
+    sg_sigv4_sha256_hex(d, n, dh);
     snprintf(sts, sizeof sts, "AWS4-HMAC-SHA256-PAYLOAD\n" AMZDATE "\n" SCOPE "\n%s\n%s\n%s",
              prev, AUTH_EMPTY_SHA256, dh);
     hmac_hex(key, sts, sig);
@@ -172,7 +172,7 @@ static void signed_body(struct bytes *b, const char *seed, const uint8_t *d, siz
 {
     uint8_t key[32];
     char prev[65];
-    CU_ASSERT_EQUAL(auth_signing_key(SK, "20130524", "us-east-1", "s3", key), 0);
+    CU_ASSERT_EQUAL(sg_sigv4_signing_key(SK, "20130524", "us-east-1", "s3", key), 0);
     memcpy(prev, seed, 64);
     prev[64] = '\0';
     for (size_t off = 0; off < n; off += csize)
@@ -187,7 +187,7 @@ static void signed_body(struct bytes *b, const char *seed, const uint8_t *d, siz
         for (const char *p = trailers; *p; p++)
             if (*p != '\r')
                 canon[o++] = *p;
-        auth_sha256_hex(canon, o, h);
+        sg_sigv4_sha256_hex(canon, o, h);
         snprintf(sts, sizeof sts, "AWS4-HMAC-SHA256-TRAILER\n" AMZDATE "\n" SCOPE "\n%s\n%s",
                  prev, h);
         hmac_hex(key, sts, sig);

@@ -219,7 +219,7 @@ static void aws_example_get_object_canonical_request_matches_docs(void)
                                 "host;range;x-amz-content-sha256;x-amz-date\n" EMPTY);
     struct sg_buf s;
     sg_buf_init(&s, 1 << 16);
-    auth_string_to_sign("20130524T000000Z", "20130524/us-east-1/s3/aws4_request", b.p, &s);
+    sg_sigv4_string_to_sign("20130524T000000Z", "20130524/us-east-1/s3/aws4_request", b.p, &s);
     CU_ASSERT_STRING_EQUAL(s.p, "AWS4-HMAC-SHA256\n20130524T000000Z\n"
                                 "20130524/us-east-1/s3/aws4_request\n"
                                 "7344ae5b7ee6c3e7e6b0fe0640412a37625d1fbfff95c48bbb2dc43964946972");
@@ -446,7 +446,7 @@ static void canonical_uri_decodes_once_and_encodes_strictly(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct sg_buf b;
         sg_buf_init(&b, 4096);
-        auth_uri_canon(&b, cases[i].raw, strlen(cases[i].raw), true);
+        sg_sigv4_uri_canon(&b, cases[i].raw, strlen(cases[i].raw), true);
         CU_ASSERT_STRING_EQUAL(b.p, cases[i].want);
         sg_buf_free(&b);
     }
@@ -950,7 +950,7 @@ static void date_parsers_accept_and_reject(void)
     CU_ASSERT_EQUAL(auth_parse_amz_date("2013052AT000000Z", &t), -1);
     CU_ASSERT_EQUAL(auth_parse_http_date("Fri, 24 Mai 2013 00:00:00 GMT", &t), -1);
     char buf[17];
-    auth_format_amz_date(T0 + 3661, buf);
+    sg_sigv4_amz_date(T0 + 3661, buf);
     CU_ASSERT_STRING_EQUAL(buf, "20130524T010101Z");
 }
 
