@@ -6,10 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
 
 #include "cli_int.h"
-#include "encoding.h"
+#include "sigv4.h"   /* sg_sigv4_sha256_hex: the payload hash */
 
 volatile sig_atomic_t cli_interrupted;
 
@@ -100,16 +99,6 @@ static int xfer_cb(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_o
     return cli_interrupted ? 1 : 0;     /* Ctrl-C ends a hung request too */
 }
 
-static bool sha256_hex(const char *d, size_t n, char out[65])
-{
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
-    if (EVP_Digest(d, n, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32)
-        return false;
-    sg_hex_encode(md, 32, out);
-    return true;
-}
-
 /* Appends "name: value" to *list; false (list unchanged) when out of memory. */
 static bool header_add(struct curl_slist **list, const char *name, const char *value)
 {
@@ -148,9 +137,10 @@ int cli_request(struct cli_conn *c, const char *method, const char *query, const
     bool ok = !url.err;
     /* S3 wants the payload hash with header auth; curl signs every x-amz-*
      * header it is given, so the hash and the session token are covered */
-    if (ok && sign)
-        ok = sha256_hex(body ? body : "", body ? body_len : 0, sha) &&
-             header_add(&hdrs, "x-amz-content-sha256", sha);
+    if (ok && sign) {
+        sg_sigv4_sha256_hex(body ? body : "", body ? body_len : 0, sha);
+        ok = header_add(&hdrs, "x-amz-content-sha256", sha);
+    }
     if (ok && body)
         ok = header_add(&hdrs, "Content-Type", "application/json");
     if (ok && sign && c->t.token)
