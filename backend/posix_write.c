@@ -41,19 +41,31 @@ int posix_random_chars(char *out, size_t n)
 
 /* ---- writing ---- */
 
-/* fstatat-based diagnosis of a component that could not be opened as a
- * directory: a symlink is DENIED, a file is a key conflict. */
-static enum backend_status not_a_dir_status(int dirfd, const char *name, int err)
+/* What a component that could not be opened as a directory (openat's errno
+ * err) is now: a symlink is DENIED, a file is a key conflict (the caller
+ * nests the file). Gone, or a directory by now, is a race with a delete or
+ * another writer's nest or mkdir: *again tells the caller to look again. */
+static enum backend_status not_a_dir_status(int dirfd, const char *name, int err, bool *again)
 {
+    *again = false;
     struct stat st;
-    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        if (S_ISLNK(st.st_mode))
-            return BACKEND_DENIED;
-        if (!S_ISDIR(st.st_mode))
-            return BACKEND_KEY_CONFLICT;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        *again = errno == ENOENT;
+        return posix_errno_status(err);
     }
+    if (S_ISLNK(st.st_mode))
+        return BACKEND_DENIED;
+    if (!S_ISDIR(st.st_mode))
+        return BACKEND_KEY_CONFLICT;
+    *again = true;
     return posix_errno_status(err);
 }
+
+/* Rounds of mkdir + open per component. A round is lost only to another
+ * writer's progress on the same name (a delete that prunes the directory, a
+ * put of the name as a file, a nest), so a few settle it; 32 is far more
+ * than the 3-thread race of test_backend_posix ever needed. */
+#define MKPARENTS_TRIES 32
 
 enum backend_status posix_mkparents(struct posix_store *b, const char *bucket, int bucketfd,
                                     const char *path, int *dirfd, const char **leaf)
@@ -71,8 +83,8 @@ enum backend_status posix_mkparents(struct posix_store *b, const char *bucket, i
         comp[len] = '\0';
         int nfd = -1;
         /* A concurrent delete may rmdir the directory between our mkdir and
-         * open; a few retries settle it. */
-        for (int tries = 0; tries < 4 && nfd < 0; tries++) {
+         * open, or a put make the name a file again: we look again. */
+        for (int tries = 0; tries < MKPARENTS_TRIES && nfd < 0; tries++) {
             if (mkdirat(cur, comp, 0755) != 0 && errno != EEXIST) {
                 int e = errno;
                 close(cur);
@@ -83,7 +95,10 @@ enum backend_status posix_mkparents(struct posix_store *b, const char *bucket, i
             nfd = openat(cur, comp, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
             if (nfd < 0 && errno != ENOENT) {
                 int e = errno;
-                enum backend_status s = not_a_dir_status(cur, comp, e);
+                bool again;
+                enum backend_status s = not_a_dir_status(cur, comp, e, &again);
+                if (again)
+                    continue;
                 if (s == BACKEND_KEY_CONFLICT) {
                     /* the key path[0..slash) is a file: it moves into a
                      * directory of that name, and we look again */
@@ -99,8 +114,11 @@ enum backend_status posix_mkparents(struct posix_store *b, const char *bucket, i
             }
         }
         close(cur);
-        if (nfd < 0)
+        if (nfd < 0) {
+            log_msg(LOG_LVL_ERROR, "backend", "%s/%.*s: still changing under us after %d tries",
+                    bucket, (int)(slash - path), path, MKPARENTS_TRIES);
             return BACKEND_IO;
+        }
         cur = nfd;
         p = slash + 1;
     }
