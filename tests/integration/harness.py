@@ -12,9 +12,11 @@ Importable by /usr/bin/python3 (Debian boto3 1.26) and the pyenv python3
 """
 
 import atexit
+import fcntl
 import hashlib
 import http.client
 import os
+import random
 import shutil
 import signal
 import socket
@@ -144,12 +146,60 @@ def skip_file(reason):
 
 # ---------------------------------------------------------------- gateway
 
+# Ports for the servers a test starts. A port from bind(0) lies in the
+# kernel's ephemeral range, which every outgoing connection draws from too:
+# between closing the probe socket and the server's own bind (1-2 s for a
+# sanitizer-built gateway on a loaded machine) another test's client
+# connection took it ("cannot listen on 127.0.0.1:60301: Address already in
+# use", three suites at once). So a port comes from below that range, where
+# the kernel never hands one out, and a lock file per port, held for this
+# process's life, keeps concurrent tests (ctest -j, suites side by side) from
+# choosing the same one.
+_PORT_LOCKS = []
+_PORT_LOW = 10000
+_PORT_BENCH = 28300   # bench.smoke scans up from here (BENCH_PORT_BASE, tests/CMakeLists.txt)
+
+
+def _port_range():
+    lo = 32768
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    return _PORT_LOW, min(lo, _PORT_BENCH) - 1
+
+
 def _free_port():
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    lo, hi = _port_range()
+    if hi - lo < 1000:   # an unusual ephemeral range: the old way
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        return port
+    d = os.path.join(tempfile.gettempdir(), "shardgate-test-ports")
+    os.makedirs(d, exist_ok=True)
+    rnd = random.SystemRandom()   # concurrent tests start at different places
+    for _ in range(2000):
+        port = rnd.randint(lo, hi)
+        fd = os.open(os.path.join(d, str(port)), os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)   # another test holds it
+            continue
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            os.close(fd)   # in use by something that is not a test of ours
+            continue
+        finally:
+            s.close()
+        _PORT_LOCKS.append(fd)   # released when this process exits
+        return port
+    raise RuntimeError("no free port in %d-%d" % (lo, hi))
 
 
 def log_tail(n=60):

@@ -7,7 +7,6 @@ checksum-mode reads all cross a real S3 hop."""
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -16,14 +15,6 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def wait_health(port):
@@ -47,7 +38,7 @@ def main():
     try:
         data = os.path.join(tmp, "a")
         os.mkdir(data)
-        pa, pb = free_port(), free_port()
+        pa, pb = H._free_port(), H._free_port()
         env_a = dict(os.environ, SHARDGATE_ACCESS_KEY="coldak", SHARDGATE_SECRET_KEY="cold-secret-key")
         env_b = dict(os.environ, AWS_ACCESS_KEY_ID="coldak", AWS_SECRET_ACCESS_KEY="cold-secret-key",
                      SHARDGATE_ACCESS_KEY=H.ACCESS_KEY, SHARDGATE_SECRET_KEY=H.SECRET_KEY)
