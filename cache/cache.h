@@ -232,7 +232,7 @@ struct cache_job_info {
     uint64_t bytes_total, bytes_done, bytes_cached;
     double rate_bytes_s;      /* recent staging rate, 0 when idle */
     double eta_s;             /* < 0 when unknown */
-    uint64_t position;        /* ordered: hinted objects the reader has read */
+    uint64_t position;        /* ordered: the first hinted object not read yet */
     struct cache_job_error errors[CACHE_JOB_ERRORS];
     size_t n_errors;
     struct timespec created, ended;   /* CLOCK_REALTIME; ended 0 while active */
@@ -257,8 +257,9 @@ bool cache_prefetch_settled(struct cache *c);
  * state in *out, -1 when there is no such job. */
 int cache_job_cancel(struct cache *c, const char *bucket, const char *id,
                      struct cache_job_info *out);
-/* A reader read bucket/key: advances the position of ordered jobs that
- * hinted it, and retires what it will not need again from their plans. */
+/* A reader read bucket/key: marks it read in the ordered jobs that hinted
+ * it (reads may come out of order, by a loader's workers), and retires
+ * what they will not need again from their plans. */
 void cache_note_read(struct cache *c, const char *bucket, const char *key);
 
 #endif

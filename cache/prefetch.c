@@ -11,6 +11,12 @@
  * job's window ahead of the reader, and never stages an object when making
  * room for it would evict one that is needed sooner.
  *
+ * A hint's reader may be several: a data loader's N workers read every
+ * N-th key of the order, so reads arrive interleaved and out of order by up
+ * to N. A job therefore marks each key read on its own; its position is the
+ * first key not read yet, and only read keys lose their next use - a key an
+ * in-flight worker has not reached keeps it, however far another worker got.
+ *
  * A consumer's ordered hints form a chain of at most two: a hint for epoch
  * e+1 sent while the hint for epoch e is live is read after it (its next
  * uses come after e's), so a loader can declare the next epoch while it
@@ -56,13 +62,14 @@ struct job {
     char **keys;
     uint64_t *sizes;            /* UINT64_MAX: unknown */
     uint8_t *st;                /* enum key_state per key */
+    bool *read;                 /* ordered: the reader has read (or passed) key i */
     uint64_t *pinned;           /* pin: the entry id pinned for each key, 0 when none */
     size_t n;
     size_t *map;                /* ordered: open-addressing table key -> index + 1 */
     size_t map_cap;
 
     size_t cursor;              /* next key to look at */
-    uint64_t position;          /* ordered: keys the reader has read (highest index + 1) */
+    uint64_t position;          /* ordered: the first key the reader has not read */
     uint64_t seq_base;          /* next use of key i is seq_base + i */
     uint64_t window_bytes;      /* 0: the default, a share of half the low watermark */
     unsigned window_objects;
@@ -167,6 +174,12 @@ static size_t map_find(const struct job *j, const char *key)
     return SIZE_MAX;
 }
 
+/* Whether the reader of ordered job j has still to read key i. */
+static bool unread(const struct job *j, size_t i)
+{
+    return i >= j->position && !j->read[i];
+}
+
 static bool same_consumer(const char *a, const char *b)
 {
     return (!a && !b) || (a && b && strcmp(a, b) == 0);
@@ -215,7 +228,7 @@ static uint64_t next_use_of(struct cache_prefetch *pf, const char *bucket, const
         if (j == except || !j->ordered || j->retired || strcmp(j->bucket, bucket) != 0)
             continue;
         size_t i = map_find(j, key);
-        if (i != SIZE_MAX && i >= j->position && j->seq_base + i < best)
+        if (i != SIZE_MAX && unread(j, i) && j->seq_base + i < best)
             best = j->seq_base + i;
     }
     return best;
@@ -371,7 +384,7 @@ static uint64_t next_use_after(struct cache_prefetch *pf, const char *bucket, co
         if (!j->ordered || j->retired || strcmp(j->bucket, bucket) != 0)
             continue;
         size_t i = map_find(j, key);
-        if (i != SIZE_MAX && i >= j->position && j->seq_base + i > after &&
+        if (i != SIZE_MAX && unread(j, i) && j->seq_base + i > after &&
             j->seq_base + i < best)
             best = j->seq_base + i;
     }
@@ -403,6 +416,8 @@ static bool passed_keys_beat(struct cache_prefetch *pf, uint64_t use, uint64_t v
         if (!j->ordered || j->retired || chain_head(pf, j) != j)
             continue;
         for (size_t k = j->position; k < j->n && j->seq_base + k < use; k++) {
+            if (j->read[k])
+                continue;
             if (++scanned > PASSED_SCAN)
                 return true;
             if (next_use_after(pf, j->bucket, j->keys[k], use) > victim)
@@ -420,7 +435,7 @@ static bool ordered_may_stage(struct cache_prefetch *pf, struct job *j, size_t i
         return false;
     uint64_t ahead = 0, window = window_of(pf, j);
     for (size_t k = j->position; k < i; k++) {
-        if (j->st[k] != K_FAILED && j->sizes[k] != UINT64_MAX)
+        if (!j->read[k] && j->st[k] != K_FAILED && j->sizes[k] != UINT64_MAX)
             ahead += j->sizes[k];
         if (ahead >= window)
             return false;
@@ -530,6 +545,7 @@ static void job_free(struct job *j)
     free(j->keys);
     free(j->sizes);
     free(j->st);
+    free(j->read);
     free(j->pinned);
     free(j->map);
     free(j->bucket);
@@ -655,8 +671,9 @@ int cache_job_submit(struct cache *c, struct cache_hint *h, char id_out[CACHE_JO
     j->n = h->n_keys;
     j->sizes = malloc((j->n ? j->n : 1) * sizeof *j->sizes);
     j->st = calloc(j->n ? j->n : 1, 1);
+    j->read = calloc(j->n ? j->n : 1, sizeof *j->read);
     j->pinned = h->pin ? calloc(j->n ? j->n : 1, sizeof *j->pinned) : NULL;
-    if (!j->bucket || (h->consumer && !j->consumer) || !j->sizes || !j->st ||
+    if (!j->bucket || (h->consumer && !j->consumer) || !j->sizes || !j->st || !j->read ||
         (h->pin && !j->pinned)) {
         job_free(j);
         return -1;
@@ -794,18 +811,37 @@ int cache_job_cancel(struct cache *c, const char *bucket, const char *id,
     return rc;
 }
 
-/* The reader of j read key i: j's position moves past it. Under pf->wk.mu. */
+/* Keys a reader has left this far behind count as passed: a loader that
+ * skips a key (a read that failed, a shard it drops) must not hold the
+ * job's position, and with it the staging window, there for the rest of
+ * the epoch. Far more than a loader has in flight (workers x prefetch). */
+enum { READ_SLACK = 64 };
+
+/* The reader of j is done with key k. Under pf->wk.mu. */
+static void mark_read(struct cache_prefetch *pf, struct job *j, size_t k)
+{
+    j->read[k] = true;
+    if (j->st[k] == K_PENDING)   /* read before it was staged: the reader fetched it */
+        mark_cached(j, k, j->sizes[k]);
+    if (j->pinned && j->pinned[k]) {
+        cidx_unpin(pf->idx, j->pinned[k]);
+        j->pinned[k] = 0;
+    }
+}
+
+/* The reader of j read key i: it is marked read, keys READ_SLACK behind it
+ * are passed, and the position moves to the first key not read. Under
+ * pf->wk.mu. */
 static void job_advance(struct cache_prefetch *pf, struct job *j, size_t i)
 {
-    /* keys the reader passed before they were staged: it fetched them */
-    for (size_t k = j->position; k <= i; k++)
-        if (j->st[k] == K_PENDING)
-            mark_cached(j, k, j->sizes[k]);
-    j->position = i + 1;
-    if (j->pinned && j->pinned[i]) {
-        cidx_unpin(pf->idx, j->pinned[i]);
-        j->pinned[i] = 0;
-    }
+    mark_read(pf, j, i);
+    for (size_t k = j->position; k + READ_SLACK < i; k++)
+        if (!j->read[k]) {
+            mark_read(pf, j, k);
+            declare(pf, j->bucket, j->keys[k]);
+        }
+    while (j->position < j->n && j->read[j->position])
+        j->position++;
     if (j->position >= j->n) {
         check_done(j);
         job_retire(pf, j);
@@ -817,32 +853,39 @@ void cache_note_read(struct cache *c, const char *bucket, const char *key)
     struct cache_prefetch *pf = cache_prefetch_of(c);
     pthread_mutex_lock(&pf->wk.mu);
     /* A read carries no consumer, only its key: it belongs to the hints
-     * that expected it soonest. A read belongs to the hint of its chain
-     * being read, not to the next epoch's (which holds the same keys); and
-     * when ranks cross an epoch boundary a step apart, the last reads of
-     * one rank's epoch must not move another rank's next epoch, where the
-     * same key waits further ahead (measured: that jump cleared the next
-     * uses of keys the other rank was about to read, and they were
-     * evicted; tests/unit/test_cache_prefetch.c, two ranks). */
+     * that expected it soonest, counted from each one's position. A read
+     * belongs to the hint of its chain being read, not to the next epoch's
+     * (which holds the same keys); and when ranks cross an epoch boundary a
+     * step apart, the last reads of one rank's epoch must not move another
+     * rank's next epoch, where the same key waits further ahead (measured:
+     * that jump cleared the next uses of keys the other rank was about to
+     * read, and they were evicted; tests/unit/test_cache_prefetch.c, two
+     * ranks). Only a key no hint being read still expects goes to a next
+     * epoch's hint, and only near its start: a loader's first worker
+     * begins the next epoch while another still reads this one's last key. */
     enum { MAX_MATCH = 64 };
     struct job *match[MAX_MATCH];
     size_t at[MAX_MATCH], n = 0, best = SIZE_MAX;
-    for (struct job *j = pf->jobs; j; j = j->next) {
-        if (!j->ordered || j->retired || strcmp(j->bucket, bucket) != 0)
-            continue;
-        size_t i = map_find(j, key);
-        if (i == SIZE_MAX || i < j->position || chain_head(pf, j) != j)
-            continue;
-        size_t d = i - j->position;
-        if (d < best) {
-            best = d;
-            n = 0;
+    for (int next_epoch = 0; next_epoch < 2 && n == 0; next_epoch++)
+        for (struct job *j = pf->jobs; j; j = j->next) {
+            if (!j->ordered || j->retired || strcmp(j->bucket, bucket) != 0 ||
+                (chain_head(pf, j) == j) == (bool)next_epoch)
+                continue;
+            size_t i = map_find(j, key);
+            if (i == SIZE_MAX || !unread(j, i))
+                continue;
+            size_t d = i - j->position;
+            if (next_epoch && d >= READ_SLACK)
+                continue;
+            if (d < best) {
+                best = d;
+                n = 0;
+            }
+            if (d == best && n < MAX_MATCH) {
+                match[n] = j;
+                at[n++] = i;
+            }
         }
-        if (d == best && n < MAX_MATCH) {
-            match[n] = j;
-            at[n++] = i;
-        }
-    }
     for (size_t k = 0; k < n; k++)
         job_advance(pf, match[k], at[k]);
     if (n) {
