@@ -427,19 +427,31 @@ static bool passed_keys_beat(struct cache_prefetch *pf, uint64_t use, uint64_t v
     return false;
 }
 
+/* Bytes of j's keys from its reader's position up to key i not read yet:
+ * how far ahead of the reader staging key i is. Stops counting at `limit`.
+ * Under pf->wk.mu. */
+static uint64_t bytes_ahead(const struct job *j, size_t i, uint64_t limit)
+{
+    uint64_t ahead = 0;
+    for (size_t k = j->position; k < i && ahead < limit; k++)
+        if (!j->read[k] && j->st[k] != K_FAILED && j->sizes[k] != UINT64_MAX)
+            ahead += j->sizes[k];
+    return ahead;
+}
+
 /* May key i of an ordered job be staged now? Within the window, and making
- * room for it evicts nothing needed sooner. Under pf->wk.mu. */
+ * room for it evicts nothing needed sooner. A default window (no
+ * window_bytes) binds only when staging must evict: free space is filled
+ * in the hinted order however far ahead that is, so a hint sent before
+ * the reader starts (a dataset's set-up) stages for all its lead time,
+ * and what it stages is what the reader needs first. Under pf->wk.mu. */
 static bool ordered_may_stage(struct cache_prefetch *pf, struct job *j, size_t i)
 {
     if (j->window_objects && i >= j->position + j->window_objects)
         return false;
-    uint64_t ahead = 0, window = window_of(pf, j);
-    for (size_t k = j->position; k < i; k++) {
-        if (!j->read[k] && j->st[k] != K_FAILED && j->sizes[k] != UINT64_MAX)
-            ahead += j->sizes[k];
-        if (ahead >= window)
-            return false;
-    }
+    uint64_t window = window_of(pf, j);
+    if (j->window_bytes && bytes_ahead(j, i, window) >= window)
+        return false;
     uint64_t used, reserved, objects;
     cidx_usage(pf->idx, &used, &reserved, &objects);
     uint64_t cap = cache_capacity_of(pf->c);
@@ -448,6 +460,8 @@ static bool ordered_may_stage(struct cache_prefetch *pf, struct job *j, size_t i
                      : j->sizes_known ? j->bytes_known / j->sizes_known : 0;
     if (used + reserved + guess <= high)
         return true;    /* room without evicting */
+    if (!j->window_bytes && bytes_ahead(j, i, window) >= window)
+        return false;
     /* One staging fill at a time when it must evict: fills reserve their
      * space only when they start, so several staged in one pass would all
      * count on the same spare victim. */

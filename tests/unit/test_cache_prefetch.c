@@ -504,6 +504,42 @@ static void run_epochs(enum hints_mode mode, uint64_t out[4], unsigned first_hit
     teardown();
 }
 
+/* The first epoch, with lead time: a hint sent at the dataset's set-up,
+ * before the reader starts, stages for as long as the reader is away -
+ * the whole cache, in the hinted order (not only the window the stager
+ * keeps ahead of a running reader) - and the reader's first reads, as
+ * many as the cache holds, are all hits. */
+static void a_hint_sent_before_the_reader_fills_the_cache(void)
+{
+    setup(CACHE_BYTES, 100, 95, 4);
+    char **keys = calloc(N, sizeof *keys);
+    for (unsigned i = 0; i < N; i++) {
+        keys[i] = shard_name((i * 7) % N);   /* an order unlike the names' */
+        put(keys[i], SHARD);
+    }
+    struct cache_hint h = { .bucket = "data", .keys = keys, .n_keys = N, .ordered = true,
+                            .has_epoch = true, .epoch = 0, .consumer = "rank0" };
+    char id[CACHE_JOB_ID_LEN];
+    CU_ASSERT_EQUAL_FATAL(cache_job_submit(cache, &h, id), 0);
+    quiesce();
+    struct cache_stats s0, s1;
+    cache_stats_get(cache, &s0);
+    printf("\n    staged before the first read: %llu of %u objects, %llu of %u bytes\n",
+           (unsigned long long)s0.objects, N, (unsigned long long)s0.bytes_used, CACHE_BYTES);
+    /* full: one more object would take it over the high watermark (100 %,
+     * of capacity / 100 * 100 bytes) */
+    CU_ASSERT_FATAL(s0.objects > 0);
+    CU_ASSERT_TRUE(s0.bytes_used + s0.bytes_used / s0.objects > CACHE_BYTES / 100 * 100);
+    for (unsigned i = 0; i < s0.objects; i++) {
+        char *k = shard_name((i * 7) % N);
+        CU_ASSERT_EQUAL(read_object(k), SHARD);
+        free(k);
+    }
+    cache_stats_get(cache, &s1);
+    CU_ASSERT_EQUAL(s1.hits - s0.hits, s0.objects);
+    teardown();
+}
+
 /* Two ranks in step over one dataset, hints one epoch ahead: rank r reads
  * shards r, r+2, ... of each epoch's order, the two alternating read by
  * read (data-parallel training). Both ranks' next uses share one use
@@ -848,6 +884,8 @@ int register_tests(void)
     CU_add_test(s, "next_epoch_hint_queues_behind_the_current_one",
                 next_epoch_hint_queues_behind_the_current_one);
     CU_add_test(s, "out_of_order_reads_keep_their_place", out_of_order_reads_keep_their_place);
+    CU_add_test(s, "a_hint_sent_before_the_reader_fills_the_cache",
+                a_hint_sent_before_the_reader_fills_the_cache);
     CU_add_test(s, "ordered_hints_read_dataset_minus_cache_per_epoch_lru_does_not",
                 ordered_hints_read_dataset_minus_cache_per_epoch_lru_does_not);
     CU_add_test(s, "two_ranks_in_step_are_staged_alike", two_ranks_in_step_are_staged_alike);
