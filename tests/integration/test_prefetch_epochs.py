@@ -22,6 +22,13 @@ then epoch e+1's as epoch e begins): the same cold-bytes bound.
 order, consumer rank<r>) sent one epoch ahead: each rank's job counts
 exactly its own reads, and the same cold-bytes bound holds.
 
+(f) a data loader of 4 workers (threads, a boto3 client each): worker w
+reads shards w, w+4, ... of the epoch's order, each once the reads 4 or
+more before it have ended (at most 4 in flight, as a PyTorch DataLoader),
+so the reads of one hint arrive interleaved and out of order; one ordered
+hint per epoch, sent one epoch ahead. Asserts: epochs 2-4 each <= 1.05 x
+(dataset - cache), and the job's position reaches N (it counted all reads).
+
 (d) "reader wait": B's cold tier throttled (throttle.py, 50 MB/s), the
 reader pauses 20 ms per shard (its compute), 2 epochs each without hints,
 with hints sent as each epoch begins, and with hints one epoch ahead. With
@@ -43,6 +50,7 @@ The figures go to stdout as a table (lines starting "#")."""
 import os
 import random
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -250,6 +258,85 @@ def two_ranks(cold, want_sha):
               % (r["epoch"], r["cold_bytes"] / MB, limit / MB), r["cold_bytes"] <= limit, r)
 
 
+def loader_read(clients, keys, want_sha):
+    """(f) Reads keys through len(clients) loader workers: worker w reads
+    keys w, w+W, ..., each once every read W or more before it has ended.
+    Returns the keys whose bodies were wrong."""
+    W = len(clients)
+    cv = threading.Condition()
+    done = [False] * len(keys)
+    state = {"prefix": 0}
+    bad = []
+
+    def worker(w):
+        for i in range(w, len(keys), W):
+            with cv:
+                while i >= state["prefix"] + W:
+                    cv.wait()
+            try:
+                body = clients[w].get_object(Bucket=BUCKET, Key=keys[i])["Body"].read()
+                ok = H.sha256(body) == want_sha[keys[i]]
+            except Exception as ex:   # noqa: reported as a wrong body
+                ok = False
+                print("# loader read of %s failed: %r" % (keys[i], ex), flush=True)
+            with cv:
+                if not ok:
+                    bad.append(keys[i])
+                done[i] = True
+                while state["prefix"] < len(keys) and done[state["prefix"]]:
+                    state["prefix"] += 1
+                cv.notify_all()
+
+    threads = [threading.Thread(target=worker, args=(w,)) for w in range(W)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return bad
+
+
+def loader_workers(cold, want_sha):
+    """(f) One rank reading through a loader of 4 workers, hints one epoch
+    ahead: out-of-order reads count as one reader in order."""
+    start_b(cold.endpoint, "workers")
+    clients = [H.boto3_client() for _ in range(4)]
+    jobs = {}
+
+    def send(e):
+        jid = send_hint("workers", e)
+        if jid:
+            jobs[e] = jid
+
+    rows = []
+    for e in range(1, EPOCHS + 1):
+        if e == 1:
+            send(1)
+        if e < EPOCHS:
+            send(e + 1)
+        s0 = P.stats()
+        t0 = time.time()
+        bad = loader_read(clients, order_of(e), want_sha)
+        dt = time.time() - t0
+        check("[workers] epoch %d: all %d bodies right" % (e, N), not bad, bad[:5])
+        s1 = P.stats()
+        d = P.delta(s0, s1)
+        rows.append({"epoch": e, "cold_bytes": d["backend_bytes"], "cold_gets": d["backend_get"],
+                     "hits": d["hits"], "misses": d["misses"],
+                     "attached": N - d["hits"] - d["misses"], "objects": s1["objects"],
+                     "bytes": s1["bytes"], "seconds": dt})
+        j = P.job(BUCKET, jobs.get(e, "-")).json or {}
+        eq("[workers] epoch %d: the job counted all %d reads (position)" % (e, N),
+           j.get("position"), N)
+        why = P.counters_ok(j)
+        check("[workers] epoch %d: job counters add up" % e, not why, why)
+    C.stop_cache("[workers] caching gateway exits 0 on SIGTERM")
+    table("a loader of 4 workers, hints sent one epoch ahead", [("(f) 4 workers", rows)])
+    limit = 1.05 * (DATASET - CACHE)
+    for r in rows[1:]:
+        check("[workers] epoch %d: cold bytes %.2f MiB <= 1.05 x (dataset - cache) = %.2f MiB"
+              % (r["epoch"], r["cold_bytes"] / MB, limit / MB), r["cold_bytes"] <= limit, r)
+
+
 def reader_wait(cold, want_sha):
     from throttle import ThrottleProcess
     thr = ThrottleProcess("127.0.0.1", cold.port, down_rate=THROTTLE_RATE).start()
@@ -313,6 +400,7 @@ def main():
             want_sha[k] = cold.put_random(BUCKET, k, SHARD)
         headline(cold, want_sha)
         two_ranks(cold, want_sha)
+        loader_workers(cold, want_sha)
         reader_wait(cold, want_sha)
     finally:
         C.stop_all()
