@@ -37,11 +37,7 @@ Variants, alternated run by run, same orders:
       start of each epoch e the hint of epoch e+1 (none past the last epoch):
       the next epoch is declared a whole epoch ahead (cache/HINTS.md, chains);
   (d) with --lead S: (c), and epoch 1's hints sent S seconds before epoch 1
-      starts (a hint at the dataset's set-up; the wait is not counted);
-  (e) with --ready-first K: (c), and each rank's loader takes its next shard
-      with clients/python's ready_first(window K): the first shard among its
-      next K that the gateway has cached (GET ?prefetch&job=ID&ready=2K),
-      else the oldest - a shuffle buffer that asks the cache.
+      starts (a hint at the dataset's set-up; the wait is not counted).
 Per epoch: cold MiB / cold GETs (deltas of B's shardgate_backend_bytes_total and
 shardgate_backend_requests_total{op="get"}), hits / misses (B's cache counters),
 the reader's total wait, p50 / p99 / max per-shard wait, shards that waited
@@ -66,7 +62,6 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
-sys.path.insert(0, os.path.join(ROOT, "clients", "python"))
 import harness as H  # noqa: E402
 import cache_common as C  # noqa: E402
 import prefetch_common as P  # noqa: E402
@@ -75,10 +70,9 @@ from throttle import ThrottleProcess  # noqa: E402
 MiB = 1024 * 1024
 BUCKET = "shards"
 NEAR_ZERO_FRAC = 0.05   # "near zero": an epoch's total wait <= 5 % of its ideal time
-FLOOR, LRU, START, AHEAD, LEAD, READY = (
-    "floor (cold gateway direct, no link, no cache)", "LRU (no hints)", "hint at epoch start",
-    "hint one epoch ahead", "hint one epoch ahead + lead", "hint one epoch ahead + ready first")
-AHEAD_MODES = ("ahead", "lead", "ready")
+FLOOR, LRU, START, AHEAD, LEAD = ("floor (cold gateway direct, no link, no cache)",
+                                  "LRU (no hints)", "hint at epoch start",
+                                  "hint one epoch ahead", "hint one epoch ahead + lead")
 
 
 def variants(a):
@@ -86,8 +80,6 @@ def variants(a):
     v = [(FLOOR, "floor"), (LRU, None), (START, "start"), (AHEAD, "ahead")]
     if a.lead > 0:
         v.append((LEAD, "lead"))
-    if a.ready_first > 0:
-        v.append((READY, "ready"))
     return v
 
 
@@ -112,9 +104,6 @@ def parse_args():
     ap.add_argument("--lead", type=float, default=0.0,
                     help="also run a variant whose epoch 1 hints go out this many seconds "
                          "before epoch 1 starts")
-    ap.add_argument("--ready-first", type=int, default=0, metavar="K",
-                    help="also run a variant whose loaders read ready shards first "
-                         "(clients/python ready_first, window K <= 32)")
     ap.add_argument("--runs", type=int, default=3,
                     help="repetitions of (LRU, hint at start, hint ahead), alternated "
                     "(default 3)")
@@ -242,13 +231,11 @@ class Bench:
         body = client.get_object(Bucket=BUCKET, Key=key)["Body"].read()
         return H.sha256(body) == self.want_sha[key], len(body)
 
-    def read_epoch(self, c, shares, pickers=None):
+    def read_epoch(self, c, shares):
         """The trainer and its loaders read one epoch (see the module's doc);
         returns per-step waits and fetch times, and the keys whose bytes were
-        wrong. pickers[r]: an iterator giving rank r's next shard as a worker
-        starts its fetch (ready first), instead of the share's order."""
+        wrong."""
         R, W = self.a.ranks, self.a.workers
-        pick_mu = threading.Lock()
         steps = len(shares[0])
         cv = threading.Condition()
         taken = [0] * R                        # shards each rank's trainer has taken
@@ -263,18 +250,14 @@ class Bench:
                     if stop:
                         return
                 t = time.monotonic()
-                key = shares[r][k]
-                if pickers:
-                    with pick_mu:
-                        key = next(pickers[r])
                 try:
-                    ok, n = self.fetch(c[r][w], key)
+                    ok, n = self.fetch(c[r][w], shares[r][k])
                 except Exception as ex:   # noqa: a failed read is a wrong body
-                    print("# read of %s failed: %r" % (key, ex), file=sys.stderr)
+                    print("# read of %s failed: %r" % (shares[r][k], ex), file=sys.stderr)
                     ok, n = False, 0
                 now = time.monotonic()
                 with cv:
-                    got[r][k] = (now, ok, n, now - t, key)
+                    got[r][k] = (now, ok, n, now - t)
                     cv.notify_all()
 
         threads = [threading.Thread(target=worker, args=(r, w), daemon=True)
@@ -295,7 +278,7 @@ class Bench:
                     cv.notify_all()
                 waits.append(t_end - t_want)
                 fetches.append(max(got[r][k][3] for r in ranks))
-                bad += [got[r][k][4] for r in ranks if not got[r][k][1]]
+                bad += [shares[r][k] for r in ranks if not got[r][k][1]]
                 budget = max(got[r][k][2] for r in ranks) / (self.rate / R)
                 time.sleep(budget)
         finally:
@@ -312,24 +295,18 @@ class Bench:
         s0 = None if floor else P.stats()
         jids, hint_ms = None, None
         h0 = time.monotonic()
-        if hints == "start" or (hints in AHEAD_MODES and e == 1):
+        if hints == "start" or (hints in ("ahead", "lead") and e == 1):
             jids = self.send_hints(e, tag)
-        elif hints in AHEAD_MODES:
+        elif hints in ("ahead", "lead"):
             jids = self.next_jids
-        if hints in AHEAD_MODES and e < self.a.epochs:
+        if hints in ("ahead", "lead") and e < self.a.epochs:
             self.next_jids = self.send_hints(e + 1, tag)
         if hints and not floor:
             hint_ms = (time.monotonic() - h0) * 1000
         if hints == "lead" and e == 1:
             time.sleep(self.a.lead)   # the dataset's set-up: its wait is not counted
-        pickers = None
-        if hints == "ready":
-            from shardgate_prefetch import Prefetcher, ready_first
-            p = Prefetcher(H.S.endpoint, H.ACCESS_KEY, H.SECRET_KEY, region=H.REGION)
-            pickers = [ready_first(p, BUCKET, jids[r], shares[r], window=self.a.ready_first)
-                       for r in range(self.a.ranks)]
         t0 = time.monotonic()
-        waits, fetches, bad = self.read_epoch(c, shares, pickers)
+        waits, fetches, bad = self.read_epoch(c, shares)
         wall = time.monotonic() - t0
         if bad:
             raise RuntimeError("[%s] epoch %d: %d wrong bodies, e.g. %s"
@@ -455,14 +432,7 @@ def reading(b, allrows):
                  "cache), epochs 2-%d: total wait per epoch %.3f-%.3f s (median %.3f s): "
                  "what the reader's own fetches cost." % (a.epochs, min(fw), max(fw),
                                                           statistics.median(fw)))
-    if READY in names:
-        rw, aw = [r["wait"] for r in of(READY, 2)], [r["wait"] for r in of(AHEAD, 2)]
-        lines.append(
-            "- Ready first (window %d) against the hinted order, epochs 2-%d: median wait per "
-            "epoch %.3f s against %.3f s, total %.3f s against %.3f s: %s." % (
-                a.ready_first, a.epochs, statistics.median(rw), statistics.median(aw),
-                sum(rw), sum(aw), "lower" if sum(rw) < sum(aw) else "NOT lower"))
-    for v in [n for n in (AHEAD, LEAD, READY) if n in names]:
+    for v in [n for n in (AHEAD, LEAD) if n in names]:
         rs = of(v, 2)
         worst_cold = max(r["cold_bytes"] for r in rs) / (b.dataset - b.cache)
         worst_wait = max(r["wait"] - statistics.median(
@@ -533,11 +503,7 @@ def report(b, allrows, cmd, started, took):
         "the wait no cache can go below." % (
             (" *Lead*: as *hint ahead*, with epoch 1's and 2's hints sent %.1f s before "
              "epoch 1 starts (a hint at the dataset's set-up; that time is not counted as "
-             "wait, its cold bytes are counted in epoch 1)." % a.lead) if a.lead > 0 else "") +
-        ((" *Ready first*: as *hint ahead*, each rank's loader taking its next shard with "
-          "`clients/python` `ready_first(window=%d)`: the first of its next %d shards the "
-          "gateway has cached (`GET ?prefetch&job=ID&ready=%d`), else the oldest."
-          % (a.ready_first, a.ready_first, 2 * a.ready_first)) if a.ready_first > 0 else ""),
+             "wait, its cold bytes are counted in epoch 1)." % a.lead) if a.lead > 0 else ""),
         "- The reader freezes boto3's objects out of Python's garbage collector and collects "
         "between epochs: a full collection once stalled a read by ~90 ms that the gateway's "
         "access log shows answered in 0.08 ms.",
@@ -585,8 +551,6 @@ def main():
         cmd += " --workers %d" % a.workers
     if a.lead > 0:
         cmd += " --lead %g" % a.lead
-    if a.ready_first > 0:
-        cmd += " --ready-first %d" % a.ready_first
     if os.path.abspath(a.bin) != os.path.join(ROOT, "build-epochs", "shardgate"):
         cmd += " --bin %s" % a.bin
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")

@@ -257,22 +257,6 @@ bool cache_prefetch_settled(struct cache *c);
  * state in *out, -1 when there is no such job. */
 int cache_job_cancel(struct cache *c, const char *bucket, const char *id,
                      struct cache_job_info *out);
-/* Readiness of the keys a reader of an ordered job reads next (the
- * loader's feedback: read what is ready first). */
-enum cache_readiness { CACHE_READY_CACHED, CACHE_READY_FILLING, CACHE_READY_COLD };
-struct cache_ahead {
-    char *key;
-    uint64_t index;           /* in the hint's order */
-    enum cache_readiness ready;
-};
-const char *cache_readiness_name(enum cache_readiness r);
-/* The next `max` keys of ordered job `id` its reader has not read, from its
- * position: is each cached now, being filled, or only in the cold tier?
- * 0 with *out (malloc'd; cache_ahead_free) of *n entries and the job's
- * position; -1 no such job; -2 the job is not ordered; -3 no memory. */
-int cache_job_ahead(struct cache *c, const char *bucket, const char *id, size_t max,
-                    struct cache_ahead **out, size_t *n, uint64_t *position);
-void cache_ahead_free(struct cache_ahead *a, size_t n);
 /* A reader read bucket/key: marks it read in the ordered jobs that hinted
  * it (reads may come out of order, by a loader's workers), and retires
  * what they will not need again from their plans. */

@@ -825,61 +825,6 @@ int cache_job_get(struct cache *c, const char *bucket, const char *id,
     return job_snapshot(c, bucket, id, false, out);
 }
 
-const char *cache_readiness_name(enum cache_readiness r)
-{
-    switch (r) {
-    case CACHE_READY_CACHED: return "cached";
-    case CACHE_READY_FILLING: return "filling";
-    case CACHE_READY_COLD: return "cold";
-    }
-    return "?";
-}
-
-void cache_ahead_free(struct cache_ahead *a, size_t n)
-{
-    for (size_t i = 0; a && i < n; i++)
-        free(a[i].key);
-    free(a);
-}
-
-int cache_job_ahead(struct cache *c, const char *bucket, const char *id, size_t max,
-                    struct cache_ahead **out, size_t *n, uint64_t *position)
-{
-    struct cache_prefetch *pf = cache_prefetch_of(c);
-    *out = NULL;
-    *n = 0;
-    pthread_mutex_lock(&pf->wk.mu);
-    struct job *j = job_find(pf, bucket, id);
-    int rc = !j ? -1 : !j->ordered ? -2 : 0;
-    struct cache_ahead *a = rc == 0 ? calloc(max ? max : 1, sizeof *a) : NULL;
-    if (rc == 0 && !a)
-        rc = -3;
-    for (size_t i = rc == 0 ? j->position : 0; rc == 0 && i < j->n && *n < max; i++) {
-        if (j->read[i])
-            continue;
-        /* a lookup marks an entry used: nothing to eviction by next use,
-         * which a live ordered job puts in force */
-        struct cidx_info info;
-        enum cidx_status st = cidx_lookup(pf->idx, bucket, j->keys[i], &info);
-        a[*n] = (struct cache_ahead){
-            .key = strdup(j->keys[i]), .index = i,
-            .ready = st == CIDX_OK ? CACHE_READY_CACHED
-                     : st == CIDX_FILLING ? CACHE_READY_FILLING : CACHE_READY_COLD };
-        if (!a[(*n)++].key)
-            rc = -3;
-    }
-    if (rc == 0)
-        *position = j->position;
-    pthread_mutex_unlock(&pf->wk.mu);
-    if (rc == 0)
-        *out = a;
-    else
-        cache_ahead_free(a, *n);
-    if (rc != 0)
-        *n = 0;
-    return rc;
-}
-
 int cache_job_list(struct cache *c, const char *bucket, struct cache_job_info **out, size_t *n)
 {
     struct cache_prefetch *pf = cache_prefetch_of(c);

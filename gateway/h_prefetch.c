@@ -1,9 +1,7 @@
 /* gateway/h_prefetch.c - the prefetch hint API over S3 (cache/HINTS.md):
- * POST /bucket?prefetch submits a hint, GET lists jobs or shows one (or,
- * with ready=K, the readiness of its next keys), DELETE cancels one.
- * Bodies and answers are JSON; the hint is parsed by conf/ (the one module
- * that speaks jansson), answers are written here. */
-#include <errno.h>
+ * POST /bucket?prefetch submits a hint, GET lists jobs or shows one, DELETE
+ * cancels one. Bodies and answers are JSON; the hint is parsed by conf/
+ * (the one module that speaks jansson), answers are written here. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,55 +211,6 @@ static void submit(struct gw_req *r)
     reply_json(r, 202, &b, jrc);
 }
 
-enum { AHEAD_MAX = 1000 };
-
-/* GET ?prefetch&job=ID&ready=K: the next K keys the job's reader has not
- * read, each with whether it is cached now, being filled, or cold (a
- * loader reads ready shards first; cache/HINTS.md). */
-static void ahead(struct gw_req *r, const char *id, const char *kstr)
-{
-    char *end;
-    errno = 0;
-    unsigned long k = strtoul(kstr, &end, 10);
-    if (!*kstr || *end || errno || k < 1 || k > AHEAD_MAX || *kstr == '-' || *kstr == '+') {
-        char msg[96];
-        snprintf(msg, sizeof msg, "ready must be an integer from 1 to %d.", AHEAD_MAX);
-        gw_reply_error(r, S3E_INVALID_ARGUMENT, msg, NULL);
-        return;
-    }
-    struct cache_ahead *a;
-    size_t n;
-    uint64_t pos;
-    int rc = cache_job_ahead(r->cache, r->bucket, id, k, &a, &n, &pos);
-    if (rc == -1) {
-        gw_reply_error(r, S3E_NO_SUCH_JOB, NULL, NULL);
-        return;
-    }
-    if (rc == -2) {
-        gw_reply_error(r, S3E_INVALID_ARGUMENT, "ready needs an ordered hint (\"ordered\": true).",
-                       NULL);
-        return;
-    }
-    if (rc != 0) {
-        gw_reply_error(r, S3E_SLOW_DOWN, NULL, NULL);
-        return;
-    }
-    struct gw_buf b;
-    gw_buf_init(&b, 1024 * 1024);
-    int jrc = gw_buf_puts(&b, "{\"job\":");
-    jrc |= gw_json_str(&b, id);
-    jrc |= gw_buf_printf(&b, ",\"position\":%llu,\"next\":[", (unsigned long long)pos);
-    for (size_t i = 0; i < n; i++) {
-        jrc |= gw_buf_puts(&b, i ? ",{\"key\":" : "{\"key\":");
-        jrc |= gw_json_str(&b, a[i].key);
-        jrc |= gw_buf_printf(&b, ",\"index\":%llu,\"state\":\"%s\"}",
-                             (unsigned long long)a[i].index, cache_readiness_name(a[i].ready));
-    }
-    jrc |= gw_buf_puts(&b, "]}");
-    cache_ahead_free(a, n);
-    reply_json(r, 200, &b, jrc);
-}
-
 void gw_h_prefetch(struct gw_req *r)
 {
     if (!r->cache) {
@@ -274,15 +223,6 @@ void gw_h_prefetch(struct gw_req *r)
         return;
     }
     const char *id = gw_req_query(r, "job");
-    const char *ready = gw_req_query(r, "ready");
-    if (r->op == GW_OP_PREFETCH_GET && ready) {
-        if (!id || !*id)
-            gw_reply_error(r, S3E_INVALID_ARGUMENT, "Name the job: ?prefetch&job=ID&ready=K.",
-                           NULL);
-        else
-            ahead(r, id, ready);
-        return;
-    }
     struct cache_job_info ji;
     struct gw_buf b;
     if (r->op == GW_OP_PREFETCH_CANCEL || id) {

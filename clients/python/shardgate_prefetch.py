@@ -26,7 +26,7 @@ from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-__all__ = ["Prefetcher", "PrefetchError", "expand_template", "ready_first", "FINAL_STATES"]
+__all__ = ["Prefetcher", "PrefetchError", "expand_template", "FINAL_STATES"]
 
 FINAL_STATES = ("done", "failed", "cancelled")
 
@@ -241,51 +241,3 @@ class Prefetcher:
                 raise TimeoutError("prefetch job %s still %s after %ss"
                                    % (job_id, j.get("state"), timeout))
             time.sleep(poll)
-
-    def ahead(self, bucket, job_id, count=16):
-        """For an ordered job: the next `count` keys its reader has not read,
-        each with whether it is in the cache now ("cached"), being filled
-        ("filling") or only in the cold tier ("cold"):
-        {"job": ID, "position": P, "next": [{"key": K, "index": I, "state": S}]}.
-        PrefetchError: NoSuchJob, or InvalidArgument for an unordered job."""
-        return self._request("GET", bucket, self._job_query(job_id) + "&ready=%d" % count)
-
-
-def ready_first(prefetcher, bucket, job_id, keys, window=16):
-    """Yields every key of `keys` (an ordered job's hinted order) once,
-    reading what is ready first: each time, the first key among the next
-    `window` not yet yielded that the gateway has cached, else the oldest.
-    A shuffle buffer that asks the cache: the order stays a permutation of
-    the hinted epoch, no key is yielded more than window - 1 places after
-    its hinted place (the gateway keeps its next use meanwhile), and a slow
-    object gives the stager time instead of stalling the reader. One small
-    GET per key; if it fails the hinted order is kept.
-
-        for key in ready_first(p, "datasets", job["job"], order):
-            body = s3.get_object(Bucket="datasets", Key=key)["Body"].read()
-    """
-    # a key read early is at most 2 x window - 1 places ahead of the oldest
-    # one not read, and the gateway counts a key 64 places behind as passed
-    if not 1 <= window <= 32:
-        raise ValueError("window must be 1..32")
-    remaining = list(enumerate(keys))      # (hinted index, key), not yielded yet
-    yielded = 0
-    while remaining:
-        oldest_index, oldest = remaining[0]
-        pick = 0
-        if oldest_index + window > yielded + 1 and len(remaining) > 1:
-            try:
-                # twice the window: keys this loop yielded are not read yet
-                # (or failed) and may still lead the gateway's list
-                ans = prefetcher.ahead(bucket, job_id, 2 * window)
-                cached = {e.get("key") for e in ans.get("next", [])
-                          if e.get("state") == "cached"}
-            except (PrefetchError, OSError):
-                cached = set()
-            for i, (_, k) in enumerate(remaining[:window]):
-                if k in cached:
-                    pick = i
-                    break
-        _, key = remaining.pop(pick)
-        yielded += 1
-        yield key

@@ -388,62 +388,6 @@ def helper_checks(cli_job, sizes):
                                                  f.get("consumer")), (True, 7, "rank9"))
 
 
-def ready_checks():
-    """The loader's feedback (issue 15): ?prefetch&job=ID&ready=K answers,
-    for an ordered job, the next K keys its reader has not read and whether
-    each is cached; ready_first() reads cached ones first within its window.
-    TRAIN is cached by now (helper_checks); the missing keys stay cold."""
-    from shardgate_prefetch import Prefetcher, PrefetchError, ready_first
-    p = Prefetcher(H.S.endpoint, H.ACCESS_KEY, H.SECRET_KEY, region=H.REGION)
-    keys = [TRAIN[0], "train/missing-a.tar", TRAIN[1], "train/missing-b.tar", TRAIN[2]]
-    j = p.hint(BUCKET, keys=keys, ordered=True, consumer="ready")
-    p.wait(BUCKET, j["job"], timeout=60)
-    a = p.ahead(BUCKET, j["job"], 10)
-    eq("ready=10: position 0, the 5 keys in order with their state",
-       (a.get("position"), [(e.get("key"), e.get("index"), e.get("state"))
-                            for e in a.get("next", [])]),
-       (0, [(keys[0], 0, "cached"), (keys[1], 1, "cold"), (keys[2], 2, "cached"),
-            (keys[3], 3, "cold"), (keys[4], 4, "cached")]))
-    s3 = H.boto3_client()
-    s3.get_object(Bucket=BUCKET, Key=TRAIN[1])["Body"].read()
-    a = p.ahead(BUCKET, j["job"], 3)
-    eq("ready=3 after reading the third key first: it is left out, the first still leads",
-       (a.get("position"), [e.get("index") for e in a.get("next", [])]), (0, [0, 1, 3]))
-    p.cancel(BUCKET, j["job"])
-    for what, fn, code, status in (
-            ("ready=0", lambda: p.ahead(BUCKET, j["job"], 0), "InvalidArgument", 400),
-            ("ready=1001", lambda: p.ahead(BUCKET, j["job"], 1001), "InvalidArgument", 400),
-            ("unknown job", lambda: p.ahead(BUCKET, "nosuchjob0", 4), "NoSuchJob", 404),
-            ("an unordered job", lambda: p.ahead(BUCKET, p.hint(BUCKET, keys=[TRAIN[0]])["job"],
-                                                 4), "InvalidArgument", 400)):
-        try:
-            fn()
-            check("helper: ahead() on %s raises PrefetchError %s" % (what, code), False,
-                  "no exception")
-        except PrefetchError as e:
-            check("helper: ahead() on %s raises PrefetchError %d %s with a message"
-                  % (what, status, code), (e.status, e.code) == (status, code) and e.message,
-                  (e.status, e.code, e.message))
-
-    keys = ["train/missing-a.tar", TRAIN[3], "train/missing-b.tar", TRAIN[4]]
-    j = p.hint(BUCKET, keys=keys, ordered=True, consumer="ready2")
-    p.wait(BUCKET, j["job"], timeout=60)
-    got = []
-    for k in ready_first(p, BUCKET, j["job"], keys, window=2):
-        got.append(k)
-        try:
-            s3.get_object(Bucket=BUCKET, Key=k)["Body"].read()
-        except Exception:   # noqa: the missing keys answer 404
-            pass
-    eq("ready_first(window 2): cached keys first, none more than 1 place late",
-       got, [TRAIN[3], "train/missing-a.tar", TRAIN[4], "train/missing-b.tar"])
-    try:
-        list(ready_first(p, BUCKET, j["job"], keys, window=33))
-        check("ready_first: window 33 -> ValueError", False)
-    except ValueError:
-        check("ready_first: window 33 -> ValueError", True)
-
-
 def window_and_cancel(sizes):
     """An ordered hint with a 2-object window and no reader stays 2 ahead;
     cancelling it ends a waiting CLI with exit 1."""
@@ -634,7 +578,6 @@ def main():
 
     cli_job = cli_checks(sizes)
     helper_checks(cli_job, sizes)
-    ready_checks()
     window_and_cancel(sizes)
     cli_prefix_checks()
     tty_bar()
