@@ -91,7 +91,7 @@ static int perms_from_json(struct conf_user *u, size_t i, const json_t *o, char 
                              i, key);
         char field[128];   /* users[%zu].permissions.<key cut at 64> */
         snprintf(field, sizeof field, "users[%zu].permissions.%.64s", i, key);
-        unsigned level;
+        unsigned level = 0;
         if (conf_choice(field, conf_json_cstr(val), perm_names,
                         sizeof perm_names / sizeof perm_names[0], &level, err, errlen) != 0)
             return -1;

@@ -111,7 +111,7 @@ int conf_set_log_level(struct conf *c, const char *field, const char *s, char *e
         [LOG_LVL_INFO] = "info", [LOG_LVL_DEBUG] = "debug",
     };
     _Static_assert(sizeof names / sizeof names[0] == LOG_LVL_DEBUG + 1, "a name per level");
-    unsigned i;
+    unsigned i = 0;   /* set by conf_choice on success; gcc -O2 cannot tell */
     if (conf_choice(field, s, names, sizeof names / sizeof names[0], &i, err, errlen) != 0)
         return -1;
     c->log_level = (enum log_level)i;
@@ -123,7 +123,7 @@ int conf_set_log_format(struct conf *c, const char *field, const char *s, char *
 {
     static const char *const names[] = { [LOG_FMT_TEXT] = "text", [LOG_FMT_JSON] = "json" };
     _Static_assert(sizeof names / sizeof names[0] == LOG_FMT_JSON + 1, "a name per format");
-    unsigned i;
+    unsigned i = 0;   /* set by conf_choice on success; gcc -O2 cannot tell */
     if (conf_choice(field, s, names, sizeof names / sizeof names[0], &i, err, errlen) != 0)
         return -1;
     c->log_format = (enum log_format)i;
@@ -453,7 +453,7 @@ int conf_set_cache_engine(struct conf *c, const char *field, const char *s, char
         [CONF_ENGINE_THREADS] = "threads",
     };
     _Static_assert(sizeof names / sizeof names[0] == CONF_ENGINE_THREADS + 1, "a name per engine");
-    unsigned i;
+    unsigned i = 0;   /* set by conf_choice on success; gcc -O2 cannot tell */
     if (conf_choice(field, s, names, sizeof names / sizeof names[0], &i, err, errlen) != 0)
         return -1;
     c->cache_engine = (enum conf_cache_engine)i;
