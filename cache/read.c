@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cache.h"
@@ -121,8 +122,15 @@ static enum cache_status open_hit(struct cache *c, const char *bucket, const cha
             cap = sizeof small;
         }
     }
+    /* A file shorter than its header says (damaged, or truncated while the
+     * gateway was down) is found at open's background sweep - and here,
+     * for a hit that comes first: served, its body would end short after
+     * a full Content-Length, and the client would wait for the rest
+     * (seen: test_cache_basics under load, a 60 s client timeout). */
+    struct stat fst;
     bool bad = fd < 0 || read_header(fd, first, cap, &got, &m, &data_off) != 0 ||
-               m.size != info->size;
+               m.size != info->size || fstat(fd, &fst) != 0 ||
+               (uint64_t)fst.st_size < data_off + m.size;
     bool retagged = !bad && revalidated && cache_reval_tags_differ(&cold, &m);
     obj_meta_clear(&cold);
     if (bad || retagged) {
@@ -131,7 +139,7 @@ static enum cache_status open_hit(struct cache *c, const char *bucket, const cha
                     "cached copy is dropped", bucket, key);
         else
             log_msg(LOG_LVL_WARN, "cache", "entry %s/%s has no usable data file (%s): "
-                    "dropped", bucket, key, fd < 0 ? strerror(open_err) : "bad header");
+                    "dropped", bucket, key, fd < 0 ? strerror(open_err) : "bad header or short file");
         if (fd >= 0)
             close(fd);
         if (first != small)

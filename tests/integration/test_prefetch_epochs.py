@@ -130,11 +130,19 @@ def run_epochs(tag, hints, epochs, want_sha, pause=0.0):
                 bad.append(k)
         dt = time.time() - t0
         s1 = P.stats()
+        # what the queued next epoch's hint has staged by now (read after s1,
+        # so at least what s1 counts): near the end of an epoch the stager
+        # fetches the next epoch's first objects, in place of objects that
+        # epoch needs later
+        next_staged = 0
+        if hints == "ahead" and next_jid and e < epochs:
+            next_staged = ((P.job(BUCKET, next_jid).json or {}).get("bytes") or {}).get("done", 0)
         d = P.delta(s0, s1)
         check("[%s] epoch %d: all %d bodies right" % (tag, e, N), not bad, bad[:5])
         row = {"epoch": e, "cold_bytes": d["backend_bytes"], "cold_gets": d["backend_get"],
                "hits": d["hits"], "misses": d["misses"], "evictions": d["evictions"],
-               "seconds": dt, "job": None, "objects": s1["objects"], "bytes": s1["bytes"]}
+               "seconds": dt, "job": None, "objects": s1["objects"], "bytes": s1["bytes"],
+               "next_staged": next_staged}
         row["attached"] = N - row["hits"] - row["misses"]
         row["ahead"] = ahead if (pause and jid) else None
         if jid:
@@ -195,8 +203,10 @@ def headline(cold, want_sha):
     for tag, rows in (("hint", hint), ("ahead", ahead)):
         for r in rows:
             if r["epoch"] == 1:
-                check("[%s] epoch 1 reads the dataset once (cold bytes %.2f MiB <= 20 MiB)"
-                      % (tag, r["cold_bytes"] / MB), r["cold_bytes"] <= DATASET, r)
+                check("[%s] epoch 1 reads the dataset once, plus what it staged for epoch 2 "
+                      "(cold bytes %.2f MiB <= 20 MiB + %.2f MiB)"
+                      % (tag, r["cold_bytes"] / MB, r["next_staged"] / MB),
+                      r["cold_bytes"] <= DATASET + r["next_staged"], r)
                 continue
             check("[%s] epoch %d: cold bytes %.2f MiB <= 1.10 x (dataset - cache) = %.2f MiB"
                   % (tag, r["epoch"], r["cold_bytes"] / MB, limit / MB),
