@@ -439,30 +439,6 @@ static uint64_t bytes_ahead(const struct job *j, size_t i, uint64_t limit)
     return ahead;
 }
 
-/* The end of the hints being read on the use clock: a next use at or
- * after it belongs to a queued next epoch. Under pf->wk.mu. */
-static uint64_t reading_end(struct cache_prefetch *pf)
-{
-    uint64_t end = 0;
-    for (struct job *o = pf->jobs; o; o = o->next)
-        if (o->ordered && !o->retired && chain_head(pf, o) == o && o->seq_base + o->n > end)
-            end = o->seq_base + o->n;
-    return end;
-}
-
-/* Within this many objects of the readers (on the use clock) the stager
- * stages without waiting for Belady's exact moment, and with as many fills
- * at once as the background budget allows, when what it evicts is needed
- * only by a queued next epoch (a loader declaring epochs ahead). A fill
- * takes longer than a read (1 MiB: 26 ms over a 40 MB/s link, read in
- * 17 ms at 60 MB/s), so a run of cold keys must start well ahead of the
- * reader; staged just in time and one at a time when evicting, a loader
- * that fetches its next shard while the trainer consumes this one waited
- * 0.5 s per later epoch, 66 of 160 reads joining a running staging fill
- * (bench/epochs.py). With 64 and the budget: 0.02 s, the same 81 cold
- * reads (Belady's count; tests/unit/test_cache_prefetch.c too). */
-enum { STAGE_LEAD = 64 };
-
 /* May key i of an ordered job be staged now? Within the window, and making
  * room for it evicts nothing needed sooner. A default window (no
  * window_bytes) binds only when staging must evict: free space is filled
@@ -486,27 +462,17 @@ static bool ordered_may_stage(struct cache_prefetch *pf, struct job *j, size_t i
         return true;    /* room without evicting */
     if (!j->window_bytes && bytes_ahead(j, i, window) >= window)
         return false;
+    /* One staging fill at a time when it must evict: fills reserve their
+     * space only when they start, so several staged in one pass would all
+     * count on the same spare victim. */
+    unsigned limit;
+    if (cache_stage_inflight(pf->c, &limit) > 0)
+        return false;
     uint64_t victim;
     if (!cidx_victim_next_use(pf->idx, &victim))
         return false;   /* everything is pinned or filling */
     uint64_t use = j->seq_base + i;
-    if (victim <= use)
-        return false;
-    /* Near the readers, and when what goes is needed by a queued next
-     * epoch's hint only (never by the hints being read: that would be a
-     * second cold read in this epoch; and not one nobody needs, of which
-     * there may be one only, where parallel fills would evict more),
-     * stage now and in parallel. */
-    if (use < use_clock_now(pf) + STAGE_LEAD && victim != CIDX_NEXT_USE_NONE &&
-        victim >= reading_end(pf))
-        return true;
-    /* Otherwise one staging fill at a time when it must evict (fills
-     * reserve their space only when they start, so several staged in one
-     * pass would all count on the same spare victim), at Belady's moment. */
-    unsigned limit;
-    if (cache_stage_inflight(pf->c, &limit) > 0)
-        return false;
-    return !passed_keys_beat(pf, use, victim);
+    return victim > use && !passed_keys_beat(pf, use, victim);
 }
 
 /* Moves j's cursor past keys that need nothing; whether the key there may

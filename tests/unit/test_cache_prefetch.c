@@ -799,7 +799,7 @@ static unsigned run_paced(unsigned ranks, unsigned workers, bool settled, unsign
  * next epoch's first objects are staged before the current epoch ends, for
  * the reader's sake). Two ranks: their reads of one step share a place on
  * the use clock, where Belady's count knows which of the two comes first:
- * 2 % more at most (measured: 0-4 of 243). Before, a stager far ahead
+ * 2 % more at most (measured: 0-3 of 243). Before, a stager far ahead
  * evicted objects needed sooner than ones the reader was about to pass:
  * 251 where 243 suffice with settled reads, 243-244 back to back, so the
  * count depended on the machine's pace. */
