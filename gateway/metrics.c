@@ -185,6 +185,13 @@ void gw_h_metrics(struct gw_req *r)
                                 "io_uring, or threads (pread/pwrite, io_uring blocked).\n"
                                 "# TYPE shardgate_cache_engine gauge\n"
                                 "shardgate_cache_engine{engine=\"%s\"} 1\n", cs.engine);
+    if (r->cache)
+        rc |= gw_buf_printf(&b, "# HELP shardgate_prefetch_settled 1 when staging has done "
+                                "all it may now: since the last hint, hinted read or end of "
+                                "a staged fill the stager found nothing to start, and no "
+                                "staged fill runs.\n# TYPE shardgate_prefetch_settled gauge\n"
+                                "shardgate_prefetch_settled %d\n",
+                            cache_prefetch_settled(r->cache) ? 1 : 0);
 
     struct backend_stats bs;
     backend_stats_get(&bs);

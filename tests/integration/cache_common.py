@@ -400,6 +400,21 @@ def settled(timeout=30):
         return s["fills"] == s["fills_done"] + s["fills_failed"]
     return wait_until(idle, timeout)
 
+def staging_settled(timeout=120):
+    """Waits until B's stager has done all it may do now (it looked since the
+    last hint, hinted read or end of a staged fill and found nothing to start,
+    and no staged fill runs) and no fill of B runs, seen in one scrape. Asked
+    of the gateway, not timed: what a count-based staging check waits for
+    before each read instead of a pause that a loaded machine can outrun."""
+    def done():
+        m = metrics(H.S.port)
+        fills = metric_sum(m, "shardgate_cache_fills_total") or 0.0
+        ended = ((metric_sum(m, "shardgate_cache_fills_done_total") or 0.0)
+                 + (metric_sum(m, "shardgate_cache_fills_failed_total") or 0.0))
+        return metric_sum(m, "shardgate_prefetch_settled") == 1 and fills == ended
+    return wait_until(done, timeout, step=0.005)
+
+
 # ---------------------------------------------------------------- raw requests
 
 def _signed(port, method, path, headers, body, access, secret, payload_hash=None):
