@@ -4,6 +4,8 @@
 #   quick: every case, 3 runs each (< 10 min on the 2-core CI VM)
 #   full:  every case, 5 runs of 10 s, 4 GiB checkpoint, 1M small objects (~45 min)
 #   memory: only the memory / restart case with 1M small objects
+#   fills: the cold-miss cases alone, 5 runs: shardgate, a direct GET and nginx
+#          proxy_cache filling the same objects (throughput, CPU per object)
 # Builds shardgate (Release) in build-bench/ and bench/clients/getc; needs wrk, nginx,
 # curl, python3 (gnuplot-nox for the plots). Results: bench/results/report-MODE.{md,json,png}.
 # BENCH_WORK (default /tmp/shardgate-bench-MODE) holds data and caches;
@@ -13,7 +15,7 @@
 #            shardgate, on 4 KiB c=64 and 64 MiB c=8 -> bench/results/profile/
 set -euo pipefail
 mode="${1:-quick}"
-case "$mode" in smoke|quick|full|profile|memory) ;; *) echo "usage: $0 smoke|quick|full|profile|memory" >&2; exit 2 ;; esac
+case "$mode" in smoke|quick|full|profile|memory|fills) ;; *) echo "usage: $0 smoke|quick|full|profile|memory|fills" >&2; exit 2 ;; esac
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
 build="${BENCH_BUILD_DIR:-$root/build-bench}"

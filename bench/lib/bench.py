@@ -23,8 +23,8 @@ import threading
 import time
 
 # ab.py uses these as B.* too
-from procs import (PROCS, Server, children, cpu_ticks, free_port, http_get, log, metrics,  # noqa: F401
-                   pairs, rss_kib, run_getc, run_wrk, start_nginx, start_shardgate, stop_all)
+from procs import (CLK, PROCS, Server, children, cpu_ticks, free_port, http_get, log, metrics,  # noqa: F401
+                   pairs, rounds, rss_kib, run_getc, run_wrk, start_nginx, start_shardgate, stop_all)
 from report import MiB, cell, fmt, med, plots, report, summary  # noqa: F401 (ab.py uses B.fmt, B.summary)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -45,6 +45,11 @@ MODES = {
     # profile: perf stat (syscalls, instructions) and perf record of both servers during hits
     "profile": dict(reps=1, dur=5, sizes=[("4k", 4096, 2000), ("64m", 64 * MiB, 4)], conc=[64, 8],
                     cold=False, lj=False, mixed=False, bipolar=False, memory=False, threads=False, epoch=False),
+    # fills: the cold-miss cases (shardgate, a direct GET and nginx proxy_cache
+    # on the same objects), with a token hit case; for work on the fill path
+    "fills": dict(reps=5, dur=1, sizes=[("4k", 4096, 200)], conc=[8], cold=True, cold1m=20,
+                  cold64m=2, lj=False, mixed=False, bipolar=False, memory=False, threads=False,
+                  epoch=False),
     # memory: only the memory / restart case, with 1,000,000 small objects
     "memory": dict(reps=1, dur=1, sizes=[("4k", 4096, 2000)], conc=[8], cold=False, lj=False, mixed=False,
                    bipolar=False, memory=True, small_n=1000000, idle_conns=1000, threads=False, epoch=False),
@@ -139,10 +144,14 @@ def case_cold(env_, mode, res):
                             ttbody_ms=med([x["ttbody"] for x in rows]),
                             cpu_ms_per_obj=(c1 - c0) / CLK * 1e3 / count)
             return f
+        # nginx proxy_cache fills the same objects (its own cache: they are
+        # misses for it too): the reference for CPU per MiB filled
+        px = env_.get("ngx_proxy")
         m0 = metrics(sg.port)
-        A, B = pairs(mode["reps"], one(sg.port, sg), one(cold.port, cold))
+        arms = [one(sg.port, sg), one(cold.port, cold)] + ([one(px.port, px)] if px else [])
+        got = rounds(mode["reps"], *arms)
         m1 = metrics(sg.port)
-        out.append(dict(size=tag, sg=A, direct=B,
+        out.append(dict(size=tag, sg=got[0], direct=got[1], proxy=got[2] if px else None,
                         misses=m1["shardgate_cache_misses_total"] - m0["shardgate_cache_misses_total"]))
     res["cold"] = out
 
@@ -696,7 +705,7 @@ def main():
         env_["ngx_static"] = start_nginx("nginx-static", os.path.join(work, "ngx-static"), """
   open_file_cache max=10000 inactive=60s; open_file_cache_valid 60s;
   server {{ listen 127.0.0.1:{p} backlog=4096; root {root}; }}""".format(p=sp, root=os.path.join(work, "data")), sp)
-        if mode["lj"]:
+        if mode["lj"] or mode["cold"]:
             pp = free_port(sp + 1)
             pdir = os.path.join(work, "ngx-proxy")
             os.makedirs(os.path.join(pdir, "cache"), exist_ok=True)
@@ -712,7 +721,7 @@ def main():
     }}
   }}""".format(d=pdir, cp=cp, p=pp), pp)
         log("up: cold %d, shardgate %d, nginx static %d%s" % (cp, env_["sg"].port, sp,
-            ", nginx proxy_cache %d" % env_["ngx_proxy"].port if mode["lj"] else ""))
+            ", nginx proxy_cache %d" % env_["ngx_proxy"].port if "ngx_proxy" in env_ else ""))
         # warm shardgate's cache (every hot object once) and both page caches
         warm = ["/bench/s%s/%06d" % (tag, i) for tag, _, n in mode["sizes"] for i in range(n)]
         run_getc(env_, env_["sg"].port, warm, conc=8)

@@ -274,6 +274,17 @@ def run_getc(env_, port, paths, conc=1, stagger=0, keepalive=True, check=True):
 
 # ---------------------------------------------------------------- helpers
 
+def rounds(reps, *fns):
+    """Run each of fns reps times, rep r starting with fns[r % len(fns)] (so
+    no arm always goes first); returns one list of results per fn."""
+    out = [[] for _ in fns]
+    for r in range(reps):
+        for k in range(len(fns)):
+            i = (r + k) % len(fns)
+            out[i].append(fns[i](r))
+    return out
+
+
 def pairs(reps, fa, fb):
     """Run fa and fb reps times, alternating which goes first; returns (A[], B[])."""
     A, B = [], []

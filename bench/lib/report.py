@@ -61,6 +61,12 @@ def goals(res):
         L.append("| cold miss %s | >= 0.95x throughput, TTFB +<= 1 ms | %sx, TTFB +%s ms (first body byte +%s ms) | %s |" % (
             row["size"].replace("slow/64m", "64 MiB, 100 MiB/s tier").replace("1m", "1 MiB").replace("64m", "64 MiB"),
             fmt(r, 2), fmt(t, 2), fmt(b, 1), yes(r["med"] >= 0.95 and t["med"] <= 1.0)))
+        if row.get("proxy"):
+            c = summary([x["cpu_ms_per_obj"] / max(1e-9, y["cpu_ms_per_obj"])
+                         for x, y in zip(row["sg"], row["proxy"])])
+            L.append("| fill CPU %s | <= 1.5x nginx proxy_cache's CPU per object filled | %sx | %s |" % (
+                row["size"].replace("slow/64m", "64 MiB, 100 MiB/s tier").replace("1m", "1 MiB").replace("64m", "64 MiB"),
+                fmt(c, 2), yes(c["med"] <= 1.5)))
     if "late_joiner" in res:
         lj = res["late_joiner"]
         j = summary([x["ttfb_joiners_med_ms"] for x in lj["sg"]])
@@ -147,10 +153,10 @@ def report(mode_name, mode, res, env_):
         A("")
     if "cold" in res:
         section("Cold miss vs a direct GET from the cold tier (one client, keep-alive, sequential)")
-        table_head("| size | objects/run | shardgate MB/s | direct MB/s | ratio | sg TTFB ms | direct TTFB ms | TTFB overhead ms | sg first body byte ms | sg CPU ms/object | misses |")
+        table_head("| size | objects/run | shardgate MB/s | direct MB/s | ratio | sg TTFB ms | direct TTFB ms | TTFB overhead ms | sg first body byte ms | sg CPU ms/object | nginx proxy_cache MB/s, CPU ms/object | misses |")
         for row in res["cold"]:
-            a, b = row["sg"], row["direct"]
-            A("| %s | %d | %s | %s | **%s** | %s | %s | **%s** | %s | %s | %d |" % (
+            a, b, p = row["sg"], row["direct"], row.get("proxy")
+            A("| %s | %d | %s | %s | **%s** | %s | %s | **%s** | %s | %s | %s | %d |" % (
                 row["size"].replace("slow/64m", "64m, cold tier 100 MiB/s"),
                 {"1m": mode["cold1m"], "64m": mode["cold64m"]}.get(row["size"], 1),
                 cell(a, "MBps"), cell(b, "MBps"),
@@ -158,7 +164,9 @@ def report(mode_name, mode, res, env_):
                 cell(a, "ttfb_ms", 3), cell(b, "ttfb_ms", 3),
                 fmt(summary([x["ttfb_ms"] - y["ttfb_ms"] for x, y in zip(a, b)]), 3),
                 cell(a, "ttbody_ms", 3),
-                cell(a, "cpu_ms_per_obj", 2), row["misses"]))
+                cell(a, "cpu_ms_per_obj", 2),
+                "%s, %s" % (cell(p, "MBps"), cell(p, "cpu_ms_per_obj", 2)) if p else "-",
+                row["misses"]))
         A("")
     if "late_joiner" in res:
         lj = res["late_joiner"]
