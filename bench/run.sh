@@ -4,6 +4,8 @@
 #   quick: every case, 3 runs each (< 10 min on the 2-core CI VM)
 #   full:  every case, 5 runs of 10 s, 4 GiB checkpoint, 1M small objects (~45 min)
 #   memory: only the memory / restart case with 1M small objects
+#   nvme: hits from the disk alone (page cache dropped before each run): shardgate,
+#         nginx with aio threads + directio, fio on the same files
 #   fills: the cold-miss cases alone, 5 runs: shardgate, a direct GET and nginx
 #          proxy_cache filling the same objects (throughput, CPU per object)
 # Builds shardgate (Release) in build-bench/ and bench/clients/getc; needs wrk, nginx,
@@ -15,7 +17,7 @@
 #            shardgate, on 4 KiB c=64 and 64 MiB c=8 -> bench/results/profile/
 set -euo pipefail
 mode="${1:-quick}"
-case "$mode" in smoke|quick|full|profile|memory|fills) ;; *) echo "usage: $0 smoke|quick|full|profile|memory|fills" >&2; exit 2 ;; esac
+case "$mode" in smoke|quick|full|profile|memory|fills|nvme) ;; *) echo "usage: $0 smoke|quick|full|profile|memory|fills|nvme" >&2; exit 2 ;; esac
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
 build="${BENCH_BUILD_DIR:-$root/build-bench}"
@@ -24,6 +26,9 @@ for t in wrk nginx curl python3 cc; do
     # 77: skipped, the test suite's convention for a missing client
     command -v "$t" >/dev/null || { echo "bench: $t is missing (apt-get install -y wrk nginx-light curl python3 gcc)" >&2; exit 77; }
 done
+case "$mode" in quick|full|nvme)   # the hits-from-disk case measures the device with fio
+    command -v fio >/dev/null || { echo "bench: fio is missing (apt-get install -y fio)" >&2; exit 77; } ;;
+esac
 command -v gnuplot >/dev/null || echo "bench: gnuplot missing, no plots (apt-get install -y gnuplot-nox)" >&2
 
 if [ -n "${BENCH_BIN:-}" ]; then

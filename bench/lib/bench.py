@@ -26,6 +26,7 @@ import time
 from procs import (CLK, PROCS, Server, children, cpu_ticks, free_port, http_get, log, metrics,  # noqa: F401
                    pairs, rounds, rss_kib, run_getc, run_wrk, start_nginx, start_shardgate, stop_all)
 from report import MiB, cell, fmt, med, plots, report, summary  # noqa: F401 (ab.py uses B.fmt, B.summary)
+from nvme import MODE_DEFAULTS as NVME_DEFAULTS, case_nvme
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.path.dirname(HERE)
@@ -41,7 +42,7 @@ MODES = {
     "quick": dict(reps=3, dur=3, sizes=[("4k", 4096, 2000), ("1m", MiB, 16), ("64m", 64 * MiB, 4)],
                   conc=[1, 8, 64], cold=True, cold1m=20, cold64m=2, lj=True, mixed=True,
                   bipolar=True, put_bytes=1 << 30, memory=True, small_n=20000, idle_conns=1000,
-                  threads=True, epoch=True, epoch_shards=64, epochs=4),
+                  threads=True, epoch=True, epoch_shards=64, epochs=4, nvme=True),
     # profile: perf stat (syscalls, instructions) and perf record of both servers during hits
     "profile": dict(reps=1, dur=5, sizes=[("4k", 4096, 2000), ("64m", 64 * MiB, 4)], conc=[64, 8],
                     cold=False, lj=False, mixed=False, bipolar=False, memory=False, threads=False, epoch=False),
@@ -50,13 +51,17 @@ MODES = {
     "fills": dict(reps=5, dur=1, sizes=[("4k", 4096, 200)], conc=[8], cold=True, cold1m=20,
                   cold64m=2, lj=False, mixed=False, bipolar=False, memory=False, threads=False,
                   epoch=False),
+    # nvme: hits from the disk alone (page cache dropped before each run), vs
+    # nginx with aio threads + directio and fio on the same files
+    "nvme": dict(reps=3, dur=1, sizes=[("4k", 4096, 200)], conc=[8], cold=False, lj=False,
+                 mixed=False, bipolar=False, memory=False, threads=False, epoch=False, nvme=True),
     # memory: only the memory / restart case, with 1,000,000 small objects
     "memory": dict(reps=1, dur=1, sizes=[("4k", 4096, 2000)], conc=[8], cold=False, lj=False, mixed=False,
                    bipolar=False, memory=True, small_n=1000000, idle_conns=1000, threads=False, epoch=False),
     "full": dict(reps=5, dur=10, sizes=[("4k", 4096, 2000), ("1m", MiB, 16), ("64m", 64 * MiB, 4)],
                  conc=[1, 8, 64], cold=True, cold1m=50, cold64m=4, lj=True, mixed=True,
                  bipolar=True, put_bytes=4 << 30, memory=True, small_n=1000000, idle_conns=1000,
-                 threads=True, epoch=True, epoch_shards=128, epochs=5),
+                 threads=True, epoch=True, epoch_shards=128, epochs=5, nvme=True),
 }
 
 # ---------------------------------------------------------------- data
@@ -657,7 +662,7 @@ def main():
     if sys.argv[1] == "--report":
         return rereport(sys.argv[2])
     mode_name = sys.argv[1] if len(sys.argv) > 1 else "quick"
-    mode = MODES[mode_name]
+    mode = dict(NVME_DEFAULTS, **MODES[mode_name])
     binp = sys.argv[2]
     getc = sys.argv[3]
     work = os.environ.get("BENCH_WORK", "/tmp/shardgate-bench-%s" % mode_name)
@@ -734,11 +739,11 @@ def main():
             return finish(mode_name, mode, res, env_, t_start, hits_needed=False)
         case_hits(env_, mode, res)
         # the optional cases, in this order, each where the mode asks for it
-        for flag, case in (("cold", case_cold), ("lj", case_late_joiner),
+        for flag, case in (("cold", case_cold), ("nvme", case_nvme), ("lj", case_late_joiner),
                            ("mixed", case_mixed), ("bipolar", case_bipolar),
                            ("epoch", case_epoch), ("threads", case_threads),
                            ("memory", case_memory)):
-            if mode[flag]:
+            if mode.get(flag):
                 case(env_, mode, res)
     except Exception as e:  # noqa: BLE001 - keep what was measured, then fail
         import traceback

@@ -77,6 +77,9 @@ def goals(res):
             fmt(j, 2), fmt(w, 1), fmt(g, 0), fmt(n, 0), yes(w["med"] <= 10 and g["hi"] == 1)))
         f = summary([x["ttbody_ms"][0] for x in lj["sg"]])
         L.append("| the filling (first) reader | - | first body byte %s ms | - |" % fmt(f, 1))
+    if "nvme" in res:
+        import nvme
+        nvme.goals_nvme(res, L, fmt, summary, yes)
     if "mixed" in res:
         mx = res["mixed"]
         r = summary([a["rps"] / b["rps"] for a, b in zip(mx["with_cold"], mx["alone"])])
@@ -189,6 +192,9 @@ def report(mode_name, mode, res, env_):
         A("")
         A("![late joiner](%s-late-joiner.png)" % mode_name)
         A("")
+    if "nvme" in res:
+        import nvme
+        nvme.report_nvme(res, A, section, table_head, fmt, summary, cell)
     if "mixed" in res:
         mx = res["mixed"]
         section("Hit path with cold traffic: 4 KiB hits c=8, alone vs while 2 throttled 64 MiB misses stream in")
