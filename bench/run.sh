@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # bench/run.sh smoke|quick|full - shardgate vs nginx, side by side, on 127.0.0.1.
 #   smoke: start everything, one short case (<= 30 s), print the table; non-zero on failure
-#   quick: every case, 3 runs each (< 10 min on the 2-core CI VM)
+#   quick: every case, 3 runs each (< 10 min on the 2-core CI VM before the hits-from-disk
+#          case was added, which writes 2 GiB of 1 MiB and 40,000 4 KiB objects once and
+#          has not been timed on a quiet machine yet)
 #   full:  every case, 5 runs of 10 s, 4 GiB checkpoint, 1M small objects (~45 min)
 #   memory: only the memory / restart case with 1M small objects
 #   nvme: hits from the disk alone (page cache dropped before each run): shardgate,
