@@ -88,11 +88,20 @@ def main():
     if a.start():
         shutil.rmtree(healed)
         lock = os.path.join(healed, "lock")
+
+        def holder():
+            try:
+                with open(lock) as f:
+                    return f.read().strip()
+            except OSError:
+                return ""
+        # the file is created (open) before it is locked (flock) and its pid
+        # written: the pid in it, not its existence, says the lock is held
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not os.path.exists(lock):
+        while time.monotonic() < deadline and holder() != str(a.pid):
             time.sleep(0.1)
-        check("[healed] the recreated cache directory has a lock file again",
-              os.path.exists(lock), a.tail())
+        check("[healed] the recreated cache directory has a lock file again, held by the first",
+              holder() == str(a.pid), (holder(), a.tail()))
         refused_naming("healed", healed_gw("healed-b"), a.pid, "cache directory " + healed)
         eq("[healed] the first stops with 0", a.stop(), 0)
 
