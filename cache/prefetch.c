@@ -88,6 +88,7 @@ struct job {
 struct stage_obs {
     struct cache_stage_obs base;          /* first: the engine passes &base */
     struct job *job;
+    uint64_t guess;                       /* its bytes in pf->staging_bytes */
 };
 
 struct cache_prefetch {
@@ -104,6 +105,13 @@ struct cache_prefetch {
      * settled_at to the events it had seen, plus one. */
     uint64_t events, settled_at;
     bool round_busy;            /* stage_one met a full background budget */
+    /* Bytes (sizes, or guesses where unknown) of staging fills started and
+     * not ended: a fill reserves its space only when its worker starts it,
+     * so without these several keys staged in one round could all be
+     * promised the same free room, and a later key's fill could take it
+     * from an earlier one's (unit a_hint_sent_before_the_reader_fills_the_
+     * cache, under two suites side by side). */
+    uint64_t staging_bytes;
 };
 
 const char *cache_job_state_name(enum cache_job_state st)
@@ -337,6 +345,7 @@ static void stage_done(struct cache_stage_obs *base, const struct cache_stage_en
     size_t i = base->index;
     pthread_mutex_lock(&pf->wk.mu);
     j->inflight--;
+    pf->staging_bytes -= o->guess;
     if (j->st[i] == K_INFLIGHT) {
         if (ok) {
             j->st[i] = K_STAGED;
@@ -439,6 +448,13 @@ static uint64_t bytes_ahead(const struct job *j, size_t i, uint64_t limit)
     return ahead;
 }
 
+/* Key i's size, or the mean of the sizes known so far (0 when none is). */
+static uint64_t size_guess(const struct job *j, size_t i)
+{
+    return j->sizes[i] != UINT64_MAX ? j->sizes[i]
+           : j->sizes_known ? j->bytes_known / j->sizes_known : 0;
+}
+
 /* May key i of an ordered job be staged now? Within the window, and making
  * room for it evicts nothing needed sooner. A default window (no
  * window_bytes) binds only when staging must evict: free space is filled
@@ -456,9 +472,10 @@ static bool ordered_may_stage(struct cache_prefetch *pf, struct job *j, size_t i
     cidx_usage(pf->idx, &used, &reserved, &objects);
     uint64_t cap = cache_capacity_of(pf->c);
     uint64_t high = cap / 100 * cache_high_pct_of(pf->c);
-    uint64_t guess = j->sizes[i] != UINT64_MAX ? j->sizes[i]
-                     : j->sizes_known ? j->bytes_known / j->sizes_known : 0;
-    if (used + reserved + guess <= high)
+    uint64_t guess = size_guess(j, i);
+    /* staging_bytes may count a fill that has reserved already: at worst
+     * the last key that fits waits for the fills in flight to end */
+    if (used + reserved + pf->staging_bytes + guess <= high)
         return true;    /* room without evicting */
     if (!j->window_bytes && bytes_ahead(j, i, window) >= window)
         return false;
@@ -519,6 +536,8 @@ static bool stage_one(struct cache_prefetch *pf, struct job *j)
     } else if (r == CACHE_STAGE_STARTED) {
         j->st[i] = K_INFLIGHT;
         j->inflight++;
+        o->guess = size_guess(j, i);
+        pf->staging_bytes += o->guess;
         if (j->first_stage.tv_sec == 0)
             clock_gettime(CLOCK_MONOTONIC, &j->first_stage);
     } else {
