@@ -17,7 +17,7 @@ import json
 import os
 import subprocess
 
-from procs import log, pairs, run_getc, run_wrk, start_nginx, free_port
+from procs import free_port, log, pairs, read_bytes, run_getc, run_wrk, start_nginx
 from report import MiB
 
 
@@ -53,20 +53,6 @@ def drop_cached(dirs):
                 finally:
                     os.close(fd)
     return n
-
-
-def read_bytes(pids):
-    """Bytes the processes caused to be fetched from storage (/proc/PID/io)."""
-    t = 0
-    for pid in pids:
-        try:
-            with open("/proc/%d/io" % pid) as f:
-                for line in f:
-                    if line.startswith("read_bytes:"):
-                        t += int(line.split()[1])
-        except OSError:
-            pass
-    return t
 
 
 def run_fio(dir_, bs, depth, dur):

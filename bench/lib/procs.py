@@ -79,16 +79,31 @@ def children(pid):
     return out
 
 
-def cpu_ticks(pids):
+def proc_sum(pids, name, value):
+    """Sum over pids of value(text of /proc/PID/<name>); a process gone counts 0."""
     t = 0
     for pid in pids:
         try:
-            with open("/proc/%d/stat" % pid) as f:
-                f_ = f.read().rsplit(")", 1)[1].split()
-            t += int(f_[11]) + int(f_[12])  # utime, stime (fields 14, 15)
+            with open("/proc/%d/%s" % (pid, name)) as f:
+                t += value(f.read())
         except OSError:
             pass
     return t
+
+
+def cpu_ticks(pids):
+    def ticks(text):
+        f_ = text.rsplit(")", 1)[1].split()
+        return int(f_[11]) + int(f_[12])  # utime, stime (fields 14, 15)
+    return proc_sum(pids, "stat", ticks)
+
+
+def read_bytes(pids):
+    """Bytes the processes caused to be fetched from storage (/proc/PID/io)."""
+    def rb(text):
+        return sum(int(line.split()[1]) for line in text.splitlines()
+                   if line.startswith("read_bytes:"))
+    return proc_sum(pids, "io", rb)
 
 
 def rss_kib(pid):
