@@ -309,15 +309,19 @@ void cache_fill_fail(struct cache *c, struct fill *f, enum cache_status err,
     /* Under c->mu the index entry goes and the fill turns FAILED together:
      * a reader that finds no entry and then this fill sees it failed and
      * starts a fresh fill (cache_table_find_live), and no new fill can begin
-     * while the failed one's FILLING entry is still in the index. */
+     * while the failed one's FILLING entry is still in the index. Under
+     * f->mu too: the abort unlinks the fill's file, and a reader that found
+     * this fill live opens that file under f->mu only (read.c obj_open);
+     * it must see the file or FAILED, never a running fill without its file
+     * (it answered CACHE_IO: run 37, unit readers_after_a_failed_fill_...). */
     /* The cold tier's own answer was kept on this (the worker's) thread:
      * the fill keeps it for its readers' threads (http_status 0: none). */
     struct backend_cold_error cold = { 0 };
     if (bst == BACKEND_COLD_ERROR && !backend_cold_error_take(&cold))
         cold.http_status = 0;
     pthread_mutex_lock(&c->mu);
-    cidx_fill_abort(c->idx, f->id);
     pthread_mutex_lock(&f->mu);
+    cidx_fill_abort(c->idx, f->id);
     f->state = FILL_FAILED;
     f->err = err;
     f->bst = bst;

@@ -632,6 +632,44 @@ static void readers_after_a_failed_fill_start_a_new_one(void)
     teardown();
 }
 
+/* A reader woken by its fill's metadata reopens while that fill fails: it
+ * must get the cold tier's failure, whichever of the two comes first. The
+ * failure unlinks the fill's file; a reopen that found the fill still
+ * running and then opened the file after the unlink answered CACHE_IO
+ * (a window of a few instructions, hit once in ~40 suites under ASan: so
+ * many rounds here, each a fresh miss). */
+static void a_reopen_racing_the_fill_failure_gets_the_failure(void)
+{
+    gate_setup(1);
+    enum { ROUNDS = 400 };
+    unsigned char *src = pattern(4096, 21);
+    char key[32];
+    for (int i = 0; i < ROUNDS; i++) {
+        snprintf(key, sizeof key, "race-%d", i);
+        put_object(key, src, 4096);
+    }
+    gate_set(&gate.fail_reads, true);
+    int other = 0;
+    enum cache_status last_other = CACHE_BACKEND;
+    for (int i = 0; i < ROUNDS; i++) {
+        snprintf(key, sizeof key, "race-%d", i);
+        enum cache_status st = read_until_failure(key, 4096);
+        if (st != CACHE_BACKEND) {
+            other++;
+            last_other = st;
+        }
+    }
+    if (other)
+        fprintf(stderr, "%d of %d reopens answered %s\n", other, ROUNDS,
+                cache_status_name(last_other));
+    CU_ASSERT_EQUAL(other, 0);
+    struct cache_stats s = stats_when_ended(ROUNDS);
+    CU_ASSERT_EQUAL(s.fills_failed, ROUNDS);
+    CU_ASSERT_EQUAL(s.fills_started, ROUNDS);
+    free(src);
+    teardown();
+}
+
 static void invalidate_makes_the_next_open_a_miss(void)
 {
     setup(1);
@@ -799,6 +837,8 @@ int register_tests(void)
                 a_reader_woken_for_metadata_takes_the_failure_that_followed);
     CU_add_test(s, "readers_after_a_failed_fill_start_a_new_one",
                 readers_after_a_failed_fill_start_a_new_one);
+    CU_add_test(s, "a_reopen_racing_the_fill_failure_gets_the_failure",
+                a_reopen_racing_the_fill_failure_gets_the_failure);
     CU_add_test(s, "invalidate_makes_the_next_open_a_miss", invalidate_makes_the_next_open_a_miss);
     CU_add_test(s, "warm_brings_an_object_in_without_a_reader",
                 warm_brings_an_object_in_without_a_reader);
