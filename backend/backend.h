@@ -247,6 +247,57 @@ enum backend_status backend_s3_open(const struct backend_s3_conf *cf, struct bac
 
 void backend_close(struct backend *b);
 
+/* ---- write-back (backend/wb*.c) ----
+ * A decorator over a cold tier. For the buckets it is given, a write
+ * (PutObject, CompleteMultipartUpload, CopyObject, DeleteObject) is
+ * acknowledged once it is durable on local disk: the bytes in a staging
+ * store under `dir` and a journal record, both fsync'ed. Reads, HEADs and
+ * listings see pending writes at once; a background uploader sends them to
+ * the cold tier one at a time in the order they were acknowledged (so the
+ * cold tier never shows an object before one acknowledged earlier in its
+ * bucket), retries with backoff while the cold tier fails, and resumes
+ * from the journal after a restart. Every other bucket passes through. */
+struct backend_wb_conf {
+    const char *dir;               /* staging directory (created): data/, state/, journal */
+    const char *const *buckets;    /* the write-back buckets (borrowed during open) */
+    size_t n_buckets;
+    uint64_t max_dirty;            /* pending bytes above which a write waits, then
+                                      answers BACKEND_NOMEM (SlowDown); 0: no bound */
+    unsigned dirty_wait_ms;        /* that wait; 0: 10000 */
+    char *err;                     /* optional: why the open failed */
+    size_t err_len;
+};
+
+/* Opens the decorator over `cold`, which it takes (closed with it, and on
+ * failure). Pending writes found in the journal are queued for upload. */
+enum backend_status backend_wb_open(const struct backend_wb_conf *cf, struct backend *cold,
+                                    struct backend **out);
+
+/* What is pending for a bucket (NULL: all) under a prefix (NULL: all). */
+struct backend_wb_status {
+    uint64_t dirty_bytes, dirty_objects;   /* acknowledged, not yet in the cold tier */
+    double oldest_s;                       /* age of the oldest pending write; 0: none */
+    uint64_t uploaded_bytes, uploaded_objects, failures;   /* since open, all buckets */
+    char last_error[256];                  /* the last failed upload, "" for none */
+};
+/* false when b is not a write-back handle. */
+bool backend_wb_status(struct backend *b, const char *bucket, const char *prefix,
+                       struct backend_wb_status *out);
+/* Is `bucket` written back by b? (false for any other handle) */
+bool backend_wb_bucket(struct backend *b, const char *bucket);
+/* Waits until every write to `bucket` under `prefix` (NULL: all)
+ * acknowledged before the call is in the cold tier, at most timeout_ms
+ * (0: no limit). true when done (also for a handle or bucket that is not
+ * written back); *left (may be NULL) then tells what is still pending. */
+bool backend_wb_flush(struct backend *b, const char *bucket, const char *prefix,
+                      unsigned timeout_ms, struct backend_wb_status *left);
+/* Holds (true) or lets go (false) the uploader: for tests that look at
+ * pending state. */
+void backend_wb_pause(struct backend *b, bool paused);
+/* Makes a write into a write-back bucket answer only once it is in the cold
+ * tier (the x-shardgate-write: through header). No effect on other puts. */
+void backend_put_set_write_through(struct backend_put *p);
+
 /* ---- health (backend/probe.c) ---- */
 
 /* Is the cold tier there? s3: one HEAD of the endpoint's root, never

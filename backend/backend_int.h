@@ -100,6 +100,7 @@ struct backend_obj {
 struct backend_put {
     const struct backend_ops *ops;
     struct backend_cond cond;  /* backend_put_set_cond; read by put_commit */
+    bool write_through;        /* backend_put_set_write_through; read by wb.c */
 };
 
 /* The calling thread's cold-tier error for backend_cold_error_take: an

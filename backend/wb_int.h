@@ -1,0 +1,144 @@
+/* backend/wb_int.h - the write-back decorator's insides (wb.c: the verbs,
+ * wb_list.c: listings that merge pending writes, wb_journal.c: the durable
+ * record of acknowledged writes, wb_upload.c: the ordered uploader).
+ *
+ * A write to a write-back bucket goes to a staging posix store under the
+ * cache directory, under a name of its own (a version id, 16 hex digits),
+ * never under its key: an overwrite stages a new file beside the one being
+ * uploaded, and a crash between staging and the journal leaves an orphan
+ * that start-up removes, never an acknowledged object replaced by an
+ * unacknowledged one. The journal record (sequence number, key, version,
+ * ETag, size), fdatasync'ed before the answer, is what makes the write
+ * acknowledged; the uploader sends records to the cold tier one at a time in
+ * sequence order, so the cold tier never shows an object before every object
+ * acknowledged earlier. */
+#ifndef SHARDGATE_BACKEND_WB_INT_H
+#define SHARDGATE_BACKEND_WB_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "backend_int.h"
+
+#define WB_KEY_BUCKETS 4096u   /* hash chains of the pending-key map */
+#define WB_VID_LEN 16          /* a staged object's name: the version id in hex */
+
+enum wb_kind { WB_PUT = 1, WB_DEL = 2 };
+
+/* One acknowledged write, pending until the cold tier has it. */
+struct wb_rec {
+    uint64_t seq;              /* journal order: the order of acknowledgement */
+    uint64_t vid;              /* WB_PUT: the staged object's name; 0 for WB_DEL */
+    enum wb_kind kind;
+    char *bucket, *key;
+    uint64_t size;
+    struct timespec mtime;     /* Last-Modified the client was told */
+    char etag[72];
+    struct timespec acked;     /* CLOCK_MONOTONIC, for the oldest pending age */
+    bool superseded;           /* a later record of the same key exists: skipped */
+    struct wb_rec *next;       /* the upload queue, in seq order */
+    struct wb_rec *key_next;   /* chain of the pending-key map (latest per key) */
+};
+
+/* A multipart upload into a write-back bucket, staged under its version. */
+struct wb_mpu {
+    uint64_t vid;
+    char *bucket, *key;
+    char sid[BACKEND_UPLOAD_ID_MAX];   /* the staging store's upload id */
+    struct timespec initiated;         /* wall clock */
+    struct wb_mpu *next;
+};
+
+struct wb {
+    struct backend base;       /* first: ops of the decorator */
+    struct backend *cold;      /* owned */
+    struct backend *stage;     /* owned: posix store at DIR/data, DIR/state */
+    char **buckets;            /* write-back buckets */
+    size_t n_buckets;
+    uint64_t max_dirty;
+    unsigned dirty_wait_ms;
+
+    pthread_mutex_t mu;        /* everything below */
+    pthread_cond_t cv;         /* queue changes, uploads done, pause, stop */
+    uint64_t next_id;          /* seqs and vids come from one counter */
+    struct wb_rec *head, *tail;            /* upload queue */
+    struct wb_rec *keys[WB_KEY_BUCKETS];   /* latest pending record per key */
+    struct wb_mpu *mpus;                   /* open multipart uploads */
+    uint64_t dirty_bytes, dirty_objects;
+    uint64_t uploaded_bytes, uploaded_objects, failures;
+    char last_error[256];
+    bool paused, stopping;
+    bool kicked;               /* a flush asks for a retry now */
+    pthread_t uploader;
+    bool uploader_up;
+    pthread_mutex_t cond_mu;   /* conditional writes: check and commit as one */
+
+    /* the journal (wb_journal.c) */
+    int jfd;
+    int dirfd;                 /* DIR, for renames of the journal */
+    uint64_t jlen;             /* bytes written (under mu) */
+    pthread_mutex_t sync_mu;   /* one fdatasync at a time */
+    uint64_t synced;           /* jlen covered by the last fdatasync (under sync_mu) */
+};
+
+static inline struct wb *wb_of(struct backend *b)
+{
+    return (struct wb *)b;
+}
+
+extern const struct backend_ops wb_ops;
+
+/* wb.c */
+bool wb_bucket_is_wb(const struct wb *w, const char *bucket);
+void wb_vid_name(uint64_t vid, char out[WB_VID_LEN + 1]);
+/* The upload id a client gets: the version's name, then the staging id. */
+void wb_upload_id(const struct wb_mpu *m, char out[BACKEND_UPLOAD_ID_MAX]);
+/* The latest pending record of (bucket, key), or NULL. Under mu. */
+struct wb_rec *wb_find_locked(struct wb *w, const char *bucket, const char *key);
+/* Queues an acknowledged record (journaled already) and makes it the key's
+ * latest. Takes r. Under mu. */
+void wb_enqueue_locked(struct wb *w, struct wb_rec *r);
+/* Takes r out of the queue and, when it is its key's latest, out of the map
+ * (the caller frees it). Under mu. */
+void wb_dequeue_locked(struct wb *w, struct wb_rec *r);
+void wb_rec_free(struct wb_rec *r);
+
+/* Streams bytes [first, first+len) of src into put p; the bytes' MD5 (hex)
+ * into md5_hex. */
+enum backend_status wb_stream_into(struct backend_obj *src, uint64_t first, uint64_t len,
+                                   struct backend_put *p, char md5_hex[33]);
+
+/* wb_list.c */
+enum backend_status wb_list_objects(struct wb *w, const char *bucket,
+                                    const struct backend_list_req *req,
+                                    struct backend_list_page *out);
+enum backend_status wb_list_uploads(struct wb *w, const char *bucket,
+                                    const struct backend_uploads_req *req,
+                                    struct backend_uploads_page *out);
+
+/* wb_journal.c. Records are appended under mu; wb_journal_sync (not under
+ * mu) makes everything appended up to `upto` durable, one fdatasync for
+ * every writer waiting at once. */
+int wb_journal_open(struct wb *w, const char *dir, char *err, size_t err_len);
+void wb_journal_close(struct wb *w);
+int wb_journal_put_locked(struct wb *w, const struct wb_rec *r, uint64_t *end);
+int wb_journal_done_locked(struct wb *w, uint64_t seq);
+int wb_journal_mpu_locked(struct wb *w, const struct wb_mpu *m, bool open, uint64_t *end);
+int wb_journal_sync(struct wb *w, uint64_t upto);
+/* Rewrites the journal with only what is still live (the queue and the open
+ * uploads): called at open and when the queue empties. Under mu. */
+int wb_journal_compact_locked(struct wb *w);
+
+/* wb_upload.c */
+/* CLOCK_REALTIME ms from now, for pthread_cond_timedwait. */
+struct timespec wb_deadline(unsigned ms);
+int wb_uploader_start(struct wb *w);
+void wb_uploader_stop(struct wb *w);
+/* Waits until every record of bucket (under prefix, NULL: all) with seq <=
+ * barrier is uploaded, or timeout_ms passed (0: no limit). true when done. */
+bool wb_wait_uploaded(struct wb *w, const char *bucket, const char *prefix,
+                      uint64_t barrier, unsigned timeout_ms);
+
+#endif

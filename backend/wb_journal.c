@@ -1,0 +1,443 @@
+/* backend/wb_journal.c - the write-back journal: DIR/journal, an append-only
+ * file of CRC32C-protected records (little-endian):
+ *   record:  u32 len, u32 crc32c(payload), payload[len]
+ *   payload: u8 type, u64 seq, u64 vid, u64 size, i64 mtime_sec, u32 mtime_nsec,
+ *            u8 etag_len, u16 bucket_len, u16 key_len, u16 id_len,
+ *            etag, bucket, key, upload id
+ *   types:   PUT (an acknowledged object: its staged version and what the
+ *            client was told), DEL (an acknowledged delete), DONE (seq is in
+ *            the cold tier), MPU (an upload opened under vid), MPU_END (vid's
+ *            upload aborted; a completed one ends with its PUT).
+ * Replay at open rebuilds the queue (PUT/DEL without DONE, in seq order) and
+ * the open uploads, stopping at the first torn or corrupt record (a crash in
+ * the middle of an append: that write was never acknowledged, its fdatasync
+ * had not returned), then rewrites the file with only what is live
+ * (journal.tmp, fsync, rename, fsync of DIR). */
+#include "wb_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "crc.h"
+#include "log.h"
+
+enum { REC_PUT = 1, REC_DEL = 2, REC_DONE = 3, REC_MPU = 4, REC_MPU_END = 5 };
+
+#define FIXED 52   /* payload bytes before the strings */
+#define REC_MAX (8 + FIXED + 72 + 255 + 1024 + BACKEND_UPLOAD_ID_MAX)
+
+struct jrec {
+    int type;
+    uint64_t seq, vid, size;
+    int64_t msec;
+    uint32_t mnsec;
+    const char *etag, *bucket, *key, *id;   /* into the read buffer */
+    size_t etag_len, bucket_len, key_len, id_len;
+};
+
+static void put_u16(unsigned char *p, uint16_t v)
+{
+    p[0] = (unsigned char)v;
+    p[1] = (unsigned char)(v >> 8);
+}
+
+static void put_u32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put_u64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint16_t get_u16(const unsigned char *p)
+{
+    return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t get_u32(const unsigned char *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static uint64_t get_u64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* Encodes a record into buf (REC_MAX bytes); its length, or 0 when a
+ * string is longer than its field. */
+static size_t encode(unsigned char *buf, const struct jrec *j)
+{
+    if (j->etag_len > 72 || j->bucket_len > 255 || j->key_len > 1024 ||
+        j->id_len >= BACKEND_UPLOAD_ID_MAX)
+        return 0;
+    unsigned char *p = buf + 8;
+    p[0] = (unsigned char)j->type;
+    put_u64(p + 1, j->seq);
+    put_u64(p + 9, j->vid);
+    put_u64(p + 17, j->size);
+    put_u64(p + 25, (uint64_t)j->msec);
+    put_u32(p + 33, j->mnsec);
+    p[37] = (unsigned char)j->etag_len;
+    put_u16(p + 38, (uint16_t)j->bucket_len);
+    put_u16(p + 40, (uint16_t)j->key_len);
+    put_u16(p + 42, (uint16_t)j->id_len);
+    memset(p + 44, 0, FIXED - 44);
+    size_t n = FIXED;
+    memcpy(p + n, j->etag, j->etag_len);
+    n += j->etag_len;
+    memcpy(p + n, j->bucket, j->bucket_len);
+    n += j->bucket_len;
+    memcpy(p + n, j->key, j->key_len);
+    n += j->key_len;
+    memcpy(p + n, j->id, j->id_len);
+    n += j->id_len;
+    put_u32(buf, (uint32_t)n);
+    put_u32(buf + 4, sg_crc32c(0, p, n));
+    return n + 8;
+}
+
+/* Decodes the record at buf[0..avail): its length, or 0 when it is torn,
+ * corrupt or malformed. */
+static size_t decode(const unsigned char *buf, size_t avail, struct jrec *j)
+{
+    if (avail < 8)
+        return 0;
+    uint32_t n = get_u32(buf);
+    if (n < FIXED || n > REC_MAX - 8 || avail - 8 < n || sg_crc32c(0, buf + 8, n) != get_u32(buf + 4))
+        return 0;
+    const unsigned char *p = buf + 8;
+    j->type = p[0];
+    j->seq = get_u64(p + 1);
+    j->vid = get_u64(p + 9);
+    j->size = get_u64(p + 17);
+    j->msec = (int64_t)get_u64(p + 25);
+    j->mnsec = get_u32(p + 33);
+    j->etag_len = p[37];
+    j->bucket_len = get_u16(p + 38);
+    j->key_len = get_u16(p + 40);
+    j->id_len = get_u16(p + 42);
+    if (FIXED + j->etag_len + j->bucket_len + j->key_len + j->id_len != n ||
+        j->etag_len >= 72 || j->id_len >= BACKEND_UPLOAD_ID_MAX)
+        return 0;
+    j->etag = (const char *)p + FIXED;
+    j->bucket = j->etag + j->etag_len;
+    j->key = j->bucket + j->bucket_len;
+    j->id = j->key + j->key_len;
+    return n + 8;
+}
+
+static int append_locked(struct wb *w, const struct jrec *j, uint64_t *end)
+{
+    unsigned char buf[REC_MAX];
+    size_t n = encode(buf, j);
+    if (!n)
+        return -1;
+    size_t done = 0;
+    while (done < n) {
+        ssize_t k = pwrite(w->jfd, buf + done, n - done, (off_t)(w->jlen + done));
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            int e = k < 0 ? errno : EIO;
+            log_msg(LOG_LVL_ERROR, "write-back", "journal append: %s", strerror(e));
+            /* what was written stays past jlen: the next record overwrites it */
+            return -1;
+        }
+        done += (size_t)k;
+    }
+    w->jlen += n;
+    if (end)
+        *end = w->jlen;
+    return 0;
+}
+
+static void jrec_of(struct jrec *j, int type, const struct wb_rec *r)
+{
+    memset(j, 0, sizeof *j);
+    j->type = type;
+    j->seq = r->seq;
+    j->vid = r->vid;
+    j->size = r->size;
+    j->msec = r->mtime.tv_sec;
+    j->mnsec = (uint32_t)r->mtime.tv_nsec;
+    j->etag = r->etag;
+    j->etag_len = strlen(r->etag);
+    j->bucket = r->bucket;
+    j->bucket_len = strlen(r->bucket);
+    j->key = r->key;
+    j->key_len = strlen(r->key);
+    j->id = "";
+}
+
+int wb_journal_put_locked(struct wb *w, const struct wb_rec *r, uint64_t *end)
+{
+    struct jrec j;
+    jrec_of(&j, r->kind == WB_PUT ? REC_PUT : REC_DEL, r);
+    return append_locked(w, &j, end);
+}
+
+int wb_journal_done_locked(struct wb *w, uint64_t seq)
+{
+    struct jrec j;
+    memset(&j, 0, sizeof j);
+    j.type = REC_DONE;
+    j.seq = seq;
+    j.etag = j.bucket = j.key = j.id = "";
+    return append_locked(w, &j, NULL);
+}
+
+int wb_journal_mpu_locked(struct wb *w, const struct wb_mpu *m, bool open, uint64_t *end)
+{
+    struct jrec j;
+    memset(&j, 0, sizeof j);
+    j.type = open ? REC_MPU : REC_MPU_END;
+    j.vid = m->vid;
+    j.msec = m->initiated.tv_sec;
+    j.mnsec = (uint32_t)m->initiated.tv_nsec;
+    j.etag = "";
+    j.bucket = m->bucket;
+    j.bucket_len = strlen(m->bucket);
+    j.key = m->key;
+    j.key_len = strlen(m->key);
+    j.id = m->sid;
+    j.id_len = strlen(m->sid);
+    return append_locked(w, &j, end);
+}
+
+int wb_journal_sync(struct wb *w, uint64_t upto)
+{
+    pthread_mutex_lock(&w->sync_mu);
+    int rc = 0;
+    if (w->synced < upto) {
+        pthread_mutex_lock(&w->mu);
+        uint64_t len = w->jlen;   /* everyone appended so far rides on this sync */
+        pthread_mutex_unlock(&w->mu);
+        if (fdatasync(w->jfd) != 0) {
+            log_msg(LOG_LVL_ERROR, "write-back", "journal fdatasync: %s", strerror(errno));
+            rc = -1;
+        } else {
+            w->synced = len;
+        }
+    }
+    pthread_mutex_unlock(&w->sync_mu);
+    return rc;
+}
+
+static char *dup_n(const char *s, size_t n)
+{
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, s, n);
+        d[n] = 0;
+    }
+    return d;
+}
+
+/* Applies one replayed record to the in-memory state. */
+static int replay_one(struct wb *w, const struct jrec *j)
+{
+    if (j->seq >= w->next_id)
+        w->next_id = j->seq + 1;
+    if (j->vid >= w->next_id)
+        w->next_id = j->vid + 1;
+    switch (j->type) {
+    case REC_PUT:
+    case REC_DEL: {
+        struct wb_rec *r = calloc(1, sizeof *r);
+        if (!r)
+            return -1;
+        r->kind = j->type == REC_PUT ? WB_PUT : WB_DEL;
+        r->seq = j->seq;
+        r->vid = j->vid;
+        r->size = j->size;
+        r->mtime.tv_sec = (time_t)j->msec;
+        r->mtime.tv_nsec = (long)j->mnsec;
+        memcpy(r->etag, j->etag, j->etag_len);
+        r->bucket = dup_n(j->bucket, j->bucket_len);
+        r->key = dup_n(j->key, j->key_len);
+        clock_gettime(CLOCK_MONOTONIC, &r->acked);
+        if (!r->bucket || !r->key) {
+            wb_rec_free(r);
+            return -1;
+        }
+        if (r->kind == WB_PUT) {   /* a completed upload ends with its object */
+            for (struct wb_mpu **pp = &w->mpus; *pp; pp = &(*pp)->next) {
+                if ((*pp)->vid == r->vid) {
+                    struct wb_mpu *m = *pp;
+                    *pp = m->next;
+                    free(m->bucket);
+                    free(m->key);
+                    free(m);
+                    break;
+                }
+            }
+        }
+        wb_enqueue_locked(w, r);
+        return 0;
+    }
+    case REC_DONE:
+        for (struct wb_rec *r = w->head; r; r = r->next) {
+            if (r->seq == j->seq) {
+                wb_dequeue_locked(w, r);
+                wb_rec_free(r);
+                break;
+            }
+        }
+        return 0;
+    case REC_MPU: {
+        struct wb_mpu *m = calloc(1, sizeof *m);
+        if (!m)
+            return -1;
+        m->vid = j->vid;
+        m->bucket = dup_n(j->bucket, j->bucket_len);
+        m->key = dup_n(j->key, j->key_len);
+        memcpy(m->sid, j->id, j->id_len);
+        m->initiated.tv_sec = (time_t)j->msec;
+        m->initiated.tv_nsec = (long)j->mnsec;
+        if (!m->bucket || !m->key) {
+            free(m->bucket);
+            free(m->key);
+            free(m);
+            return -1;
+        }
+        m->next = w->mpus;
+        w->mpus = m;
+        return 0;
+    }
+    case REC_MPU_END:
+        for (struct wb_mpu **pp = &w->mpus; *pp; pp = &(*pp)->next) {
+            if ((*pp)->vid == j->vid) {
+                struct wb_mpu *m = *pp;
+                *pp = m->next;
+                free(m->bucket);
+                free(m->key);
+                free(m);
+                break;
+            }
+        }
+        return 0;
+    default:
+        return 0;   /* a record type of a later version: ignored */
+    }
+}
+
+static int replay(struct wb *w, int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return -1;
+    size_t len = (size_t)st.st_size;
+    unsigned char *buf = malloc(len ? len : 1);
+    if (!buf)
+        return -1;
+    size_t got = 0;
+    while (got < len) {
+        ssize_t k = pread(fd, buf + got, len - got, (off_t)got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+    }
+    size_t off = 0, n;
+    struct jrec j;
+    int rc = 0;
+    while (off < got && (n = decode(buf + off, got - off, &j)) > 0) {
+        if (replay_one(w, &j) != 0) {
+            rc = -1;
+            break;
+        }
+        off += n;
+    }
+    if (rc == 0 && off < len)
+        log_msg(LOG_LVL_WARN, "write-back", "journal: %zu bytes after the last whole record "
+                "dropped (a write that was never acknowledged)", len - off);
+    free(buf);
+    return rc;
+}
+
+int wb_journal_compact_locked(struct wb *w)
+{
+    int fd = openat(w->dirfd, "journal.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        log_msg(LOG_LVL_ERROR, "write-back", "journal.tmp: %s", strerror(errno));
+        return -1;
+    }
+    int old = w->jfd;
+    uint64_t old_len = w->jlen;
+    w->jfd = fd;
+    w->jlen = 0;
+    int rc = 0;
+    for (struct wb_mpu *m = w->mpus; m && rc == 0; m = m->next)
+        rc = wb_journal_mpu_locked(w, m, true, NULL);
+    for (struct wb_rec *r = w->head; r && rc == 0; r = r->next)
+        rc = wb_journal_put_locked(w, r, NULL);
+    if (rc == 0 && fsync(fd) != 0)
+        rc = -1;
+    if (rc == 0 && renameat(w->dirfd, "journal.tmp", w->dirfd, "journal") != 0)
+        rc = -1;
+    if (rc == 0 && fsync(w->dirfd) != 0)
+        rc = -1;
+    if (rc != 0) {
+        log_msg(LOG_LVL_ERROR, "write-back", "journal compaction: %s", strerror(errno));
+        close(fd);
+        unlinkat(w->dirfd, "journal.tmp", 0);
+        w->jfd = old;
+        w->jlen = old_len;
+        return -1;
+    }
+    if (old >= 0)
+        close(old);
+    pthread_mutex_lock(&w->sync_mu);
+    w->synced = w->jlen;
+    pthread_mutex_unlock(&w->sync_mu);
+    return 0;
+}
+
+int wb_journal_open(struct wb *w, const char *dir, char *err, size_t err_len)
+{
+    w->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = w->dirfd < 0 ? -1
+             : openat(w->dirfd, "journal", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        if (err && err_len)
+            snprintf(err, err_len, "cannot open the write-back journal in %s: %s", dir,
+                     strerror(errno));
+        return -1;
+    }
+    pthread_mutex_lock(&w->mu);
+    int rc = replay(w, fd);
+    w->jfd = fd;
+    if (rc == 0)
+        rc = wb_journal_compact_locked(w);
+    pthread_mutex_unlock(&w->mu);
+    if (rc != 0 && err && err_len)
+        snprintf(err, err_len, "cannot replay the write-back journal in %s", dir);
+    return rc;
+}
+
+void wb_journal_close(struct wb *w)
+{
+    if (w->jfd >= 0)
+        close(w->jfd);
+    if (w->dirfd >= 0)
+        close(w->dirfd);
+    w->jfd = w->dirfd = -1;
+}

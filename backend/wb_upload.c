@@ -1,0 +1,260 @@
+/* backend/wb_upload.c - the write-back uploader: one thread that sends the
+ * queue's records to the cold tier in sequence order, one at a time, so the
+ * cold tier shows writes in the order they were acknowledged (an object is
+ * visible at its PUT's or CompleteMultipartUpload's end, after every earlier
+ * one ended). A record superseded by a later write of its key is skipped. A
+ * failure is retried with backoff (0.5 s doubling to 5 s; a flush retries at
+ * once) and blocks the
+ * records behind it: that is the ordering's price, and the status shows it.
+ * A multipart object is sent with its own part boundaries, so the cold tier
+ * computes the ETag the client was given. */
+#include "wb_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+#define COMPACT_AT (1u << 20)   /* journal bytes: rewritten when the queue empties */
+
+/* Sends part by part as the staged object's parts: BACKEND_PARTS_UNKNOWN when
+ * the staging store does not know them (the caller sends it whole). */
+static enum backend_status upload_parts(struct wb *w, const struct wb_rec *r,
+                                        struct backend_obj *o, const char *v,
+                                        const struct obj_meta *meta, unsigned n)
+{
+    struct backend_part_range pr;
+    enum backend_status st = w->stage->ops->object_part(w->stage, r->bucket, v, 1, &pr);
+    if (st != BACKEND_OK)
+        return st;
+    struct backend_part *parts = calloc(n, sizeof *parts);
+    if (!parts)
+        return BACKEND_NOMEM;
+    /* the parts go without checksums (the cold tier computes its own), so
+     * the upload must not announce the client's: the cold tier would refuse
+     * the parts (InvalidRequest) */
+    struct obj_meta um;
+    memset(&um, 0, sizeof um);
+    for (size_t i = 0; i < meta->n_hdrs; i++) {
+        if (strncmp(meta->hdrs[i].name, "x-amz-checksum-", 15) == 0)
+            continue;
+        if (obj_meta_add_hdr(&um, meta->hdrs[i].name, meta->hdrs[i].value) != 0) {
+            obj_meta_clear(&um);
+            free(parts);
+            return BACKEND_NOMEM;
+        }
+    }
+    char id[BACKEND_UPLOAD_ID_MAX];
+    st = backend_mpu_create(w->cold, r->bucket, r->key, &um, id);
+    obj_meta_clear(&um);
+    if (st != BACKEND_OK)
+        goto out;
+    for (unsigned i = 1; i <= n && st == BACKEND_OK; i++) {
+        if (i > 1)
+            st = w->stage->ops->object_part(w->stage, r->bucket, v, i, &pr);
+        struct backend_put *p = NULL;
+        if (st == BACKEND_OK)
+            st = backend_mpu_part_begin(w->cold, r->bucket, r->key, id, i, &p);
+        struct obj_meta pm;
+        memset(&pm, 0, sizeof pm);
+        if (st == BACKEND_OK) {
+            st = wb_stream_into(o, pr.first, pr.size, p, pm.etag);
+            if (st == BACKEND_OK)
+                st = backend_put_commit(p, &pm, NULL);
+            else
+                backend_put_abort(p);
+        }
+        parts[i - 1].part_no = i;
+        memcpy(parts[i - 1].etag, pm.etag, sizeof parts[i - 1].etag);
+    }
+    struct obj_meta done;
+    memset(&done, 0, sizeof done);
+    if (st == BACKEND_OK)
+        st = backend_mpu_complete(w->cold, r->bucket, r->key, id, parts, n, &done);
+    if (st == BACKEND_OK && strcmp(done.etag, r->etag) != 0)
+        log_msg(LOG_LVL_WARN, "write-back", "%s/%s: the cold tier's ETag %s differs from the "
+                "%s the client was given", r->bucket, r->key, done.etag, r->etag);
+    obj_meta_clear(&done);
+    if (st != BACKEND_OK)
+        backend_mpu_abort(w->cold, r->bucket, r->key, id);
+out:
+    free(parts);
+    return st;
+}
+
+static enum backend_status upload_put(struct wb *w, const struct wb_rec *r)
+{
+    char v[WB_VID_LEN + 1];
+    wb_vid_name(r->vid, v);
+    struct obj_meta meta;
+    memset(&meta, 0, sizeof meta);
+    struct backend_obj *o = NULL;
+    enum backend_status st = w->stage->ops->object_open(w->stage, r->bucket, v, &meta, &o);
+    if (st != BACKEND_OK)
+        return st;
+    unsigned n = backend_etag_parts(r->etag);
+    st = n ? upload_parts(w, r, o, v, &meta, n) : BACKEND_PARTS_UNKNOWN;
+    if (st == BACKEND_PARTS_UNKNOWN) {
+        struct backend_put *p = NULL;
+        st = backend_put_begin(w->cold, r->bucket, r->key, &p);
+        char md5[33] = "";
+        if (st == BACKEND_OK) {
+            st = wb_stream_into(o, 0, meta.size, p, md5);
+            if (st != BACKEND_OK)
+                backend_put_abort(p);
+        }
+        if (st == BACKEND_OK) {
+            memcpy(meta.etag, md5, sizeof md5);
+            st = backend_put_commit(p, &meta, NULL);
+        }
+    }
+    o->ops->obj_close(o);
+    obj_meta_clear(&meta);
+    return st;
+}
+
+static enum backend_status upload_one(struct wb *w, const struct wb_rec *r)
+{
+    if (r->kind == WB_DEL) {
+        enum backend_status st = backend_object_delete(w->cold, r->bucket, r->key);
+        return st == BACKEND_NO_KEY ? BACKEND_OK : st;
+    }
+    return upload_put(w, r);
+}
+
+/* Drops the head record r (uploaded or skipped). Under mu; unlocks it
+ * around the removal of the staged file. */
+static void retire_locked(struct wb *w, struct wb_rec *r)
+{
+    wb_dequeue_locked(w, r);
+    wb_journal_done_locked(w, r->seq);
+    if (!w->head && w->jlen > COMPACT_AT)
+        wb_journal_compact_locked(w);
+    pthread_mutex_unlock(&w->mu);
+    if (r->kind == WB_PUT) {
+        char v[WB_VID_LEN + 1];
+        wb_vid_name(r->vid, v);
+        w->stage->ops->object_delete(w->stage, r->bucket, v);
+    }
+    wb_rec_free(r);
+    pthread_mutex_lock(&w->mu);
+}
+
+/* The backoff after a failure: ends early only for a stop or a flush (new
+ * writes do not hurry a retry against a cold tier that is down). */
+static void backoff_locked(struct wb *w, unsigned ms)
+{
+    struct timespec until = wb_deadline(ms);
+    w->kicked = false;
+    int rc = 0;
+    while (!w->stopping && !w->kicked && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&w->cv, &w->mu, &until);
+}
+
+static void *uploader_main(void *arg)
+{
+    struct wb *w = arg;
+    unsigned backoff_ms = 0;
+    pthread_mutex_lock(&w->mu);
+    while (!w->stopping) {
+        if (w->paused || !w->head) {
+            pthread_cond_wait(&w->cv, &w->mu);
+            continue;
+        }
+        struct wb_rec *r = w->head;   /* only this thread takes records out */
+        if (r->superseded) {
+            retire_locked(w, r);
+            continue;
+        }
+        pthread_mutex_unlock(&w->mu);
+        enum backend_status st = upload_one(w, r);
+        pthread_mutex_lock(&w->mu);
+        if (st == BACKEND_OK) {
+            w->uploaded_objects++;
+            if (r->kind == WB_PUT)
+                w->uploaded_bytes += r->size;
+            backoff_ms = 0;
+            retire_locked(w, r);
+            continue;
+        }
+        if (r->kind == WB_PUT && st == BACKEND_NO_KEY) {
+            /* its staged bytes are gone (the disk lost them): nothing can
+             * bring them back, and the writes behind it must not wait */
+            log_msg(LOG_LVL_ERROR, "write-back", "%s/%s: the staged copy of an acknowledged "
+                    "write is missing: it cannot be uploaded", r->bucket, r->key);
+            w->failures++;
+            retire_locked(w, r);
+            continue;
+        }
+        w->failures++;
+        snprintf(w->last_error, sizeof w->last_error, "%s/%s: %s", r->bucket, r->key,
+                 backend_status_name(st));
+        backoff_ms = backoff_ms ? (backoff_ms >= 2500 ? 5000 : backoff_ms * 2) : 500;
+        log_msg(LOG_LVL_WARN, "write-back", "upload of %s/%s failed (%s): retrying in %u ms",
+                r->bucket, r->key, backend_status_name(st), backoff_ms);
+        backoff_locked(w, backoff_ms);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+struct timespec wb_deadline(unsigned ms)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_sec += ms / 1000;
+    t.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
+}
+
+int wb_uploader_start(struct wb *w)
+{
+    if (pthread_create(&w->uploader, NULL, uploader_main, w) != 0)
+        return -1;
+    w->uploader_up = true;
+    return 0;
+}
+
+void wb_uploader_stop(struct wb *w)
+{
+    if (!w->uploader_up)
+        return;
+    pthread_mutex_lock(&w->mu);
+    w->stopping = true;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->uploader, NULL);
+    w->uploader_up = false;
+}
+
+static bool pending_upto_locked(struct wb *w, const char *bucket, const char *prefix,
+                                uint64_t barrier)
+{
+    size_t plen = prefix ? strlen(prefix) : 0;
+    for (struct wb_rec *r = w->head; r && r->seq <= barrier; r = r->next)
+        if (strcmp(r->bucket, bucket) == 0 && (!plen || strncmp(r->key, prefix, plen) == 0))
+            return true;
+    return false;
+}
+
+bool wb_wait_uploaded(struct wb *w, const char *bucket, const char *prefix, uint64_t barrier,
+                      unsigned timeout_ms)
+{
+    struct timespec until = wb_deadline(timeout_ms);
+    pthread_mutex_lock(&w->mu);
+    bool pending;
+    int rc = 0;
+    while ((pending = pending_upto_locked(w, bucket, prefix, barrier)) && !w->stopping &&
+           rc != ETIMEDOUT)
+        rc = timeout_ms ? pthread_cond_timedwait(&w->cv, &w->mu, &until)
+                        : pthread_cond_wait(&w->cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+    return !pending;
+}

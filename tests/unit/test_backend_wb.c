@@ -1,0 +1,732 @@
+/* tests/unit/test_backend_wb.c - the write-back decorator (backend/wb*.c)
+ * over a real posix cold tier, with the uploader held (backend_wb_pause)
+ * wherever a test looks at pending state, so nothing here depends on
+ * timing: a write is readable and listed at once and reaches the cold tier
+ * only through the uploader; uploads keep the order of acknowledgement (the
+ * cold tier's commit hook checks that every earlier write is visible before
+ * each one); overwrites and deletes supersede; a restart resumes from the
+ * journal (a torn tail dropped, orphans swept); multipart objects keep their
+ * ETag; the DCP rename (copy + delete of a temporary key) never uploads the
+ * temporary object; write-through, max_dirty, conditional writes, and a
+ * cold tier that fails and comes back. */
+#include "backend.h"
+#include "backend_int.h"
+#include "posix_int.h"
+#include "wb_int.h"
+
+#include <CUnit/CUnit.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cu.h"
+
+static char g_tmp[64], g_cold_dir[128], g_wb_dir[128];
+static struct backend *g_cold_raw;   /* the cold tier itself, for looking */
+static struct backend *g_wb;
+
+/* ---- the cold tier behind a recorder: which keys were uploaded, in what
+ * order, and was every earlier acknowledged key visible at each commit ---- */
+
+static struct backend_ops rec_ops;
+static const struct backend_ops *real_ops;
+static pthread_mutex_t rec_mu = PTHREAD_MUTEX_INITIALIZER;
+static char g_uploaded[256][64];      /* keys, in commit order */
+static int g_n_uploaded;
+static char g_acked[256][64];         /* keys in the order the test wrote them */
+static int g_n_acked;
+static int g_order_violations;
+static bool g_cold_fails;
+static char g_current[64];            /* the key being uploaded (one uploader) */
+
+static void acked(const char *key)
+{
+    pthread_mutex_lock(&rec_mu);
+    snprintf(g_acked[g_n_acked++], sizeof g_acked[0], "%s", key);
+    pthread_mutex_unlock(&rec_mu);
+}
+
+/* Is the write acked at i superseded by a later write of its key (a
+ * "-key" entry is a delete)? Such a write may be skipped. Under rec_mu. */
+static bool superseded(int i)
+{
+    const char *k = g_acked[i][0] == '-' ? g_acked[i] + 1 : g_acked[i];
+    for (int j = i + 1; j < g_n_acked; j++) {
+        const char *l = g_acked[j][0] == '-' ? g_acked[j] + 1 : g_acked[j];
+        if (strcmp(k, l) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* The ordering promise: when key becomes visible, every write acknowledged
+ * before it is visible too, unless a later write of its key superseded it. */
+static void check_order_before(const char *key)
+{
+    pthread_mutex_lock(&rec_mu);
+    int last = -1;
+    for (int i = 0; i < g_n_acked; i++)
+        if (strcmp(g_acked[i], key) == 0)
+            last = i;
+    for (int i = 0; i < last; i++) {
+        if (g_acked[i][0] == '-' || superseded(i))
+            continue;
+        struct obj_meta m;
+        memset(&m, 0, sizeof m);
+        if (real_ops->object_head(g_cold_raw, "ckpt", g_acked[i], &m) != BACKEND_OK)
+            g_order_violations++;
+        obj_meta_clear(&m);
+    }
+    pthread_mutex_unlock(&rec_mu);
+}
+
+static enum backend_status rec_put_begin(struct backend *b, const char *bucket, const char *key,
+                                         struct backend_put **out)
+{
+    if (g_cold_fails)
+        return BACKEND_UNAVAILABLE;
+    snprintf(g_current, sizeof g_current, "%s", key);
+    enum backend_status st = real_ops->put_begin(b, bucket, key, out);
+    if (st == BACKEND_OK)
+        (*out)->ops = &rec_ops;   /* its commit comes through the recorder */
+    return st;
+}
+
+static enum backend_status rec_mpu_create(struct backend *b, const char *bucket,
+                                          const char *key, const struct obj_meta *meta,
+                                          char id[BACKEND_UPLOAD_ID_MAX])
+{
+    if (g_cold_fails)
+        return BACKEND_UNAVAILABLE;
+    snprintf(g_current, sizeof g_current, "%s", key);
+    return real_ops->mpu_create(b, bucket, key, meta, id);
+}
+
+static void uploaded(void)
+{
+    check_order_before(g_current);
+    pthread_mutex_lock(&rec_mu);
+    snprintf(g_uploaded[g_n_uploaded++], sizeof g_uploaded[0], "%s", g_current);
+    pthread_mutex_unlock(&rec_mu);
+}
+
+static enum backend_status rec_put_commit(struct backend_put *p, const struct obj_meta *meta,
+                                          struct obj_meta *out)
+{
+    uploaded();   /* objects only: parts keep the store's own ops */
+    return real_ops->put_commit(p, meta, out);
+}
+
+static enum backend_status rec_mpu_complete(struct backend *b, const char *bucket,
+                                            const char *key, const char *upload_id,
+                                            const struct backend_part *parts, size_t n,
+                                            const struct obj_meta *meta,
+                                            const struct backend_cond *cond,
+                                            struct obj_meta *out)
+{
+    uploaded();
+    return real_ops->mpu_complete(b, bucket, key, upload_id, parts, n, meta, cond, out);
+}
+
+static int times_uploaded(const char *key)
+{
+    int n = 0;
+    pthread_mutex_lock(&rec_mu);
+    for (int i = 0; i < g_n_uploaded; i++)
+        n += strcmp(g_uploaded[i], key) == 0;
+    pthread_mutex_unlock(&rec_mu);
+    return n;
+}
+
+/* ---- fixture ---- */
+
+static struct backend *open_wb(uint64_t max_dirty)
+{
+    struct backend_posix_conf pc = { .root = g_cold_dir };
+    struct backend *cold = NULL;
+    CU_ASSERT_EQUAL_FATAL(backend_posix_open(&pc, &cold), BACKEND_OK);
+    real_ops = cold->ops;
+    rec_ops = *real_ops;
+    rec_ops.put_begin = rec_put_begin;
+    rec_ops.put_commit = rec_put_commit;
+    rec_ops.mpu_create = rec_mpu_create;
+    rec_ops.mpu_complete = rec_mpu_complete;
+    cold->ops = &rec_ops;
+    g_cold_raw = cold;
+    static const char *const buckets[] = { "ckpt" };
+    char err[512] = "";
+    struct backend_wb_conf wc = { .dir = g_wb_dir, .buckets = buckets, .n_buckets = 1,
+                                  .max_dirty = max_dirty, .dirty_wait_ms = 200,
+                                  .err = err, .err_len = sizeof err };
+    struct backend *w = NULL;
+    enum backend_status st = backend_wb_open(&wc, cold, &w);
+    if (st != BACKEND_OK)
+        fprintf(stderr, "backend_wb_open: %s: %s\n", backend_status_name(st), err);
+    CU_ASSERT_EQUAL_FATAL(st, BACKEND_OK);
+    return w;
+}
+
+static void setup_with(uint64_t max_dirty)
+{
+    snprintf(g_tmp, sizeof g_tmp, "/tmp/sgwb.XXXXXX");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(g_tmp));
+    snprintf(g_cold_dir, sizeof g_cold_dir, "%s/cold", g_tmp);
+    snprintf(g_wb_dir, sizeof g_wb_dir, "%s/wb", g_tmp);
+    struct backend_posix_conf pc = { .root = g_cold_dir };
+    struct backend *cold = NULL;
+    CU_ASSERT_EQUAL_FATAL(backend_posix_open(&pc, &cold), BACKEND_OK);
+    CU_ASSERT_EQUAL_FATAL(backend_bucket_create(cold, "ckpt"), BACKEND_OK);
+    CU_ASSERT_EQUAL_FATAL(backend_bucket_create(cold, "plain"), BACKEND_OK);
+    backend_close(cold);
+    g_n_uploaded = g_n_acked = g_order_violations = 0;
+    g_cold_fails = false;
+    g_wb = open_wb(max_dirty);
+}
+
+static void setup(void)
+{
+    setup_with(0);
+}
+
+static void teardown(void)
+{
+    backend_close(g_wb);
+    g_wb = NULL;
+    cu_rm_tree(g_tmp);
+}
+
+static void md5_of(const void *buf, size_t len, char out[33])
+{
+    unsigned char md[16];
+    unsigned int ml = 0;
+    EVP_Digest(buf, len, md, &ml, EVP_md5(), NULL);
+    for (int i = 0; i < 16; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+static unsigned char *pattern(size_t n, unsigned seed)
+{
+    unsigned char *p = malloc(n ? n : 1);
+    for (size_t i = 0; i < n; i++)
+        p[i] = (unsigned char)(i * 31u + seed * 7u + (i >> 9));
+    return p;
+}
+
+static enum backend_status put_ex(struct backend *b, const char *bucket, const char *key,
+                                  const void *data, size_t n, bool through,
+                                  const struct backend_cond *cond, struct obj_meta *out)
+{
+    struct backend_put *p = NULL;
+    enum backend_status st = backend_put_begin(b, bucket, key, &p);
+    if (st != BACKEND_OK)
+        return st;
+    if (n)
+        st = backend_put_write(p, data, n);
+    if (st != BACKEND_OK) {
+        backend_put_abort(p);
+        return st;
+    }
+    if (through)
+        backend_put_set_write_through(p);
+    if (cond)
+        backend_put_set_cond(p, cond);
+    struct obj_meta m;
+    memset(&m, 0, sizeof m);
+    md5_of(data, n, m.etag);
+    obj_meta_add_hdr(&m, "content-type", "application/x-test");
+    st = backend_put_commit(p, &m, out);
+    obj_meta_clear(&m);
+    return st;
+}
+
+static enum backend_status put(const char *key, const void *data, size_t n)
+{
+    enum backend_status st = put_ex(g_wb, "ckpt", key, data, n, false, NULL, NULL);
+    if (st == BACKEND_OK)
+        acked(key);
+    return st;
+}
+
+/* Reads a whole object through b; NULL when it cannot be opened. */
+static unsigned char *read_all(struct backend *b, const char *bucket, const char *key,
+                               size_t *n, struct obj_meta *meta)
+{
+    struct backend_obj *o = NULL;
+    memset(meta, 0, sizeof *meta);
+    if (backend_object_open(b, bucket, key, meta, &o) != BACKEND_OK)
+        return NULL;
+    unsigned char *buf = malloc(meta->size ? meta->size : 1);
+    size_t off = 0, got = 1;
+    while (off < meta->size && got) {
+        if (backend_obj_read(o, off, buf + off, meta->size - off, &got) != BACKEND_OK)
+            break;
+        off += got;
+    }
+    backend_obj_close(o);
+    *n = off;
+    return buf;
+}
+
+static bool holds(struct backend *b, const char *key, const void *data, size_t n)
+{
+    struct obj_meta m;
+    size_t got = 0;
+    unsigned char *buf = read_all(b, "ckpt", key, &got, &m);
+    bool same = buf && got == n && memcmp(buf, data, n) == 0;
+    free(buf);
+    obj_meta_clear(&m);
+    return same;
+}
+
+static bool cold_has(const char *key)
+{
+    struct obj_meta m;
+    memset(&m, 0, sizeof m);
+    enum backend_status st = real_ops->object_head(g_cold_raw, "ckpt", key, &m);
+    obj_meta_clear(&m);
+    return st == BACKEND_OK;
+}
+
+static bool flush_all(void)
+{
+    return backend_wb_flush(g_wb, "ckpt", NULL, 20000, NULL);
+}
+
+/* ---- tests ---- */
+
+static void a_write_is_read_at_once_and_reaches_the_cold_tier_by_the_uploader(void)
+{
+    setup();
+    backend_wb_pause(g_wb, true);
+    size_t n = 300000;
+    unsigned char *src = pattern(n, 1);
+    CU_ASSERT_EQUAL(put("shard-0", src, n), BACKEND_OK);
+    CU_ASSERT_FALSE(cold_has("shard-0"));
+    CU_ASSERT_TRUE(holds(g_wb, "shard-0", src, n));
+    struct obj_meta m;
+    memset(&m, 0, sizeof m);
+    CU_ASSERT_EQUAL(backend_object_head(g_wb, "ckpt", "shard-0", &m), BACKEND_OK);
+    char md5[33];
+    md5_of(src, n, md5);
+    CU_ASSERT_STRING_EQUAL(m.etag, md5);
+    CU_ASSERT_STRING_EQUAL(obj_meta_get_hdr(&m, "content-type"), "application/x-test");
+    obj_meta_clear(&m);
+    struct backend_wb_status s;
+    CU_ASSERT_TRUE(backend_wb_status(g_wb, "ckpt", NULL, &s));
+    CU_ASSERT_EQUAL(s.dirty_objects, 1);
+    CU_ASSERT_EQUAL(s.dirty_bytes, n);
+    CU_ASSERT_FALSE(backend_wb_flush(g_wb, "ckpt", NULL, 100, NULL));   /* held */
+
+    backend_wb_pause(g_wb, false);
+    CU_ASSERT_TRUE(flush_all());
+    CU_ASSERT_TRUE(holds(g_cold_raw, "shard-0", src, n));
+    memset(&m, 0, sizeof m);
+    CU_ASSERT_EQUAL(real_ops->object_head(g_cold_raw, "ckpt", "shard-0", &m), BACKEND_OK);
+    CU_ASSERT_STRING_EQUAL(m.etag, md5);
+    CU_ASSERT_STRING_EQUAL(obj_meta_get_hdr(&m, "content-type"), "application/x-test");
+    obj_meta_clear(&m);
+    backend_wb_status(g_wb, "ckpt", NULL, &s);
+    CU_ASSERT_EQUAL(s.dirty_objects, 0);
+    CU_ASSERT_EQUAL(s.uploaded_objects, 1);
+    CU_ASSERT_EQUAL(s.uploaded_bytes, n);
+    /* the staged copy is gone once uploaded; reads now come from the cold tier */
+    CU_ASSERT_TRUE(holds(g_wb, "shard-0", src, n));
+    free(src);
+    teardown();
+}
+
+static void other_buckets_pass_through(void)
+{
+    setup();
+    backend_wb_pause(g_wb, true);
+    CU_ASSERT_EQUAL(put_ex(g_wb, "plain", "x", "abc", 3, false, NULL, NULL), BACKEND_OK);
+    struct obj_meta m;
+    memset(&m, 0, sizeof m);
+    CU_ASSERT_EQUAL(real_ops->object_head(g_cold_raw, "plain", "x", &m), BACKEND_OK);
+    obj_meta_clear(&m);
+    CU_ASSERT_FALSE(backend_wb_bucket(g_wb, "plain"));
+    CU_ASSERT_TRUE(backend_wb_bucket(g_wb, "ckpt"));
+    teardown();
+}
+
+static void uploads_keep_the_order_of_acknowledgement(void)
+{
+    setup();
+    backend_wb_pause(g_wb, true);
+    char key[32];
+    unsigned char *src = pattern(200000, 2);
+    for (int i = 0; i < 40; i++) {
+        snprintf(key, sizeof key, "rank%d/shard-%02d", i % 4, i);
+        CU_ASSERT_EQUAL(put(key, src, (size_t)(1000 + 4000 * (i % 7))), BACKEND_OK);
+    }
+    CU_ASSERT_EQUAL(put(".metadata", "commit", 6), BACKEND_OK);
+    backend_wb_pause(g_wb, false);
+    CU_ASSERT_TRUE(flush_all());
+    CU_ASSERT_EQUAL(g_n_uploaded, 41);
+    CU_ASSERT_EQUAL(g_order_violations, 0);
+    for (int i = 0; i < g_n_uploaded && i < g_n_acked; i++)
+        CU_ASSERT_STRING_EQUAL(g_uploaded[i], g_acked[i]);
+    free(src);
+    teardown();
+}
+
+static void overwrites_and_deletes_supersede_pending_writes(void)
+{
+    setup();
+    unsigned char *v1 = pattern(5000, 3), *v2 = pattern(7000, 4);
+    CU_ASSERT_EQUAL(put_ex(g_wb, "plain", "keep", "k", 1, false, NULL, NULL), BACKEND_OK);
+    CU_ASSERT_EQUAL(put("old", "in the cold tier", 16), BACKEND_OK);
+    CU_ASSERT_TRUE(flush_all());
+    CU_ASSERT_TRUE(cold_has("old"));
+
+    backend_wb_pause(g_wb, true);
+    CU_ASSERT_EQUAL(put("a", v1, 5000), BACKEND_OK);
+    CU_ASSERT_EQUAL(put("a", v2, 7000), BACKEND_OK);
+    CU_ASSERT_EQUAL(backend_object_delete(g_wb, "ckpt", "old"), BACKEND_OK);
+    acked("-old");
+    CU_ASSERT_EQUAL(put("c", "cc", 2), BACKEND_OK);
+    CU_ASSERT_TRUE(holds(g_wb, "a", v2, 7000));
+    struct obj_meta m;
+    memset(&m, 0, sizeof m);
+    CU_ASSERT_EQUAL(backend_object_head(g_wb, "ckpt", "old", &m), BACKEND_NO_KEY);
+    CU_ASSERT_TRUE(cold_has("old"));   /* until the delete is uploaded */
+
+    struct backend_list_req req = { .prefix = "", .max_keys = 1000 };
+    struct backend_list_page pg;
+    CU_ASSERT_EQUAL_FATAL(backend_list_objects(g_wb, "ckpt", &req, &pg), BACKEND_OK);
+    CU_ASSERT_EQUAL(pg.n_objs, 2);
+    if (pg.n_objs == 2) {
+        CU_ASSERT_STRING_EQUAL(pg.objs[0].key, "a");
+        CU_ASSERT_EQUAL(pg.objs[0].size, 7000);
+        CU_ASSERT_STRING_EQUAL(pg.objs[1].key, "c");
+    }
+    backend_list_page_free(&pg);
+
+    backend_wb_pause(g_wb, false);
+    CU_ASSERT_TRUE(flush_all());
+    CU_ASSERT_TRUE(holds(g_cold_raw, "a", v2, 7000));
+    CU_ASSERT_FALSE(cold_has("old"));
+    CU_ASSERT_TRUE(cold_has("c"));
+    CU_ASSERT_EQUAL(times_uploaded("a"), 1);   /* v1 was never sent */
+    CU_ASSERT_EQUAL(g_order_violations, 0);
+    free(v1);
+    free(v2);
+    teardown();
+}
+
+static int journal_append_garbage(void)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/journal", g_wb_dir);
+    int fd = open(path, O_WRONLY | O_APPEND);
+    if (fd < 0)
+        return -1;
+    static const unsigned char torn[] = { 0x40, 0, 0, 0, 1, 2, 3, 4, 1, 9, 9 };
+    ssize_t k = write(fd, torn, sizeof torn);
+    close(fd);
+    return k == (ssize_t)sizeof torn ? 0 : -1;
+}
+
+static int stage_orphan(void)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/data/ckpt/00000000000fffff", g_wb_dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+        return -1;
+    ssize_t k = write(fd, "orphan", 6);
+    close(fd);
+    return k == 6 ? 0 : -1;
+}
+
+static void a_restart_resumes_pending_uploads_from_the_journal(void)
+{
+    setup();
+    backend_wb_pause(g_wb, true);
+    size_t n = 123457;
+    unsigned char *src = pattern(n, 5);
+    CU_ASSERT_EQUAL(put("x", src, n), BACKEND_OK);
+    CU_ASSERT_EQUAL(put("y", "why", 3), BACKEND_OK);
+    CU_ASSERT_EQUAL(put("x", src, n - 1), BACKEND_OK);   /* the latest x is n - 1 bytes */
+    backend_close(g_wb);   /* nothing was uploaded */
+    g_wb = NULL;
+    char path[256];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/ckpt/x", g_cold_dir);
+    CU_ASSERT_NOT_EQUAL(stat(path, &st), 0);   /* not in the cold tier */
+    CU_ASSERT_EQUAL(journal_append_garbage(), 0);   /* a torn last append */
+    CU_ASSERT_EQUAL(stage_orphan(), 0);             /* staged, never journaled */
+
+    g_wb = open_wb(0);
+    CU_ASSERT_TRUE(holds(g_wb, "x", src, n - 1));   /* pending, read from staging */
+    CU_ASSERT_TRUE(flush_all());
+    CU_ASSERT_TRUE(holds(g_cold_raw, "x", src, n - 1));
+    CU_ASSERT_TRUE(holds(g_cold_raw, "y", "why", 3));
+    CU_ASSERT_EQUAL(times_uploaded("x"), 1);
+    snprintf(path, sizeof path, "%s/data/ckpt/00000000000fffff", g_wb_dir);
+    CU_ASSERT_NOT_EQUAL(stat(path, &st), 0);   /* the orphan was swept */
+    /* and a third start finds nothing pending */
+    backend_close(g_wb);
+    g_wb = open_wb(0);
+    struct backend_wb_status s;
+    backend_wb_status(g_wb, NULL, NULL, &s);
+    CU_ASSERT_EQUAL(s.dirty_objects, 0);
+    free(src);
+    teardown();
+}
+
+static void listings_merge_pending_writes_page_by_page(void)
+{
+    setup();
+    CU_ASSERT_EQUAL(put("d/1", "1", 1), BACKEND_OK);
+    CU_ASSERT_EQUAL(put("e", "e", 1), BACKEND_OK);
+    CU_ASSERT_EQUAL(put("g", "g", 1), BACKEND_OK);
+    CU_ASSERT_EQUAL(put("j", "j", 1), BACKEND_OK);
+    CU_ASSERT_TRUE(flush_all());
+    backend_wb_pause(g_wb, true);
+    CU_ASSERT_EQUAL(put("d/2", "2", 1), BACKEND_OK);
+    CU_ASSERT_EQUAL(put("f", "ff", 2), BACKEND_OK);
+    CU_ASSERT_EQUAL(put("h", "h", 1), BACKEND_OK);
+    CU_ASSERT_EQUAL(put("k/1", "k", 1), BACKEND_OK);
+    CU_ASSERT_EQUAL(backend_object_delete(g_wb, "ckpt", "e"), BACKEND_OK);
+
+    /* whole: d/ (a cold and a pending key under it), f, g, h, j, k/ */
+    static const char *const want[] = { "d/", "f", "g", "h", "j", "k/" };
+    struct backend_list_req req = { .prefix = "", .delimiter = "/", .max_keys = 1000 };
+    struct backend_list_page pg;
+    CU_ASSERT_EQUAL_FATAL(backend_list_objects(g_wb, "ckpt", &req, &pg), BACKEND_OK);
+    CU_ASSERT_EQUAL(pg.n_objs, 4);
+    CU_ASSERT_EQUAL(pg.n_prefixes, 2);
+    CU_ASSERT_FALSE(pg.truncated);
+    backend_list_page_free(&pg);
+
+    /* page by page (1, 2, 3 at a time): the same entries, once each, in order */
+    for (unsigned per = 1; per <= 3; per++) {
+        char after[64] = "";
+        size_t seen = 0;
+        bool more = true;
+        for (int round = 0; more && round < 20; round++) {
+            struct backend_list_req r = { .prefix = "", .delimiter = "/", .start_after = after,
+                                          .max_keys = per };
+            CU_ASSERT_EQUAL_FATAL(backend_list_objects(g_wb, "ckpt", &r, &pg), BACKEND_OK);
+            /* entries of a page in order: objects and prefixes interleaved */
+            size_t io = 0, ip = 0;
+            while (io < pg.n_objs || ip < pg.n_prefixes) {
+                const char *name;
+                if (ip >= pg.n_prefixes ||
+                    (io < pg.n_objs && strcmp(pg.objs[io].key, pg.prefixes[ip]) < 0))
+                    name = pg.objs[io++].key;
+                else
+                    name = pg.prefixes[ip++];
+                CU_ASSERT_TRUE(seen < CU_N(want) && strcmp(name, want[seen]) == 0);
+                seen++;
+            }
+            more = pg.truncated;
+            if (more && pg.next_marker)
+                snprintf(after, sizeof after, "%s", pg.next_marker);
+            backend_list_page_free(&pg);
+        }
+        CU_ASSERT_EQUAL(seen, CU_N(want));
+    }
+    backend_wb_pause(g_wb, false);
+    CU_ASSERT_TRUE(flush_all());
+    teardown();
+}
+
+static void multipart_objects_keep_their_etag_in_the_cold_tier(void)
+{
+    setup();
+    backend_wb_pause(g_wb, true);
+    size_t p1 = BACKEND_MIN_PART_SIZE, p2 = 1000000;
+    unsigned char *src = pattern(p1 + p2, 6);
+    struct obj_meta meta;
+    memset(&meta, 0, sizeof meta);
+    obj_meta_add_hdr(&meta, "x-amz-meta-rank", "3");
+    char id[BACKEND_UPLOAD_ID_MAX];
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_create(g_wb, "ckpt", "__3_0.distcp", &meta, id),
+                          BACKEND_OK);
+    obj_meta_clear(&meta);
+    struct backend_uploads_req ur = { .max_uploads = 1000 };
+    struct backend_uploads_page up;
+    CU_ASSERT_EQUAL(backend_mpu_list_uploads(g_wb, "ckpt", &ur, &up), BACKEND_OK);
+    CU_ASSERT_EQUAL(up.n_uploads, 1);
+    if (up.n_uploads == 1) {
+        CU_ASSERT_STRING_EQUAL(up.uploads[0].key, "__3_0.distcp");
+        CU_ASSERT_STRING_EQUAL(up.uploads[0].upload_id, id);
+    }
+    backend_uploads_page_free(&up);
+    struct backend_part parts[2];
+    memset(parts, 0, sizeof parts);
+    size_t off[2] = { 0, p1 }, len[2] = { p1, p2 };
+    for (unsigned i = 0; i < 2; i++) {
+        struct backend_put *p = NULL;
+        CU_ASSERT_EQUAL_FATAL(backend_mpu_part_begin(g_wb, "ckpt", "__3_0.distcp", id, i + 1,
+                                                     &p), BACKEND_OK);
+        CU_ASSERT_EQUAL(backend_put_write(p, src + off[i], len[i]), BACKEND_OK);
+        struct obj_meta pm;
+        memset(&pm, 0, sizeof pm);
+        md5_of(src + off[i], len[i], pm.etag);
+        CU_ASSERT_EQUAL(backend_put_commit(p, &pm, NULL), BACKEND_OK);
+        parts[i].part_no = i + 1;
+        memcpy(parts[i].etag, pm.etag, sizeof pm.etag);
+    }
+    /* another key with this id is not this upload */
+    struct backend_put *bad = NULL;
+    CU_ASSERT_EQUAL(backend_mpu_part_begin(g_wb, "ckpt", "other", id, 1, &bad),
+                    BACKEND_NO_UPLOAD);
+    struct obj_meta out;
+    memset(&out, 0, sizeof out);
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_complete(g_wb, "ckpt", "__3_0.distcp", id, parts, 2,
+                                               &out), BACKEND_OK);
+    acked("__3_0.distcp");
+    CU_ASSERT_PTR_NOT_NULL(strstr(out.etag, "-2"));
+    CU_ASSERT_TRUE(holds(g_wb, "__3_0.distcp", src, p1 + p2));
+    CU_ASSERT_EQUAL(backend_mpu_list_uploads(g_wb, "ckpt", &ur, &up), BACKEND_OK);
+    CU_ASSERT_EQUAL(up.n_uploads, 0);
+    backend_uploads_page_free(&up);
+
+    backend_wb_pause(g_wb, false);
+    CU_ASSERT_TRUE(flush_all());
+    struct obj_meta cm;
+    memset(&cm, 0, sizeof cm);
+    CU_ASSERT_EQUAL(real_ops->object_head(g_cold_raw, "ckpt", "__3_0.distcp", &cm), BACKEND_OK);
+    CU_ASSERT_STRING_EQUAL(cm.etag, out.etag);   /* the same parts, the same ETag */
+    const char *rank = obj_meta_get_hdr(&cm, "x-amz-meta-rank");
+    CU_ASSERT_TRUE(rank && strcmp(rank, "3") == 0);
+    obj_meta_clear(&cm);
+    CU_ASSERT_TRUE(holds(g_cold_raw, "__3_0.distcp", src, p1 + p2));
+    obj_meta_clear(&out);
+    free(src);
+    teardown();
+}
+
+static void the_dcp_rename_never_uploads_the_temporary_object(void)
+{
+    setup();
+    backend_wb_pause(g_wb, true);
+    CU_ASSERT_EQUAL(put("ckpt-100/.metadata.tmp", "metadata", 8), BACKEND_OK);
+    struct obj_meta out;
+    memset(&out, 0, sizeof out);
+    CU_ASSERT_EQUAL(backend_object_copy(g_wb, "ckpt", "ckpt-100/.metadata.tmp", "ckpt",
+                                        "ckpt-100/.metadata", NULL, &out), BACKEND_OK);
+    acked("ckpt-100/.metadata");
+    CU_ASSERT_EQUAL(backend_object_delete(g_wb, "ckpt", "ckpt-100/.metadata.tmp"), BACKEND_OK);
+    acked("-ckpt-100/.metadata.tmp");
+    CU_ASSERT_TRUE(holds(g_wb, "ckpt-100/.metadata", "metadata", 8));
+    backend_wb_pause(g_wb, false);
+    CU_ASSERT_TRUE(flush_all());
+    CU_ASSERT_EQUAL(times_uploaded("ckpt-100/.metadata.tmp"), 0);
+    CU_ASSERT_TRUE(holds(g_cold_raw, "ckpt-100/.metadata", "metadata", 8));
+    CU_ASSERT_FALSE(cold_has("ckpt-100/.metadata.tmp"));
+    obj_meta_clear(&out);
+    teardown();
+}
+
+static void write_through_answers_once_the_cold_tier_has_it(void)
+{
+    setup();
+    CU_ASSERT_EQUAL(put_ex(g_wb, "ckpt", "now", "through", 7, true, NULL, NULL), BACKEND_OK);
+    CU_ASSERT_TRUE(holds(g_cold_raw, "now", "through", 7));
+    teardown();
+}
+
+static void max_dirty_refuses_with_slow_down_and_loses_nothing(void)
+{
+    setup_with(1000000);
+    backend_wb_pause(g_wb, true);
+    unsigned char *src = pattern(800000, 7);
+    CU_ASSERT_EQUAL(put("one", src, 800000), BACKEND_OK);
+    CU_ASSERT_EQUAL(put_ex(g_wb, "ckpt", "two", src, 800000, false, NULL, NULL), BACKEND_NOMEM);
+    CU_ASSERT_EQUAL(put("small", src, 1000), BACKEND_OK);   /* room for this one */
+    struct obj_meta m;
+    memset(&m, 0, sizeof m);
+    CU_ASSERT_EQUAL(backend_object_head(g_wb, "ckpt", "two", &m), BACKEND_NO_KEY);
+    backend_wb_pause(g_wb, false);
+    CU_ASSERT_TRUE(flush_all());
+    CU_ASSERT_EQUAL(put("two", src, 800000), BACKEND_OK);
+    CU_ASSERT_TRUE(flush_all());
+    CU_ASSERT_TRUE(holds(g_cold_raw, "one", src, 800000));
+    CU_ASSERT_TRUE(holds(g_cold_raw, "two", src, 800000));
+    free(src);
+    teardown();
+}
+
+static void conditional_writes_see_pending_and_cold_objects(void)
+{
+    setup();
+    CU_ASSERT_EQUAL(put("cold", "c", 1), BACKEND_OK);
+    CU_ASSERT_TRUE(flush_all());
+    backend_wb_pause(g_wb, true);
+    CU_ASSERT_EQUAL(put("pend", "p", 1), BACKEND_OK);
+    struct backend_cond absent = { .kind = BACKEND_COND_ABSENT };
+    CU_ASSERT_EQUAL(put_ex(g_wb, "ckpt", "pend", "2", 1, false, &absent, NULL),
+                    BACKEND_PRECONDITION_FAILED);
+    CU_ASSERT_EQUAL(put_ex(g_wb, "ckpt", "cold", "2", 1, false, &absent, NULL),
+                    BACKEND_PRECONDITION_FAILED);
+    CU_ASSERT_EQUAL(put_ex(g_wb, "ckpt", "new", "2", 1, false, &absent, NULL), BACKEND_OK);
+    struct backend_cond match = { .kind = BACKEND_COND_ETAG };
+    md5_of("p", 1, match.etag);
+    CU_ASSERT_EQUAL(put_ex(g_wb, "ckpt", "pend", "3", 1, false, &match, NULL), BACKEND_OK);
+    CU_ASSERT_EQUAL(put_ex(g_wb, "ckpt", "pend", "4", 1, false, &match, NULL),
+                    BACKEND_PRECONDITION_FAILED);   /* its ETag is now md5("3") */
+    CU_ASSERT_TRUE(holds(g_wb, "pend", "3", 1));
+    backend_wb_pause(g_wb, false);
+    CU_ASSERT_TRUE(flush_all());
+    teardown();
+}
+
+static void a_failing_cold_tier_is_retried_and_nothing_is_lost(void)
+{
+    setup();
+    g_cold_fails = true;
+    CU_ASSERT_EQUAL(put("r", "retry", 5), BACKEND_OK);
+    struct backend_wb_status s;
+    for (int i = 0; i < 500; i++) {   /* the first attempt fails at once */
+        backend_wb_status(g_wb, "ckpt", NULL, &s);
+        if (s.failures)
+            break;
+        usleep(10000);
+    }
+    CU_ASSERT_TRUE(s.failures >= 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s.last_error, "ckpt/r"));
+    CU_ASSERT_EQUAL(s.dirty_objects, 1);
+    CU_ASSERT_TRUE(holds(g_wb, "r", "retry", 5));   /* still readable meanwhile */
+    g_cold_fails = false;
+    CU_ASSERT_TRUE(flush_all());
+    CU_ASSERT_TRUE(holds(g_cold_raw, "r", "retry", 5));
+    teardown();
+}
+
+static const struct cu_test tests[] = {
+    { "a_write_is_read_at_once_and_reaches_the_cold_tier_by_the_uploader",
+      a_write_is_read_at_once_and_reaches_the_cold_tier_by_the_uploader },
+    { "other_buckets_pass_through", other_buckets_pass_through },
+    { "uploads_keep_the_order_of_acknowledgement", uploads_keep_the_order_of_acknowledgement },
+    { "overwrites_and_deletes_supersede_pending_writes",
+      overwrites_and_deletes_supersede_pending_writes },
+    { "a_restart_resumes_pending_uploads_from_the_journal",
+      a_restart_resumes_pending_uploads_from_the_journal },
+    { "listings_merge_pending_writes_page_by_page", listings_merge_pending_writes_page_by_page },
+    { "multipart_objects_keep_their_etag_in_the_cold_tier",
+      multipart_objects_keep_their_etag_in_the_cold_tier },
+    { "the_dcp_rename_never_uploads_the_temporary_object",
+      the_dcp_rename_never_uploads_the_temporary_object },
+    { "write_through_answers_once_the_cold_tier_has_it",
+      write_through_answers_once_the_cold_tier_has_it },
+    { "max_dirty_refuses_with_slow_down_and_loses_nothing",
+      max_dirty_refuses_with_slow_down_and_loses_nothing },
+    { "conditional_writes_see_pending_and_cold_objects",
+      conditional_writes_see_pending_and_cold_objects },
+    { "a_failing_cold_tier_is_retried_and_nothing_is_lost",
+      a_failing_cold_tier_is_retried_and_nothing_is_lost },
+};
+
+int register_tests(void)
+{
+    return cu_add_suite("backend_wb", NULL, NULL, tests, CU_N(tests));
+}
