@@ -58,6 +58,9 @@ struct conf_bucket {
     char *cold_bucket;  /* "cold_bucket": the bucket's name in the S3 cold tier when it
                            differs (a valid S3 bucket name); NULL = same name. Only
                            used with cold_url. */
+    bool write_back;    /* "write": "back": writes are acknowledged once durable in the
+                           cache directory and uploaded in the background, in order;
+                           "through" (the default): acknowledged once in the cold tier */
 };
 
 /* How a cache hit's bytes reach the client. */
@@ -157,6 +160,11 @@ struct conf {
     struct conf_user *users;
     size_t n_users;
     bool default_credentials;   /* true when users[0] is the built-in default */
+
+    /* write-back (the file's "write_back" object; buckets opt in with "write") */
+    uint64_t wb_max_dirty;      /* "max_dirty": pending bytes before writes wait, then
+                                   get 503 SlowDown; 0 = no bound (the default) */
+    unsigned wb_dirty_wait_ms;  /* "dirty_wait_ms": that wait; 10000 */
 
     /* per-bucket settings; buckets not listed have every setting at its default */
     struct conf_bucket *buckets;

@@ -181,11 +181,12 @@ static const struct file_key file_keys[] = {
     OTHER_KEY("users"),
     OTHER_KEY("buckets"),
     OTHER_KEY("connections"),
+    OTHER_KEY("write_back"),
     STR_KEY("log_format", conf_set_log_format, false),
     STR_KEY("log_file", conf_set_log_file, true),
 };
 enum { N_FILE_KEYS = sizeof file_keys / sizeof file_keys[0] };
-_Static_assert(N_FILE_KEYS == 32, "update file_keys, FILE_KEYS_HELP, key_apply and the "
+_Static_assert(N_FILE_KEYS == 33, "update file_keys, FILE_KEYS_HELP, key_apply and the "
                "example config");
 
 #define FILE_KEYS_HELP "listen, data_dir, cold_url, cold_ca_path, cold_connect_timeout_ms, " \
@@ -196,7 +197,40 @@ _Static_assert(N_FILE_KEYS == 32, "update file_keys, FILE_KEYS_HELP, key_apply a
                        "region, "                                                              \
                        "vhost_domain, threads, log_level, shutdown_grace_s, prefetch_keep_s, " \
                        "max_xml_body, max_header_bytes, metrics_public, sigv2, users, buckets, " \
-                       "connections, log_format, log_file"
+                       "connections, write_back, log_format, log_file"
+
+/* write_back: {"max_dirty": "8GiB", "dirty_wait_ms": 10000}: how much
+ * acknowledged data may wait for its upload, and how long a write waits for
+ * room before it gets 503 SlowDown. The buckets say "write": "back". */
+static int write_back_from_json(struct conf *c, const json_t *v, char *err, size_t errlen)
+{
+    const char *key;
+    json_t *val;
+    unsigned long long n = 0;
+    if (!json_is_object(v))
+        return conf_fail(err, errlen, "write_back: must be an object like {\"max_dirty\": "
+                         "\"8GiB\"}");
+    json_object_foreach((json_t *)v, key, val) {
+        if (strcmp(key, "max_dirty") == 0) {
+            const char *str = conf_json_cstr(val);
+            uint64_t b = 0;
+            if (str ? conf_size_parse(str, &b) != 0
+                    : json_uint(val, "write_back.max_dirty", 0, UINT64_MAX / 2, &n, err,
+                                errlen) != 0)
+                return conf_fail(err, errlen, "write_back.max_dirty: must be a size like "
+                                 "\"8GiB\" or a number of bytes (0: no bound)");
+            c->wb_max_dirty = str ? b : n;
+        } else if (strcmp(key, "dirty_wait_ms") == 0) {
+            if (json_uint(val, "write_back.dirty_wait_ms", 1, 600000, &n, err, errlen) != 0)
+                return -1;
+            c->wb_dirty_wait_ms = (unsigned)n;
+        } else {
+            return conf_fail(err, errlen, "write_back: unknown key \"%.64s\" (allowed: "
+                             "max_dirty, dirty_wait_ms)", key);
+        }
+    }
+    return 0;
+}
 
 static int key_apply(struct conf *c, const struct file_key *k, const json_t *v, char *err,
                      size_t errlen)
@@ -272,6 +306,8 @@ static int key_apply(struct conf *c, const struct file_key *k, const json_t *v, 
         return cache_from_json(c, v, err, errlen);
     if (strcmp(k->name, "connections") == 0)
         return conf_connections_from_json(c, v, err, errlen);
+    if (strcmp(k->name, "write_back") == 0)
+        return write_back_from_json(c, v, err, errlen);
     if (strcmp(k->name, "buckets") == 0)
         return conf_buckets_from_json(c, v, err, errlen);
     /* "users" */

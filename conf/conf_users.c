@@ -224,9 +224,10 @@ int conf_users_from_json(struct conf *c, const json_t *v, char *err, size_t errl
     return 0;
 }
 
-static const char *const bucket_keys[] = { "public_read", "consistency", "cold_bucket" };
+static const char *const bucket_keys[] = { "public_read", "consistency", "cold_bucket",
+                                           "write" };
 enum { N_BUCKET_KEYS = sizeof bucket_keys / sizeof bucket_keys[0] };
-#define BUCKET_KEYS_HELP "public_read, consistency, cold_bucket"
+#define BUCKET_KEYS_HELP "public_read, consistency, cold_bucket, write"
 
 /* buckets: {"<name>": {"public_read": true, "consistency": "immutable",
  * "cold_bucket": "other-name"}, ...}. Unknown keys are refused like
@@ -297,6 +298,17 @@ int conf_buckets_from_json(struct conf *c, const json_t *v, char *err, size_t er
                 conf_fail(err, errlen, "buckets: out of memory");
                 goto bad;
             }
+        }
+        const json_t *wr = json_object_get(o, "write");
+        if (wr != NULL) {
+            const char *str = conf_json_cstr(wr);
+            if (str == NULL || (strcmp(str, "back") != 0 && strcmp(str, "through") != 0)) {
+                conf_fail(err, errlen, "buckets.%s.write: must be \"through\" (acknowledged "
+                          "once in the cold tier, the default) or \"back\" (acknowledged "
+                          "once durable in the cache directory, uploaded in order)", name);
+                goto bad;
+            }
+            b->write_back = strcmp(str, "back") == 0;
         }
         b->name = strdup(name);
         if (b->name == NULL) {

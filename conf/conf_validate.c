@@ -88,6 +88,10 @@ int conf_validate(const struct conf *c, char *err, size_t errlen)
         return conf_fail(err, errlen, "spool_dir: must not be empty");
     if (c->cache_dir != NULL && c->cache_dir[0] == '\0')
         return conf_fail(err, errlen, "cache.dir: must be a non-empty path or null");
+    for (size_t i = 0; i < c->n_buckets; i++)
+        if (c->buckets[i].write_back && c->cache_dir == NULL)
+            return conf_fail(err, errlen, "buckets.%s.write: \"back\" stages writes in the "
+                             "cache directory: set cache.dir (--cache-dir)", c->buckets[i].name);
     if (c->cache_size < CACHE_SIZE_MIN)
         return conf_fail(err, errlen, "cache.size: " SIZE_HELP);
     if (c->cache_high_pct < 2 || c->cache_high_pct > 100)

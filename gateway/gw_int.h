@@ -183,6 +183,8 @@ enum gw_op {
     GW_OP_PREFETCH_SUBMIT,   /* POST /bucket?prefetch */
     GW_OP_PREFETCH_GET,      /* GET /bucket?prefetch[&job=ID] */
     GW_OP_PREFETCH_CANCEL,   /* DELETE /bucket?prefetch&job=ID */
+    GW_OP_WB_FLUSH,          /* POST /bucket?flush[&prefix=P][&timeout=S] */
+    GW_OP_WB_STATUS,         /* GET /bucket?writeback[&prefix=P] */
     GW_OP_CORS_PREFLIGHT,    /* OPTIONS on a bucket or object: no auth, as in S3 */
     GW_OP_COUNT
 };
@@ -636,6 +638,10 @@ void gw_h_metrics(struct gw_req *r);
 #define GW_HINT_MAX_BODY (16u * 1024 * 1024)
 #define GW_HINT_MAX_OBJECTS 1000000u
 void gw_h_prefetch(struct gw_req *r);
+/* POST /bucket?flush, GET /bucket?writeback (h_writeback.c) */
+void gw_h_writeback(struct gw_req *r);
+/* The JSON in b (taken) with `status`; rc != 0 (b could not be built): 500. */
+void gw_reply_json(struct gw_req *r, unsigned status, struct gw_buf *b, int rc);
 /* Appends s as a JSON string (quotes included). */
 int gw_json_str(struct gw_buf *b, const char *s);
 

@@ -102,11 +102,22 @@ void gw_h_object_put_begin(struct gw_req *r)
         gw_req_fail(r, err, NULL);
         return;
     }
+    /* x-shardgate-write: through makes a write into a write-back bucket
+     * answer only once the cold tier has it (and every write before it) */
+    const char *wm = gw_req_header(r, "x-shardgate-write");
+    if (wm && strcmp(wm, "through") != 0 && strcmp(wm, "back") != 0) {
+        gw_req_fail(r, S3E_INVALID_ARGUMENT, "x-shardgate-write must be \"through\" or "
+                    "\"back\".");
+        return;
+    }
     enum backend_status st = backend_put_begin(r->backend, r->bucket, r->key, &r->put);
-    if (st != BACKEND_OK)
+    if (st != BACKEND_OK) {
         gw_req_fail_backend(r, st);
-    else   /* checked by the commit, atomically with it */
-        backend_put_set_cond(r->put, &cond);
+        return;
+    }
+    backend_put_set_cond(r->put, &cond);   /* checked by the commit, atomically with it */
+    if (wm && strcmp(wm, "through") == 0)
+        backend_put_set_write_through(r->put);
 }
 
 int gw_body_checksum_add(const struct gw_req *r, struct obj_meta *m)

@@ -76,7 +76,7 @@ static int job_json(struct gw_buf *b, const struct cache_job_info *ji)
     return rc | gw_buf_puts(b, "}");
 }
 
-static void reply_json(struct gw_req *r, unsigned status, struct gw_buf *b, int rc)
+void gw_reply_json(struct gw_req *r, unsigned status, struct gw_buf *b, int rc)
 {
     if (rc) {
         gw_buf_free(b);
@@ -208,7 +208,7 @@ static void submit(struct gw_req *r)
     jrc |= gw_buf_puts(&b, ",\"bucket\":");
     jrc |= gw_json_str(&b, r->bucket);
     jrc |= gw_buf_printf(&b, ",\"objects\":%zu,\"state\":\"queued\"}", n);
-    reply_json(r, 202, &b, jrc);
+    gw_reply_json(r, 202, &b, jrc);
 }
 
 void gw_h_prefetch(struct gw_req *r)
@@ -239,7 +239,7 @@ void gw_h_prefetch(struct gw_req *r)
         gw_buf_init(&b, 64 * 1024);
         rc = job_json(&b, &ji);
         cache_job_info_clear(&ji);
-        reply_json(r, 200, &b, rc);
+        gw_reply_json(r, 200, &b, rc);
         return;
     }
     enum backend_status bst = backend_bucket_head(r->backend, r->bucket);
@@ -263,5 +263,5 @@ void gw_h_prefetch(struct gw_req *r)
     }
     free(list);
     rc |= gw_buf_puts(&b, "]}");
-    reply_json(r, 200, &b, rc);
+    gw_reply_json(r, 200, &b, rc);
 }

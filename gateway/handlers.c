@@ -69,6 +69,8 @@ void gw_handle_end(struct gw_req *r)
     case GW_OP_PREFETCH_SUBMIT:
     case GW_OP_PREFETCH_GET:
     case GW_OP_PREFETCH_CANCEL: gw_h_prefetch(r); return;
+    case GW_OP_WB_FLUSH:
+    case GW_OP_WB_STATUS: gw_h_writeback(r); return;
     case GW_OP_HEALTH:
     case GW_OP_READY:
     case GW_OP_UNKNOWN:

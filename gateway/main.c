@@ -88,6 +88,41 @@ static void warn_if_cold_unreachable(struct backend *b, const char *where)
                 where, why);
 }
 
+/* Puts the write-back decorator over the cold tier when a bucket says
+ * "write": "back" (conf_validate made sure there is a cache directory: the
+ * staging store and journal live in CACHE/writeback). On failure *b is
+ * closed and the reason printed. */
+static int wrap_write_back(const struct conf *c, struct backend **b)
+{
+    const char **names = calloc(c->n_buckets ? c->n_buckets : 1, sizeof *names);
+    size_t n = 0;
+    for (size_t i = 0; names && i < c->n_buckets; i++)
+        if (c->buckets[i].write_back)
+            names[n++] = c->buckets[i].name;
+    if (!names || n == 0) {
+        free(names);
+        return 0;
+    }
+    char dir[4096], err[1024] = "";
+    snprintf(dir, sizeof dir, "%s/writeback", c->cache_dir);
+    struct backend_wb_conf wc = { .dir = dir, .buckets = names, .n_buckets = n,
+                                  .max_dirty = c->wb_max_dirty,
+                                  .dirty_wait_ms = c->wb_dirty_wait_ms, .err = err,
+                                  .err_len = sizeof err };
+    struct backend *w = NULL;
+    enum backend_status st = backend_wb_open(&wc, *b, &w);
+    free(names);
+    *b = w;
+    if (st != BACKEND_OK) {
+        fprintf(stderr, "shardgate: cannot start write-back in %s: %s\n", dir,
+                err[0] ? err : backend_status_name(st));
+        return -1;
+    }
+    log_msg(LOG_LVL_INFO, "main", "write-back for %zu bucket%s, staged in %s", n,
+            n == 1 ? "" : "s", dir);
+    return 0;
+}
+
 static int serve(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -217,6 +252,8 @@ static int serve(int argc, char **argv)
         goto out;
     }
     warn_if_cold_unreachable(b, cold ? cold : c.data_dir);
+    if (wrap_write_back(&c, &b) != 0)
+        goto out;
     struct auth *a = NULL;
     if (auth_open(&c, &a) != 0) {
         fprintf(stderr, "shardgate: cannot set up authentication\n");

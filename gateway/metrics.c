@@ -192,6 +192,32 @@ void gw_h_metrics(struct gw_req *r)
                                 "staged fill runs.\n# TYPE shardgate_prefetch_settled gauge\n"
                                 "shardgate_prefetch_settled %d\n",
                             cache_prefetch_settled(r->cache) ? 1 : 0);
+    struct backend_wb_status ws;
+    if (backend_wb_status(r->backend, NULL, NULL, &ws))
+        rc |= gw_buf_printf(&b, "# HELP shardgate_writeback_dirty_bytes Bytes of acknowledged "
+                                "writes not yet in the cold tier.\n"
+                                "# TYPE shardgate_writeback_dirty_bytes gauge\n"
+                                "shardgate_writeback_dirty_bytes %llu\n"
+                                "# HELP shardgate_writeback_dirty_objects Acknowledged writes "
+                                "(objects and deletes) not yet in the cold tier.\n"
+                                "# TYPE shardgate_writeback_dirty_objects gauge\n"
+                                "shardgate_writeback_dirty_objects %llu\n"
+                                "# HELP shardgate_writeback_oldest_dirty_seconds Age of the "
+                                "oldest pending write.\n"
+                                "# TYPE shardgate_writeback_oldest_dirty_seconds gauge\n"
+                                "shardgate_writeback_oldest_dirty_seconds %.3f\n"
+                                "# HELP shardgate_writeback_uploaded_bytes_total Bytes the "
+                                "uploader sent to the cold tier.\n"
+                                "# TYPE shardgate_writeback_uploaded_bytes_total counter\n"
+                                "shardgate_writeback_uploaded_bytes_total %llu\n"
+                                "# HELP shardgate_writeback_upload_failures_total Uploads that "
+                                "failed (each is retried).\n"
+                                "# TYPE shardgate_writeback_upload_failures_total counter\n"
+                                "shardgate_writeback_upload_failures_total %llu\n",
+                            (unsigned long long)ws.dirty_bytes,
+                            (unsigned long long)ws.dirty_objects, ws.oldest_s,
+                            (unsigned long long)ws.uploaded_bytes,
+                            (unsigned long long)ws.failures);
 
     struct backend_stats bs;
     backend_stats_get(&bs);

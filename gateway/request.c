@@ -100,6 +100,8 @@ static const struct op_info {
     [GW_OP_PREFETCH_SUBMIT]       = { "PrefetchSubmit", GW_BODY_XML, NEED_READ },
     [GW_OP_PREFETCH_GET]          = { "PrefetchGet", GW_BODY_NONE, NEED_READ },
     [GW_OP_PREFETCH_CANCEL]       = { "PrefetchCancel", GW_BODY_NONE, NEED_READ },
+    [GW_OP_WB_FLUSH]              = { "WriteBackFlush", GW_BODY_NONE, NEED_WRITE },
+    [GW_OP_WB_STATUS]             = { "WriteBackStatus", GW_BODY_NONE, NEED_READ },
     [GW_OP_CORS_PREFLIGHT]        = { "CorsPreflight", GW_BODY_NONE, NEED_NONE },
 };
 _Static_assert(sizeof ops / sizeof ops[0] == GW_OP_COUNT, "one row per op");
@@ -230,6 +232,10 @@ static enum gw_op route(const struct gw_req *r)
                 return GW_OP_PREFETCH_CANCEL;
             return GW_OP_UNKNOWN;
         }
+        if (post && gw_req_has_query(r, "flush"))
+            return GW_OP_WB_FLUSH;
+        if (get && gw_req_has_query(r, "writeback"))
+            return GW_OP_WB_STATUS;
         if (get && gw_req_has_query(r, "location"))
             return GW_OP_GET_BUCKET_LOCATION;
         if (get && gw_req_has_query(r, "versioning"))

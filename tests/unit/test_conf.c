@@ -183,7 +183,7 @@ static const struct bad_case bad_files[] = {
     { "buckets_not_object", "{\"buckets\":[\"a\"]}", "buckets: must be an object" },
     { "bucket_not_object", "{\"buckets\":{\"a1\":true}}", "buckets.a1: must be an object like" },
     { "bucket_unknown_key", "{\"buckets\":{\"a1\":{\"public-read\":true}}}",
-      "buckets.a1: unknown key \"public-read\" (allowed: public_read, consistency, cold_bucket)" },
+      "buckets.a1: unknown key \"public-read\" (allowed: public_read, consistency, cold_bucket, write)" },
     { "bucket_public_read_string", "{\"buckets\":{\"a1\":{\"public_read\":\"yes\"}}}",
       "buckets.a1.public_read: must be true or false" },
     { "bucket_bad_name", "{\"buckets\":{\"../etc\":{\"public_read\":true}}}",
@@ -301,6 +301,12 @@ static const struct bad_case bad_files[] = {
       "buckets.a1.consistency: must be \"immutable\", \"always\" or \"ttl:SECONDS\"" },
     { "bucket_consistency_ttl_zero", "{\"buckets\":{\"a1\":{\"consistency\":\"ttl:0\"}}}",
       "buckets.a1.consistency:" },
+    { "bucket_write_unknown", "{\"buckets\":{\"a1\":{\"write\":\"later\"}}}",
+      "buckets.a1.write: must be \"through\"" },
+    { "write_back_unknown_key", "{\"write_back\":{\"max_dirt\":1}}",
+      "write_back: unknown key \"max_dirt\"" },
+    { "write_back_bad_size", "{\"write_back\":{\"max_dirty\":\"lots\"}}",
+      "write_back.max_dirty: must be a size" },
     { "bucket_consistency_null", "{\"buckets\":{\"a1\":{\"consistency\":null}}}",
       "buckets.a1.consistency:" },
     { "bucket_cold_bucket_uppercase", "{\"buckets\":{\"a1\":{\"cold_bucket\":\"Data\"}}}",
@@ -479,6 +485,30 @@ static const struct good_case good_files[] = {
       "{\"buckets\":{\"b1\":{\"cold_bucket\":\"b2x\"},\"b2x\":{\"cold_bucket\":\"b1z\"}}}",
       NULL, 0 },
 };
+
+/* "write": "back" stages writes in the cache directory: without one the
+ * configuration is refused, naming the bucket; with one it loads. */
+static void write_back_needs_a_cache_dir(void)
+{
+    struct conf c;
+    char err[512] = "";
+    defaults(&c);
+    CU_ASSERT_EQUAL_FATAL(load_text(&c, "{\"buckets\":{\"ck\":{\"write\":\"back\"}}}", 0600,
+                                    err, sizeof err), 0);
+    CU_ASSERT_TRUE(c.n_buckets == 1 && c.buckets[0].write_back);
+    CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "buckets.ck.write: \"back\" stages writes in the cache "
+                                       "directory"));
+    conf_free(&c);
+    defaults(&c);
+    CU_ASSERT_EQUAL_FATAL(load_text(&c, "{\"cache\":{\"dir\":\"/tmp/c\"},\"buckets\":{\"ck\":"
+                                    "{\"write\":\"back\"}},\"write_back\":{\"max_dirty\":"
+                                    "\"2GiB\",\"dirty_wait_ms\":50}}", 0600, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(c.wb_max_dirty, 2ull << 30);
+    CU_ASSERT_EQUAL(c.wb_dirty_wait_ms, 50);
+    conf_free(&c);
+}
 
 static void good_files_load_and_validate(void)
 {
@@ -769,7 +799,9 @@ static void example_config_loads_and_names_every_key(void)
                                         "\"low_watermark\"", "\"fill_workers\"",
                                         "\"wait_timeout_ms\"", "\"on_write\"",
                                         "\"consistency\"", "\"cold_bucket\"",
-                                        "\"state_dir\"", "\"mpu_max_age\"" };
+                                        "\"state_dir\"", "\"mpu_max_age\"", "\"write\"",
+                                        "\"write_back\"", "\"max_dirty\"",
+                                        "\"dirty_wait_ms\"" };
     char root[512], path[1024], err[1024];
     src_root(root, sizeof root);
     snprintf(path, sizeof path, "%s/conf/shardgate.example.json", root);
@@ -790,12 +822,16 @@ static void example_config_loads_and_names_every_key(void)
     CU_ASSERT_TRUE(c.n_users >= 1);
     CU_ASSERT_PTR_NOT_NULL(c.vhost_domain);
     CU_ASSERT_PTR_NOT_NULL(c.cache_dir);
-    int immutable = 0, renamed = 0;
+    int immutable = 0, renamed = 0, write_back = 0;
     for (size_t i = 0; i < c.n_buckets; i++) {
         immutable += c.buckets[i].has_consistency
                      && c.buckets[i].consistency == CONF_CONSISTENCY_IMMUTABLE;
         renamed += c.buckets[i].cold_bucket != NULL;
+        write_back += c.buckets[i].write_back;
     }
+    CU_ASSERT_EQUAL(write_back, 1);
+    CU_ASSERT_EQUAL(c.wb_max_dirty, 64ull << 30);
+    CU_ASSERT_EQUAL(c.wb_dirty_wait_ms, 10000);
     CU_ASSERT_TRUE(immutable >= 1);
     CU_ASSERT_TRUE(renamed >= 1);
     CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), 0);
@@ -901,6 +937,7 @@ static const struct test_entry file_tests[] = {
     T(size_parse_cases),
     T(users_in_file_replace_default_user),
     T(example_config_loads_and_names_every_key),
+    T(write_back_needs_a_cache_dir),
     T(secret_file_open_to_group_or_others_is_refused),
     T(secret_file_owner_only_is_accepted),
     T(file_without_users_may_be_world_readable),

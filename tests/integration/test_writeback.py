@@ -1,0 +1,285 @@
+"""tests/integration/test_writeback.py - checkpoint absorption: a bucket with
+"write": "back" on a caching gateway B in front of a cold shardgate A (a
+directory store, reached through throttle.py so the test can slow it down
+or cut it off). Real clients (boto3: put_object, upload_file as a
+concurrent multipart upload, copy_object + delete_object as PyTorch DCP's
+rename), checks on A's own directory:
+  * [ack] every write answers while A is cut off (nothing waits for the cold
+    tier), and reads, HEADs and listings see it at once (read your writes);
+  * [order] with A reachable again at 8 MB/s, a thread watching A's
+    directory never sees an object before every object acknowledged earlier
+    (DCP's .metadata, written last, never before the shards);
+  * [flush] POST ?flush answers 200 when all is uploaded; A then holds every
+    object byte for byte with the ETag the client was given (the multipart
+    one too), and never the temporary key of the rename; GET ?writeback and
+    /metrics say nothing is pending;
+  * [restart] writes acknowledged while A is cut off survive kill -9 of B:
+    after the restart they are read from B, pending, and reach A by flush;
+  * [kill9] loops of kill -9 while a writer streams PUTs: every object
+    acknowledged before the kill is in A after restart and flush, byte for
+    byte;
+  * [through] x-shardgate-write: through answers only once A has the object;
+  * [conf] "write": "back" without a cache directory is refused at start,
+    with the reason.
+"""
+
+import atexit
+import hashlib
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cache_common as C  # noqa: E402
+import harness as H  # noqa: E402
+import throttle  # noqa: E402
+
+check, eq = H.check, H.eq
+MB = H.MB
+B = "ckpt"
+CONFIG = {"buckets": {B: {"write": "back"}}}
+
+
+def client():
+    return H.boto3_client(endpoint=H.S.endpoint)
+
+
+def flush(timeout=60, prefix=None):
+    q = "flush&timeout=%d" % timeout + ("&prefix=%s" % prefix if prefix else "")
+    r = H.raw("POST", "/%s" % B, q)
+    return r.status, (json.loads(r.body) if r.body else {})
+
+
+def status():
+    r = H.raw("GET", "/%s" % B, "writeback")
+    return json.loads(r.body) if r.status == 200 else {"status": r.status}
+
+
+def cold_file(cold, key):
+    p = cold.path(B, key)
+    try:
+        with open(p, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def cold_etag(cold, key):
+    try:
+        return cold.client().head_object(Bucket=B, Key=key)["ETag"].strip('"')
+    except Exception:   # noqa
+        return None
+
+
+def start_b(cold_port):
+    cfg = C.Cache("http://127.0.0.1:%d" % cold_port, C.COLD_ACCESS, C.COLD_SECRET,
+                  config=CONFIG, tag="wb")
+    C.start_cache(cfg)
+    return cfg
+
+
+def restart_b(cfg):
+    C.start_cache(cfg, port=cfg.port)
+
+
+def ack_order_flush(cold, thr, cfg):
+    c = client()
+    thr.refuse()   # A cut off: nothing below may wait for it
+    objs, order = {}, []
+    t0 = time.time()
+    for rank in range(4):
+        for n in range(4):
+            key = "step-100/__%d_%d.distcp" % (rank, n)
+            objs[key] = os.urandom(random.randint(64 * 1024, 512 * 1024))
+            c.put_object(Bucket=B, Key=key, Body=objs[key])
+            order.append(key)
+    # a multipart upload (boto3's upload_file: 5 MiB parts, concurrent)
+    big = os.urandom(12 * MB + 12345)
+    path = os.path.join(H.S.tmp, "big.bin")
+    with open(path, "wb") as f:
+        f.write(big)
+    from boto3.s3.transfer import TransferConfig
+    c.upload_file(path, B, "step-100/optim.bin",
+                  Config=TransferConfig(multipart_threshold=5 * MB, multipart_chunksize=5 * MB,
+                                        max_concurrency=4))
+    objs["step-100/optim.bin"] = big
+    order.append("step-100/optim.bin")
+    # DCP's commit: .metadata via a temporary key, copy + delete
+    meta = json.dumps({"step": 100, "files": sorted(objs)}).encode()
+    c.put_object(Bucket=B, Key="step-100/.metadata.tmp", Body=meta)
+    c.copy_object(Bucket=B, Key="step-100/.metadata",
+                  CopySource={"Bucket": B, "Key": "step-100/.metadata.tmp"})
+    c.delete_object(Bucket=B, Key="step-100/.metadata.tmp")
+    objs["step-100/.metadata"] = meta
+    order.append("step-100/.metadata")
+    took = time.time() - t0
+    check("[ack] %d writes acknowledged with the cold tier cut off (%.1f s)" % (len(objs), took),
+          took < 60)
+
+    ok = all(c.get_object(Bucket=B, Key=k)["Body"].read() == v for k, v in objs.items())
+    check("[ack] every object reads back at once from B", ok)
+    h = c.head_object(Bucket=B, Key="step-100/optim.bin")
+    check("[ack] the multipart object's ETag is S3's (md5 of part md5s, -3)",
+          h["ETag"].strip('"').endswith("-3"), h["ETag"])
+    big_etag = h["ETag"].strip('"')
+    check("[ack] nothing is in the cold tier yet",
+          not any(cold_file(cold, k) is not None for k in objs))
+    st = status()
+    eq("[ack] ?writeback: pending objects (16 + 1 + put/copy/delete of the rename)",
+       st.get("pending", {}).get("objects"), len(objs) + 2)
+    check("[ack] shardgate_writeback_dirty_bytes counts them",
+          C.bm("shardgate_writeback_dirty_bytes") >= sum(len(v) for v in objs.values()))
+    r, body = flush(timeout=1)
+    eq("[ack] flush with the cold tier cut off: 202 after its timeout", (r, body.get("flushed")),
+       (202, False))
+
+    # [order]: A back, slowly; a watcher polls A's directory meanwhile
+    thr.set_rate(down_rate=None, up_rate=8e6)
+    thr.restore()
+    # a listing merges the pending writes with the cold tier's page, whatever
+    # has been uploaded by now
+    keys = [o["Key"] for o in c.list_objects_v2(Bucket=B, Prefix="step-100/").get("Contents", [])]
+    eq("[ack] the listing during the upload shows every object once, not the renamed "
+       "temporary", sorted(keys), sorted(objs))
+    violations, snapshots, stop = [], [0], threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            seen = [k for k in order if os.path.exists(cold.path(B, k))]
+            snapshots[0] += 1
+            # visible keys must be a prefix of the acknowledgement order
+            if seen != order[:len(seen)]:
+                violations.append(seen)
+            time.sleep(0.002)
+    w = threading.Thread(target=watch)
+    w.start()
+    r, body = flush(timeout=120)
+    stop.set()
+    w.join()
+    eq("[flush] POST ?flush: 200, flushed", (r, body.get("flushed")), (200, True))
+    check("[order] the cold tier never showed an object before an earlier one (%d looks)"
+          % snapshots[0], not violations and snapshots[0] > 10, violations[:2])
+    bad = [k for k, v in objs.items() if cold_file(cold, k) != v]
+    eq("[flush] the cold tier holds every object byte for byte", bad, [])
+    eq("[flush] the multipart object has the ETag the client was given",
+       cold_etag(cold, "step-100/optim.bin"), big_etag)
+    check("[flush] the rename's temporary key never reached the cold tier",
+          cold_file(cold, "step-100/.metadata.tmp") is None)
+    st = status()
+    eq("[flush] ?writeback: nothing pending", st.get("pending", {}).get("objects"), 0)
+    eq("[flush] shardgate_writeback_dirty_objects 0",
+       C.bm("shardgate_writeback_dirty_objects"), 0.0)
+    check("[flush] shardgate_writeback_uploaded_bytes_total counts the uploads",
+          C.bm("shardgate_writeback_uploaded_bytes_total") >= sum(len(v) for v in objs.values()))
+    thr.set_rate(down_rate=None, up_rate=None)
+
+
+def restart(cold, thr, cfg):
+    c = client()
+    thr.refuse()
+    objs = {"restart/%02d" % i: os.urandom(random.randint(1, 300 * 1024)) for i in range(10)}
+    for k, v in objs.items():
+        c.put_object(Bucket=B, Key=k, Body=v)
+    C.kill9_cache()
+    restart_b(cfg)
+    c = client()
+    ok = all(c.get_object(Bucket=B, Key=k)["Body"].read() == v for k, v in objs.items())
+    check("[restart] after kill -9, every acknowledged write reads back from B", ok)
+    st = status()
+    eq("[restart] ... and is pending", st.get("pending", {}).get("objects"), len(objs))
+    check("[restart] ... with the cold tier's failure reported",
+          C.wait_until(lambda: status().get("upload_failures", 0) >= 1, 20), status())
+    thr.restore()
+    r, body = flush(timeout=120)
+    eq("[restart] flush once the cold tier is back", r, 200)
+    bad = [k for k, v in objs.items() if cold_file(cold, k) != v]
+    eq("[restart] the cold tier holds every object byte for byte", bad, [])
+
+
+def kill9_loops(cold, cfg, loops=8):
+    lost = []
+    acked_total = 0
+    for loop in range(loops):
+        acked, stop = {}, threading.Event()
+
+        def writer():
+            c = client()
+            i = 0
+            while not stop.is_set():
+                k = "kill9/%d/%03d" % (loop, i)
+                v = os.urandom(random.randint(1, 2 * MB))
+                try:
+                    c.put_object(Bucket=B, Key=k, Body=v)
+                    acked[k] = hashlib.sha256(v).hexdigest()
+                except Exception:   # noqa - the kill interrupts one PUT
+                    return
+                i += 1
+        w = threading.Thread(target=writer)
+        w.start()
+        # kill once this loop has some acknowledged writes (count, not time)
+        C.wait_until(lambda: len(acked) >= 3 + loop, 60, step=0.005)
+        C.kill9_cache()
+        stop.set()
+        w.join(30)
+        restart_b(cfg)
+        r, _ = flush(timeout=120)
+        check("[kill9] loop %d: flush after the restart" % loop, r == 200)
+        for k, sha in list(acked.items()):
+            data = cold_file(cold, k)
+            if data is None or hashlib.sha256(data).hexdigest() != sha:
+                lost.append(k)
+        acked_total += len(acked)
+    eq("[kill9] %d loops, %d acknowledged writes: none lost or damaged in the cold tier"
+       % (loops, acked_total), lost, [])
+
+
+def through(cold):
+    r = H.raw("PUT", "/%s/through/one" % B, headers={"x-shardgate-write": "through"},
+              body=b"now in the cold tier")
+    eq("[through] PUT with x-shardgate-write: through", r.status, 200)
+    eq("[through] ... answered once the cold tier has it", cold_file(cold, "through/one"),
+       b"now in the cold tier")
+    r = H.raw("PUT", "/%s/through/two" % B, headers={"x-shardgate-write": "sometimes"},
+              body=b"x")
+    eq("[through] another value is 400 InvalidArgument", (r.status, (r.error() or {}).get("Code")),
+       (400, "InvalidArgument"))
+
+
+def conf_refused():
+    p = os.path.join(H.S.tmp, "wb-nocache.json")
+    with open(p, "w") as f:
+        json.dump(CONFIG, f)
+    os.chmod(p, 0o600)
+    env = C.clean_env()
+    r = subprocess.run([os.environ["SHARDGATE_BIN"], "serve", "--listen", "127.0.0.1:1",
+                        "--data", os.path.join(H.S.tmp, "d"), "--config", p],
+                       capture_output=True, text=True, timeout=30, env=env)
+    check("[conf] write-back without a cache directory is refused",
+          r.returncode != 0 and "buckets.ckpt.write" in r.stderr and "cache" in r.stderr,
+          r.stderr[-300:])
+
+
+def main():
+    C.need_clients()
+    C.init("test_writeback")
+    atexit.register(C.stop_all)
+    cold = C.ColdGateway().start()
+    cold.client().create_bucket(Bucket=B)
+    thr = throttle.ThrottleProcess("127.0.0.1", cold.port).start()
+    atexit.register(thr.stop)
+    cfg = start_b(thr.port)
+    conf_refused()
+    ack_order_flush(cold, thr, cfg)
+    through(cold)
+    restart(cold, thr, cfg)
+    kill9_loops(cold, cfg)
+    C.stop_cache()
+    cold.stop()
+
+
+if __name__ == "__main__":
+    H.run(main)
