@@ -264,6 +264,8 @@ struct backend_wb_conf {
     uint64_t max_dirty;            /* pending bytes above which a write waits, then
                                       answers BACKEND_NOMEM (SlowDown); 0: no bound */
     unsigned dirty_wait_ms;        /* that wait; 0: 10000 */
+    uint64_t compact_bytes;        /* the journal is rewritten when the queue empties
+                                      and it is longer than this; 0: 1 MiB */
     char *err;                     /* optional: why the open failed */
     size_t err_len;
 };

@@ -1024,6 +1024,7 @@ enum backend_status backend_wb_open(const struct backend_wb_conf *cf, struct bac
     w->next_id = 1;
     w->max_dirty = cf->max_dirty;
     w->dirty_wait_ms = cf->dirty_wait_ms ? cf->dirty_wait_ms : 10000;
+    w->compact_at = cf->compact_bytes ? cf->compact_bytes : 1u << 20;
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     pthread_mutex_init(&w->cond_mu, NULL);

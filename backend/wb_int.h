@@ -78,7 +78,10 @@ struct wb {
     /* the journal (wb_journal.c) */
     int jfd;
     int dirfd;                 /* DIR, for renames of the journal */
-    uint64_t jlen;             /* bytes written (under mu) */
+    uint64_t jlen;             /* bytes written: changed under mu (in a compaction
+                                  under sync_mu too), read by wb_journal_sync under
+                                  sync_mu alone: __atomic loads and stores */
+    uint64_t compact_at;       /* journal bytes: rewritten when the queue empties */
     pthread_mutex_t sync_mu;   /* one fdatasync at a time */
     uint64_t synced;           /* jlen covered by the last fdatasync (under sync_mu) */
 };

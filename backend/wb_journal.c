@@ -162,7 +162,7 @@ static int append_locked(struct wb *w, const struct jrec *j, uint64_t *end)
         }
         done += (size_t)k;
     }
-    w->jlen += n;
+    __atomic_store_n(&w->jlen, w->jlen + n, __ATOMIC_RELEASE);
     if (end)
         *end = w->jlen;
     return 0;
@@ -226,9 +226,10 @@ int wb_journal_sync(struct wb *w, uint64_t upto)
     pthread_mutex_lock(&w->sync_mu);
     int rc = 0;
     if (w->synced < upto) {
-        pthread_mutex_lock(&w->mu);
-        uint64_t len = w->jlen;   /* everyone appended so far rides on this sync */
-        pthread_mutex_unlock(&w->mu);
+        /* everyone appended so far rides on this sync. Not under mu: the
+         * uploader compacts holding mu and then takes sync_mu, so taking mu
+         * here, under sync_mu, could deadlock with it */
+        uint64_t len = __atomic_load_n(&w->jlen, __ATOMIC_ACQUIRE);
         if (fdatasync(w->jfd) != 0) {
             log_msg(LOG_LVL_ERROR, "write-back", "journal fdatasync: %s", strerror(errno));
             rc = -1;
@@ -383,7 +384,7 @@ int wb_journal_compact_locked(struct wb *w)
     int old = w->jfd;
     uint64_t old_len = w->jlen;
     w->jfd = fd;
-    w->jlen = 0;
+    __atomic_store_n(&w->jlen, 0, __ATOMIC_RELEASE);
     int rc = 0;
     for (struct wb_mpu *m = w->mpus; m && rc == 0; m = m->next)
         rc = wb_journal_mpu_locked(w, m, true, NULL);
@@ -400,7 +401,7 @@ int wb_journal_compact_locked(struct wb *w)
         close(fd);
         unlinkat(w->dirfd, "journal.tmp", 0);
         w->jfd = old;
-        w->jlen = old_len;
+        __atomic_store_n(&w->jlen, old_len, __ATOMIC_RELEASE);
         return -1;
     }
     if (old >= 0)

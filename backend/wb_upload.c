@@ -18,8 +18,6 @@
 
 #include "log.h"
 
-#define COMPACT_AT (1u << 20)   /* journal bytes: rewritten when the queue empties */
-
 /* Sends part by part as the staged object's parts: BACKEND_PARTS_UNKNOWN when
  * the staging store does not know them (the caller sends it whole). */
 static enum backend_status upload_parts(struct wb *w, const struct wb_rec *r,
@@ -131,7 +129,7 @@ static void retire_locked(struct wb *w, struct wb_rec *r)
 {
     wb_dequeue_locked(w, r);
     wb_journal_done_locked(w, r->seq);
-    if (!w->head && w->jlen > COMPACT_AT)
+    if (!w->head && w->jlen > w->compact_at)
         wb_journal_compact_locked(w);
     pthread_mutex_unlock(&w->mu);
     if (r->kind == WB_PUT) {

@@ -29,6 +29,7 @@
 static char g_tmp[64], g_cold_dir[128], g_wb_dir[128];
 static struct backend *g_cold_raw;   /* the cold tier itself, for looking */
 static struct backend *g_wb;
+static uint64_t g_compact;            /* compact_bytes of the next open (0: default) */
 
 /* ---- the cold tier behind a recorder: which keys were uploaded, in what
  * order, and was every earlier acknowledged key visible at each commit ---- */
@@ -162,6 +163,7 @@ static struct backend *open_wb(uint64_t max_dirty)
     char err[512] = "";
     struct backend_wb_conf wc = { .dir = g_wb_dir, .buckets = buckets, .n_buckets = 1,
                                   .max_dirty = max_dirty, .dirty_wait_ms = 200,
+                                  .compact_bytes = g_compact,
                                   .err = err, .err_len = sizeof err };
     struct backend *w = NULL;
     enum backend_status st = backend_wb_open(&wc, cold, &w);
@@ -184,6 +186,7 @@ static void setup_with(uint64_t max_dirty)
     CU_ASSERT_EQUAL_FATAL(backend_bucket_create(cold, "plain"), BACKEND_OK);
     backend_close(cold);
     g_n_uploaded = g_n_acked = g_order_violations = 0;
+    g_compact = 0;
     g_cold_fails = false;
     g_wb = open_wb(max_dirty);
 }
@@ -702,6 +705,59 @@ static void a_failing_cold_tier_is_retried_and_nothing_is_lost(void)
     teardown();
 }
 
+/* Writers that wait for their journal fdatasync while the uploader empties
+ * the queue and compacts the journal: a writer took sync_mu then mu, the
+ * compaction mu then sync_mu (a deadlock once the journal passed its
+ * compaction size). Many small writes from 4 threads, compaction at 1 KiB:
+ * they all end, everything reaches the cold tier, the journal stays short. */
+#define WRITERS 4
+#define PER_WRITER 60
+
+static void *writer_main(void *arg)
+{
+    long id = (long)arg;
+    char key[32];
+    for (int i = 0; i < PER_WRITER; i++) {
+        snprintf(key, sizeof key, "w%ld/%03d", id, i);
+        if (put_ex(g_wb, "ckpt", key, key, strlen(key), false, NULL, NULL) != BACKEND_OK)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+static void concurrent_writers_and_journal_compaction_never_deadlock(void)
+{
+    setup();
+    backend_close(g_wb);
+    g_compact = 1024;
+    g_wb = open_wb(0);
+    pthread_t t[WRITERS];
+    for (long i = 0; i < WRITERS; i++)
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&t[i], NULL, writer_main, (void *)i), 0);
+    int failed = 0;
+    for (int i = 0; i < WRITERS; i++) {
+        void *rv = NULL;
+        pthread_join(t[i], &rv);
+        failed += rv != NULL;
+    }
+    CU_ASSERT_EQUAL(failed, 0);
+    CU_ASSERT_TRUE(backend_wb_flush(g_wb, "ckpt", NULL, 120000, NULL));
+    char key[32];
+    int missing = 0;
+    for (long id = 0; id < WRITERS; id++)
+        for (int i = 0; i < PER_WRITER; i++) {
+            snprintf(key, sizeof key, "w%ld/%03d", id, i);
+            missing += !holds(g_cold_raw, key, key, strlen(key));
+        }
+    CU_ASSERT_EQUAL(missing, 0);
+    char path[256];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/journal", g_wb_dir);
+    CU_ASSERT_EQUAL(stat(path, &st), 0);
+    CU_ASSERT_TRUE(st.st_size < 8192);   /* 240 writes: ~50 KiB uncompacted */
+    teardown();
+}
+
 static const struct cu_test tests[] = {
     { "a_write_is_read_at_once_and_reaches_the_cold_tier_by_the_uploader",
       a_write_is_read_at_once_and_reaches_the_cold_tier_by_the_uploader },
@@ -724,6 +780,8 @@ static const struct cu_test tests[] = {
       conditional_writes_see_pending_and_cold_objects },
     { "a_failing_cold_tier_is_retried_and_nothing_is_lost",
       a_failing_cold_tier_is_retried_and_nothing_is_lost },
+    { "concurrent_writers_and_journal_compaction_never_deadlock",
+      concurrent_writers_and_journal_compaction_never_deadlock },
 };
 
 int register_tests(void)
