@@ -288,11 +288,13 @@ bool backend_wb_status(struct backend *b, const char *bucket, const char *prefix
 /* Is `bucket` written back by b? (false for any other handle) */
 bool backend_wb_bucket(struct backend *b, const char *bucket);
 /* Waits until every write to `bucket` under `prefix` (NULL: all)
- * acknowledged before the call is in the cold tier, at most timeout_ms
- * (0: no limit). true when done (also for a handle or bucket that is not
- * written back); *left (may be NULL) then tells what is still pending. */
+ * acknowledged before the barrier is in the cold tier, at most timeout_ms
+ * (0: no limit). *barrier 0 means "now" and receives the barrier taken, so
+ * a caller that waits in steps keeps the first one (may be NULL: now).
+ * true when done (also for a handle or bucket that is not written back);
+ * *left (may be NULL) then tells what is still pending. */
 bool backend_wb_flush(struct backend *b, const char *bucket, const char *prefix,
-                      unsigned timeout_ms, struct backend_wb_status *left);
+                      unsigned timeout_ms, uint64_t *barrier, struct backend_wb_status *left);
 /* Holds (true) or lets go (false) the uploader: for tests that look at
  * pending state. */
 void backend_wb_pause(struct backend *b, bool paused);

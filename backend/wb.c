@@ -1119,13 +1119,16 @@ bool backend_wb_status(struct backend *b, const char *bucket, const char *prefix
 }
 
 bool backend_wb_flush(struct backend *b, const char *bucket, const char *prefix,
-                      unsigned timeout_ms, struct backend_wb_status *left)
+                      unsigned timeout_ms, uint64_t *barrier_io, struct backend_wb_status *left)
 {
     bool done = true;
     if (is_wb(b) && wb_bucket_is_wb(wb_of(b), bucket)) {
         struct wb *w = wb_of(b);
         pthread_mutex_lock(&w->mu);
-        uint64_t barrier = w->next_id - 1;   /* everything acknowledged before now */
+        /* everything acknowledged before now, or before the barrier given */
+        uint64_t barrier = barrier_io && *barrier_io ? *barrier_io : w->next_id - 1;
+        if (barrier_io)
+            *barrier_io = barrier;
         w->kicked = true;                    /* a retry waiting out its backoff goes now */
         pthread_cond_broadcast(&w->cv);
         pthread_mutex_unlock(&w->mu);

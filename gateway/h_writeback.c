@@ -1,6 +1,7 @@
 /* gateway/h_writeback.c - the write-back barrier and status over S3:
- * POST /bucket?flush[&prefix=P][&timeout=S] answers 200 once every write to
- * the bucket (under P) acknowledged before the call is in the cold tier, or
+ * POST /bucket?flush[&prefix=P][&timeout=S][&barrier=N] answers 200 once
+ * every write to the bucket (under P) acknowledged before the call (or
+ * before barrier N, which an earlier answer gave) is in the cold tier, or
  * 202 with what is still pending when S seconds (default 30, at most 3600)
  * passed; GET /bucket?writeback[&prefix=P] tells what is pending. Both answer
  * JSON; a bucket that is not written back has nothing pending (flush: 200 at
@@ -14,13 +15,14 @@
 #define FLUSH_MAX_S 3600u
 
 static int status_json(struct gw_buf *b, const char *bucket, bool write_back, bool flushed,
-                       bool flushed_done, const struct backend_wb_status *s)
+                       bool flushed_done, uint64_t barrier, const struct backend_wb_status *s)
 {
     int rc = gw_buf_puts(b, "{\"bucket\":");
     rc |= gw_json_str(b, bucket);
     rc |= gw_buf_printf(b, ",\"write\":\"%s\"", write_back ? "back" : "through");
     if (flushed)
-        rc |= gw_buf_printf(b, ",\"flushed\":%s", flushed_done ? "true" : "false");
+        rc |= gw_buf_printf(b, ",\"flushed\":%s,\"barrier\":%llu",
+                            flushed_done ? "true" : "false", (unsigned long long)barrier);
     rc |= gw_buf_printf(b, ",\"pending\":{\"objects\":%llu,\"bytes\":%llu,"
                            "\"oldest_s\":%.3f}",
                         (unsigned long long)s->dirty_objects,
@@ -50,6 +52,7 @@ void gw_h_writeback(struct gw_req *r)
     memset(&s, 0, sizeof s);
     unsigned status = 200;
     bool done = true;
+    uint64_t barrier = 0;
     if (r->op == GW_OP_WB_FLUSH) {
         unsigned timeout_s = FLUSH_DEFAULT_S;
         const char *t = gw_req_query(r, "timeout");
@@ -63,13 +66,24 @@ void gw_h_writeback(struct gw_req *r)
             }
             timeout_s = (unsigned)v;
         }
-        done = backend_wb_flush(r->backend, r->bucket, prefix, timeout_s * 1000u, &s);
+        const char *bq = gw_req_query(r, "barrier");
+        if (bq) {
+            char *end;
+            barrier = strtoull(bq, &end, 10);
+            if (!*bq || *end || barrier == 0) {
+                gw_reply_error(r, S3E_INVALID_ARGUMENT, "barrier must be the number an "
+                               "earlier flush answered.", NULL);
+                return;
+            }
+        }
+        done = backend_wb_flush(r->backend, r->bucket, prefix, timeout_s * 1000u, &barrier,
+                                &s);
         status = done ? 200 : 202;
     } else {
         backend_wb_status(r->backend, r->bucket, prefix, &s);
     }
     struct gw_buf b;
     gw_buf_init(&b, 64 * 1024);
-    int rc = status_json(&b, r->bucket, wb, r->op == GW_OP_WB_FLUSH, done, &s);
+    int rc = status_json(&b, r->bucket, wb, r->op == GW_OP_WB_FLUSH, done, barrier, &s);
     gw_reply_json(r, status, &b, rc);
 }

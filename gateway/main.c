@@ -18,6 +18,7 @@ static const char usage[] =
     "       shardgate prefetch --endpoint URL s3://BUCKET/PREFIX-OR-TEMPLATE [options]\n"
     "       shardgate jobs --endpoint URL s3://BUCKET [--job ID | --cancel ID]\n"
     "       shardgate health [--endpoint URL] [--ready]\n"
+    "       shardgate flush --endpoint URL s3://BUCKET[/PREFIX] [--wait]\n"
     "       shardgate --help | --version\n"
     "\n"
     "S3-compatible object gateway with an NVMe caching tier.\n"
@@ -363,6 +364,8 @@ int main(int argc, char **argv)
         return cli_jobs(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "health") == 0)
         return cli_health(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "flush") == 0)
+        return cli_flush(argc - 1, argv + 1);
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
                       strcmp(argv[1], "help") == 0)) {
         fputs(usage, stdout);

@@ -30,4 +30,10 @@ int cli_jobs(int argc, char **argv);
  * connection), 2 usage error: what a container HEALTHCHECK expects. */
 int cli_health(int argc, char **argv);
 
+/* `shardgate flush s3://BUCKET[/PREFIX] [--wait]`: what a write-back bucket
+ * has pending, or (--wait) waits until every write acknowledged before the
+ * command started is in the cold tier. Exit codes: 0 nothing pending /
+ * flushed, 1 still pending (at --timeout), 2 usage, 3 gateway, 130 Ctrl-C. */
+int cli_flush(int argc, char **argv);
+
 #endif

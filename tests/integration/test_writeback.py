@@ -19,6 +19,8 @@ rename), checks on A's own directory:
     acknowledged before the kill is in A after restart and flush, byte for
     byte;
   * [through] x-shardgate-write: through answers only once A has the object;
+  * [cli] `shardgate flush` shows what is pending (exit 1), gives up at its
+    --timeout while A is cut off (exit 1), and waits until it is flushed;
   * [conf] "write": "back" without a cache directory is refused at start,
     with the reason.
 """
@@ -193,7 +195,24 @@ def restart(cold, thr, cfg):
     eq("[restart] ... and is pending", st.get("pending", {}).get("objects"), len(objs))
     check("[restart] ... with the cold tier's failure reported",
           C.wait_until(lambda: status().get("upload_failures", 0) >= 1, 20), status())
+    # shardgate flush: the status (exit 1 while writes are pending), a wait
+    # that gives up at its --timeout (exit 1), then a wait that ends (exit 0)
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=H.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=H.SECRET_KEY)
+    cli = [os.environ["SHARDGATE_BIN"], "flush", "--endpoint", H.S.endpoint]
+    p = subprocess.run(cli + ["s3://%s/restart/" % B], capture_output=True, text=True,
+                       timeout=60, env=env)
+    eq("[cli] shardgate flush: exit 1 and the count while writes are pending",
+       (p.returncode, p.stdout.startswith("pending 10 objects")), (1, True), p.stdout + p.stderr)
+    p = subprocess.run(cli + ["--wait", "--timeout", "3", "s3://%s/restart/" % B],
+                       capture_output=True, text=True, timeout=60, env=env)
+    eq("[cli] shardgate flush --wait --timeout 3 with the cold tier cut off: exit 1",
+       p.returncode, 1, p.stdout + p.stderr)
     thr.restore()
+    p = subprocess.run(cli + ["--wait", "--timeout", "120", "s3://%s/restart/" % B],
+                       capture_output=True, text=True, timeout=180, env=env)
+    eq("[cli] shardgate flush --wait once the cold tier is back: exit 0, flushed",
+       (p.returncode, p.stdout.startswith("flushed: s3://%s/restart/" % B)), (0, True),
+       p.stdout + p.stderr)
     r, body = flush(timeout=120)
     eq("[restart] flush once the cold tier is back", r, 200)
     bad = [k for k, v in objs.items() if cold_file(cold, k) != v]

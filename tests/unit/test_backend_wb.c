@@ -297,7 +297,7 @@ static bool cold_has(const char *key)
 
 static bool flush_all(void)
 {
-    return backend_wb_flush(g_wb, "ckpt", NULL, 20000, NULL);
+    return backend_wb_flush(g_wb, "ckpt", NULL, 20000, NULL, NULL);
 }
 
 /* ---- tests ---- */
@@ -323,7 +323,7 @@ static void a_write_is_read_at_once_and_reaches_the_cold_tier_by_the_uploader(vo
     CU_ASSERT_TRUE(backend_wb_status(g_wb, "ckpt", NULL, &s));
     CU_ASSERT_EQUAL(s.dirty_objects, 1);
     CU_ASSERT_EQUAL(s.dirty_bytes, n);
-    CU_ASSERT_FALSE(backend_wb_flush(g_wb, "ckpt", NULL, 100, NULL));   /* held */
+    CU_ASSERT_FALSE(backend_wb_flush(g_wb, "ckpt", NULL, 100, NULL, NULL));   /* held */
 
     backend_wb_pause(g_wb, false);
     CU_ASSERT_TRUE(flush_all());
@@ -741,7 +741,7 @@ static void concurrent_writers_and_journal_compaction_never_deadlock(void)
         failed += rv != NULL;
     }
     CU_ASSERT_EQUAL(failed, 0);
-    CU_ASSERT_TRUE(backend_wb_flush(g_wb, "ckpt", NULL, 120000, NULL));
+    CU_ASSERT_TRUE(backend_wb_flush(g_wb, "ckpt", NULL, 120000, NULL, NULL));
     char key[32];
     int missing = 0;
     for (long id = 0; id < WRITERS; id++)
