@@ -121,7 +121,10 @@ enum backend_status wb_list_uploads(struct wb *w, const char *bucket,
                                     const struct backend_uploads_req *req,
                                     struct backend_uploads_page *out);
 
-/* wb_journal.c. Records are appended under mu; wb_journal_sync (not under
+/* wb_journal.c. Replay reads the journal this many bytes at a time (1 MiB;
+ * tests make it small to cut records at window ends). */
+extern size_t wb_replay_window;
+/* Records are appended under mu; wb_journal_sync (not under
  * mu) makes everything appended up to `upto` durable, one fdatasync for
  * every writer waiting at once. */
 int wb_journal_open(struct wb *w, const char *dir, char *err, size_t err_len);

@@ -339,37 +339,53 @@ static int replay_one(struct wb *w, const struct jrec *j)
     }
 }
 
+/* Reads the journal a window at a time (memory bounded by the window, not
+ * by the journal: it grows until the queue empties) and replays each whole
+ * record; stops at the first torn or corrupt one. */
+size_t wb_replay_window = 1u << 20;
+
 static int replay(struct wb *w, int fd)
 {
     struct stat st;
     if (fstat(fd, &st) != 0)
         return -1;
-    size_t len = (size_t)st.st_size;
-    unsigned char *buf = malloc(len ? len : 1);
+    uint64_t len = (uint64_t)st.st_size, file_off = 0, used = 0;
+    unsigned char *buf = malloc(wb_replay_window + REC_MAX);
     if (!buf)
         return -1;
-    size_t got = 0;
-    while (got < len) {
-        ssize_t k = pread(fd, buf + got, len - got, (off_t)got);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            break;
-        got += (size_t)k;
-    }
-    size_t off = 0, n;
-    struct jrec j;
+    size_t have = 0;   /* bytes in buf not yet decoded */
     int rc = 0;
-    while (off < got && (n = decode(buf + off, got - off, &j)) > 0) {
-        if (replay_one(w, &j) != 0) {
-            rc = -1;
-            break;
+    for (;;) {
+        while (have < wb_replay_window + REC_MAX && file_off < len) {   /* top the window up */
+            ssize_t k = pread(fd, buf + have, wb_replay_window + REC_MAX - have, (off_t)file_off);
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k <= 0)
+                break;
+            have += (size_t)k;
+            file_off += (uint64_t)k;
         }
-        off += n;
+        size_t off = 0, n;
+        struct jrec j;
+        while (off < have && (n = decode(buf + off, have - off, &j)) > 0) {
+            if (replay_one(w, &j) != 0) {
+                rc = -1;
+                break;
+            }
+            off += n;
+        }
+        used += off;
+        /* a window holds more than any record: nothing whole in it means the
+         * end of the file, or a torn or corrupt record */
+        if (rc != 0 || off == 0)
+            break;
+        memmove(buf, buf + off, have - off);
+        have -= off;
     }
-    if (rc == 0 && off < len)
-        log_msg(LOG_LVL_WARN, "write-back", "journal: %zu bytes after the last whole record "
-                "dropped (a write that was never acknowledged)", len - off);
+    if (rc == 0 && used < len)
+        log_msg(LOG_LVL_WARN, "write-back", "journal: %llu bytes after the last whole record "
+                "dropped (a write that was never acknowledged)",
+                (unsigned long long)(len - used));
     free(buf);
     return rc;
 }

@@ -705,6 +705,37 @@ static void a_failing_cold_tier_is_retried_and_nothing_is_lost(void)
     teardown();
 }
 
+/* Replay reads the journal a window at a time: with a window of 97 bytes
+ * (a record is ~105) records are cut at the ends of the reads, and all 50
+ * pending writes still come back, in order, and reach the cold tier. */
+static void the_journal_replays_window_by_window(void)
+{
+    setup();
+    backend_wb_pause(g_wb, true);
+    char key[32];
+    for (int i = 0; i < 50; i++) {
+        snprintf(key, sizeof key, "replay/%02d", i);
+        CU_ASSERT_EQUAL(put(key, key, strlen(key)), BACKEND_OK);
+    }
+    backend_close(g_wb);
+    size_t saved = wb_replay_window;
+    wb_replay_window = 97;
+    g_wb = open_wb(0);
+    wb_replay_window = saved;
+    struct backend_wb_status s;
+    backend_wb_status(g_wb, "ckpt", NULL, &s);
+    CU_ASSERT_EQUAL(s.dirty_objects + s.uploaded_objects, 50);   /* the uploader runs */
+    CU_ASSERT_TRUE(flush_all());
+    int missing = 0;
+    for (int i = 0; i < 50; i++) {
+        snprintf(key, sizeof key, "replay/%02d", i);
+        missing += !holds(g_cold_raw, key, key, strlen(key));
+    }
+    CU_ASSERT_EQUAL(missing, 0);
+    CU_ASSERT_EQUAL(g_order_violations, 0);
+    teardown();
+}
+
 /* Writers that wait for their journal fdatasync while the uploader empties
  * the queue and compacts the journal: a writer took sync_mu then mu, the
  * compaction mu then sync_mu (a deadlock once the journal passed its
@@ -780,6 +811,7 @@ static const struct cu_test tests[] = {
       conditional_writes_see_pending_and_cold_objects },
     { "a_failing_cold_tier_is_retried_and_nothing_is_lost",
       a_failing_cold_tier_is_retried_and_nothing_is_lost },
+    { "the_journal_replays_window_by_window", the_journal_replays_window_by_window },
     { "concurrent_writers_and_journal_compaction_never_deadlock",
       concurrent_writers_and_journal_compaction_never_deadlock },
 };
