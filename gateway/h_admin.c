@@ -114,10 +114,26 @@ static void ready(struct gw_req *r)
     note_readiness(r, ok, cache_why, cold_why);
     /* One line each, "ok" or "NOT OK" first for a grep. Neither reason
      * names the cold tier's endpoint (anyone may ask); the log does. */
+    /* write-back: what waits for the cold tier (it does not change readiness:
+     * writes are still absorbed and reads served; the cold tier's line says
+     * whether the uploads can go on) */
+    char wb_line[400] = "";
+    struct backend_wb_status ws;
+    if (backend_wb_status(r->backend, NULL, NULL, &ws)) {
+        if (!ws.dirty_objects)
+            snprintf(wb_line, sizeof wb_line, "write-back: ok - nothing pending\n");
+        else
+            snprintf(wb_line, sizeof wb_line, "write-back: %s - %llu writes (%llu bytes) "
+                     "pending, the oldest %.0f s%s%.200s\n",
+                     cold_ok ? "uploading" : "WAITING for the cold tier",
+                     (unsigned long long)ws.dirty_objects, (unsigned long long)ws.dirty_bytes,
+                     ws.oldest_s, ws.last_error[0] ? "; last upload error: " : "",
+                     ws.last_error);
+    }
     char *body = malloc(READY_BODY_MAX);
-    int n = body ? snprintf(body, READY_BODY_MAX, "%s\ncache: %s - %s\ncold tier: %s - %s\n",
+    int n = body ? snprintf(body, READY_BODY_MAX, "%s\ncache: %s - %s\ncold tier: %s - %s\n%s",
                             ok ? "ready" : "not ready", cache_ok ? "ok" : "NOT OK", cache_why,
-                            cold_ok ? "ok" : "NOT OK", cold_why)
+                            cold_ok ? "ok" : "NOT OK", cold_why, wb_line)
                  : -1;
     if (n < 0) {
         free(body);

@@ -19,6 +19,7 @@ rename), checks on A's own directory:
     acknowledged before the kill is in A after restart and flush, byte for
     byte;
   * [through] x-shardgate-write: through answers only once A has the object;
+  * [ready] /_shardgate/ready names the writes waiting for the cold tier;
   * [cli] `shardgate flush` shows what is pending (exit 1), gives up at its
     --timeout while A is cut off (exit 1), and waits until it is flushed;
   * [conf] "write": "back" without a cache directory is refused at start,
@@ -195,6 +196,10 @@ def restart(cold, thr, cfg):
     eq("[restart] ... and is pending", st.get("pending", {}).get("objects"), len(objs))
     check("[restart] ... with the cold tier's failure reported",
           C.wait_until(lambda: status().get("upload_failures", 0) >= 1, 20), status())
+    r = H.raw("GET", "/_shardgate/ready", sign=False)
+    body = r.body.decode(errors="replace")
+    check("[ready] readiness with the cold tier cut off: 503, and the pending writes named",
+          r.status == 503 and "write-back: WAITING for the cold tier - 10 writes" in body, body)
     # shardgate flush: the status (exit 1 while writes are pending), a wait
     # that gives up at its --timeout (exit 1), then a wait that ends (exit 0)
     env = dict(os.environ, AWS_ACCESS_KEY_ID=H.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=H.SECRET_KEY)
@@ -217,6 +222,11 @@ def restart(cold, thr, cfg):
     eq("[restart] flush once the cold tier is back", r, 200)
     bad = [k for k, v in objs.items() if cold_file(cold, k) != v]
     eq("[restart] the cold tier holds every object byte for byte", bad, [])
+    def ready_again():   # the gateway keeps its cold-tier probe a few seconds
+        r = H.raw("GET", "/_shardgate/ready", sign=False)
+        return r.status == 200 and "write-back: ok - nothing pending" in r.body.decode()
+    check("[ready] after the flush: 200, nothing pending", C.wait_until(ready_again, 30),
+          H.raw("GET", "/_shardgate/ready", sign=False).body)
 
 
 def kill9_loops(cold, cfg, loops=8):
