@@ -24,6 +24,7 @@
 
 #define WB_KEY_BUCKETS 4096u   /* hash chains of the pending-key map */
 #define WB_VID_LEN 16          /* a staged object's name: the version id in hex */
+#define WB_PART_STREAMS 4u     /* parts of one multipart object uploaded at once */
 
 enum wb_kind { WB_PUT = 1, WB_DEL = 2 };
 

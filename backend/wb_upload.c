@@ -7,7 +7,8 @@
  * once) and blocks the
  * records behind it: that is the ordering's price, and the status shows it.
  * A multipart object is sent with its own part boundaries, so the cold tier
- * computes the ETag the client was given. */
+ * computes the ETag the client was given, its parts WB_PART_STREAMS at a
+ * time. */
 #include "wb_int.h"
 
 #include <errno.h>
@@ -18,8 +19,60 @@
 
 #include "log.h"
 
-/* Sends part by part as the staged object's parts: BACKEND_PARTS_UNKNOWN when
- * the staging store does not know them (the caller sends it whole). */
+/* One multipart upload's parts, sent by up to WB_PART_STREAMS threads at
+ * once (a cold S3 is limited per connection: one stream would leave most of
+ * its bandwidth unused). Each thread takes the next part number. */
+struct part_job {
+    struct wb *w;
+    const struct wb_rec *r;
+    struct backend_obj *o;     /* the staged object: pread, any thread */
+    const char *v, *id;
+    struct backend_part *parts;
+    unsigned n;
+    pthread_mutex_t mu;
+    unsigned next;             /* the next part to send (1-based) */
+    enum backend_status st;    /* the first failure */
+};
+
+static void *part_stream(void *arg)
+{
+    struct part_job *j = arg;
+    for (;;) {
+        pthread_mutex_lock(&j->mu);
+        unsigned i = j->st == BACKEND_OK && j->next <= j->n ? j->next++ : 0;
+        pthread_mutex_unlock(&j->mu);
+        if (!i)
+            return NULL;
+        struct backend_part_range pr;
+        enum backend_status st = j->w->stage->ops->object_part(j->w->stage, j->r->bucket,
+                                                               j->v, i, &pr);
+        struct backend_put *p = NULL;
+        if (st == BACKEND_OK)
+            st = backend_mpu_part_begin(j->w->cold, j->r->bucket, j->r->key, j->id, i, &p);
+        struct obj_meta pm;
+        memset(&pm, 0, sizeof pm);
+        if (st == BACKEND_OK) {
+            st = wb_stream_into(j->o, pr.first, pr.size, p, pm.etag);
+            if (st == BACKEND_OK)
+                st = backend_put_commit(p, &pm, NULL);
+            else
+                backend_put_abort(p);
+        }
+        j->parts[i - 1].part_no = i;
+        memcpy(j->parts[i - 1].etag, pm.etag, sizeof j->parts[i - 1].etag);
+        if (st != BACKEND_OK) {
+            pthread_mutex_lock(&j->mu);
+            if (j->st == BACKEND_OK)
+                j->st = st;
+            pthread_mutex_unlock(&j->mu);
+        }
+    }
+}
+
+/* Sends the staged object as a multipart upload with its own parts:
+ * BACKEND_PARTS_UNKNOWN when the staging store does not know them (the
+ * caller sends it whole). The object becomes visible at the complete, after
+ * every part: the order of visibility stays the uploader's. */
 static enum backend_status upload_parts(struct wb *w, const struct wb_rec *r,
                                         struct backend_obj *o, const char *v,
                                         const struct obj_meta *meta, unsigned n)
@@ -50,24 +103,19 @@ static enum backend_status upload_parts(struct wb *w, const struct wb_rec *r,
     obj_meta_clear(&um);
     if (st != BACKEND_OK)
         goto out;
-    for (unsigned i = 1; i <= n && st == BACKEND_OK; i++) {
-        if (i > 1)
-            st = w->stage->ops->object_part(w->stage, r->bucket, v, i, &pr);
-        struct backend_put *p = NULL;
-        if (st == BACKEND_OK)
-            st = backend_mpu_part_begin(w->cold, r->bucket, r->key, id, i, &p);
-        struct obj_meta pm;
-        memset(&pm, 0, sizeof pm);
-        if (st == BACKEND_OK) {
-            st = wb_stream_into(o, pr.first, pr.size, p, pm.etag);
-            if (st == BACKEND_OK)
-                st = backend_put_commit(p, &pm, NULL);
-            else
-                backend_put_abort(p);
-        }
-        parts[i - 1].part_no = i;
-        memcpy(parts[i - 1].etag, pm.etag, sizeof parts[i - 1].etag);
-    }
+    struct part_job j = { .w = w, .r = r, .o = o, .v = v, .id = id, .parts = parts, .n = n,
+                          .next = 1, .st = BACKEND_OK };
+    pthread_mutex_init(&j.mu, NULL);
+    pthread_t t[WB_PART_STREAMS];
+    unsigned started = 0, want = n < WB_PART_STREAMS ? n : WB_PART_STREAMS;
+    for (; started + 1 < want; started++)   /* this thread is one of them */
+        if (pthread_create(&t[started], NULL, part_stream, &j) != 0)
+            break;
+    part_stream(&j);
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+    pthread_mutex_destroy(&j.mu);
+    st = j.st;
     struct obj_meta done;
     memset(&done, 0, sizeof done);
     if (st == BACKEND_OK)

@@ -608,6 +608,56 @@ static void multipart_objects_keep_their_etag_in_the_cold_tier(void)
     teardown();
 }
 
+/* A multipart object of 6 parts goes up 4 parts at a time (WB_PART_STREAMS):
+ * the cold tier gets the same bytes, parts and ETag. */
+static void a_many_part_object_goes_up_in_parallel_parts(void)
+{
+    setup();
+    backend_wb_pause(g_wb, true);
+    size_t part = BACKEND_MIN_PART_SIZE, last = 777777, total = 5 * part + last;
+    unsigned char *src = pattern(total, 8);
+    char id[BACKEND_UPLOAD_ID_MAX];
+    struct obj_meta meta;
+    memset(&meta, 0, sizeof meta);
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_create(g_wb, "ckpt", "optim.bin", &meta, id), BACKEND_OK);
+    struct backend_part parts[6];
+    memset(parts, 0, sizeof parts);
+    for (unsigned i = 0; i < 6; i++) {
+        size_t off = i * part, len = i < 5 ? part : last;
+        struct backend_put *p = NULL;
+        CU_ASSERT_EQUAL_FATAL(backend_mpu_part_begin(g_wb, "ckpt", "optim.bin", id, i + 1, &p),
+                              BACKEND_OK);
+        CU_ASSERT_EQUAL(backend_put_write(p, src + off, len), BACKEND_OK);
+        struct obj_meta pm;
+        memset(&pm, 0, sizeof pm);
+        md5_of(src + off, len, pm.etag);
+        CU_ASSERT_EQUAL(backend_put_commit(p, &pm, NULL), BACKEND_OK);
+        parts[i].part_no = i + 1;
+        memcpy(parts[i].etag, pm.etag, sizeof pm.etag);
+    }
+    struct obj_meta out;
+    memset(&out, 0, sizeof out);
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_complete(g_wb, "ckpt", "optim.bin", id, parts, 6, &out),
+                          BACKEND_OK);
+    acked("optim.bin");
+    backend_wb_pause(g_wb, false);
+    CU_ASSERT_TRUE(flush_all());
+    struct obj_meta cm;
+    memset(&cm, 0, sizeof cm);
+    CU_ASSERT_EQUAL(real_ops->object_head(g_cold_raw, "ckpt", "optim.bin", &cm), BACKEND_OK);
+    CU_ASSERT_STRING_EQUAL(cm.etag, out.etag);
+    CU_ASSERT_PTR_NOT_NULL(strstr(cm.etag, "-6"));
+    obj_meta_clear(&cm);
+    struct backend_part_range pr;
+    CU_ASSERT_EQUAL(real_ops->object_part(g_cold_raw, "ckpt", "optim.bin", 6, &pr), BACKEND_OK);
+    CU_ASSERT_EQUAL(pr.first, 5 * part);
+    CU_ASSERT_EQUAL(pr.size, last);
+    CU_ASSERT_TRUE(holds(g_cold_raw, "optim.bin", src, total));
+    obj_meta_clear(&out);
+    free(src);
+    teardown();
+}
+
 static void the_dcp_rename_never_uploads_the_temporary_object(void)
 {
     setup();
@@ -801,6 +851,8 @@ static const struct cu_test tests[] = {
     { "listings_merge_pending_writes_page_by_page", listings_merge_pending_writes_page_by_page },
     { "multipart_objects_keep_their_etag_in_the_cold_tier",
       multipart_objects_keep_their_etag_in_the_cold_tier },
+    { "a_many_part_object_goes_up_in_parallel_parts",
+      a_many_part_object_goes_up_in_parallel_parts },
     { "the_dcp_rename_never_uploads_the_temporary_object",
       the_dcp_rename_never_uploads_the_temporary_object },
     { "write_through_answers_once_the_cold_tier_has_it",
