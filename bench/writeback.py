@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""bench/writeback.py - checkpoint absorption (issue 13), side by side in one run:
+a checkpoint written with boto3's upload_file (--part-mib MiB parts, --threads
+threads: boto3's own defaults are 8 MiB and 10) into a write-through bucket and
+into a write-back bucket of the same gateway, whose cold tier is a second
+shardgate behind throttle.py limited to --cold-mbps MB/s (10^6 bytes/s) from the
+gateway to the cold tier; and fio's sequential write of the same size on the
+cache's file system (the local disk's rate, the ceiling for write-back).
+
+Per run, alternated (write-through first in odd runs, write-back first in even):
+  write-through: seconds until upload_file returns (each part passes through to
+                 the cold tier before its answer), gateway CPU seconds;
+  write-back:    seconds until upload_file returns (acknowledged: staged and
+                 journaled), gateway CPU seconds for that ingestion; then
+                 seconds until POST ?flush answers 200 (in the cold tier) and
+                 the gateway CPU of the upload;
+  fio:           sequential write, --size, 8 MiB blocks, O_DIRECT, then fsync.
+Goals (issue 13): write-back >= 4x faster than write-through to the last
+acknowledgement; >= 0.8x fio's rate; <= 0.7 CPU-s per GiB ingested.
+
+Writes bench/results/writeback.md (--out) and prints the same Markdown. Needs
+boto3 and fio. Uses the test harness's modules (tests/integration).
+"""
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+import harness as H  # noqa: E402
+import cache_common as C  # noqa: E402
+from throttle import ThrottleProcess  # noqa: E402
+
+MiB = 1024 * 1024
+GiB = 1024 * MiB
+WB, WT = "ckpt-wb", "ckpt-wt"
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--size-mib", type=int, default=4096)
+    p.add_argument("--cold-mbps", type=float, default=200)
+    p.add_argument("--part-mib", type=int, default=8)
+    p.add_argument("--threads", type=int, default=10)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--bin", default=os.path.join(ROOT, "build-bench", "shardgate"))
+    p.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "writeback.md"))
+    return p.parse_args()
+
+
+@contextlib.contextmanager
+def quiet():
+    with contextlib.redirect_stdout(sys.stderr):
+        yield
+
+
+def cpu_s(pid):
+    """utime + stime of a process, in seconds."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def fio_seq(directory, size_mib):
+    """fio's sequential O_DIRECT write rate on directory's file system, bytes/s."""
+    path = os.path.join(directory, "fio.seq")
+    out = subprocess.run(["fio", "--name=seq", "--rw=write", "--bs=8M", "--direct=1",
+                          "--size=%dM" % size_mib, "--filename=%s" % path, "--end_fsync=1",
+                          "--ioengine=psync", "--output-format=json"],
+                         capture_output=True, text=True, check=True).stdout
+    os.unlink(path)
+    job = json.loads(out)["jobs"][0]
+    return job["write"]["bw_bytes"]
+
+
+class Bench:
+    def __init__(self, a):
+        self.a = a
+        self.size = a.size_mib * MiB
+        self.cold = self.thr = self.cfg = None
+        self.src = None
+
+    def setup(self):
+        with quiet():
+            self.cold = C.ColdGateway().start()
+        cc = self.cold.client()
+        for b in (WB, WT):
+            cc.create_bucket(Bucket=b)
+        self.thr = ThrottleProcess("127.0.0.1", self.cold.port,
+                                   up_rate=self.a.cold_mbps * 1e6).start()
+        self.cfg = C.Cache("http://127.0.0.1:%d" % self.thr.port, C.COLD_ACCESS, C.COLD_SECRET,
+                           size="%dMiB" % (2 * self.a.size_mib + 1024),
+                           config={"buckets": {WB: {"write": "back"}}}, tag="wb")
+        with quiet():
+            C.start_cache(self.cfg)
+        self.src = os.path.join(H.S.tmp, "checkpoint.bin")
+        H.write_random_file(self.src, self.size)
+
+    def teardown(self):
+        if self.thr:
+            self.thr.stop()
+        with quiet():
+            C.stop_cache("[bench] gateway exits 0 on SIGTERM")
+            C.stop_all()
+
+    def upload(self, bucket, key):
+        from boto3.s3.transfer import TransferConfig
+        c = H.boto3_client(endpoint=H.S.endpoint)
+        tc = TransferConfig(multipart_threshold=self.a.part_mib * MiB,
+                            multipart_chunksize=self.a.part_mib * MiB,
+                            max_concurrency=self.a.threads)
+        pid = H.S.proc.pid
+        c0, t0 = cpu_s(pid), time.monotonic()
+        c.upload_file(self.src, bucket, key, Config=tc)
+        return time.monotonic() - t0, cpu_s(pid) - c0
+
+    def flush(self):
+        pid = H.S.proc.pid
+        c0, t0 = cpu_s(pid), time.monotonic()
+        r = H.raw("POST", "/%s" % WB, "flush&timeout=3600", timeout=4000)
+        if r.status != 200:
+            raise RuntimeError("flush answered %d: %r" % (r.status, r.body[:300]))
+        return time.monotonic() - t0, cpu_s(pid) - c0
+
+    def run(self, n):
+        rows = {}
+        order = ("wt", "wb") if n % 2 else ("wb", "wt")
+        for v in order:
+            key = "step-%d/model.bin" % n
+            if v == "wt":
+                rows["wt_s"], rows["wt_cpu"] = self.upload(WT, key)
+            else:
+                rows["wb_s"], rows["wb_cpu"] = self.upload(WB, key)
+                rows["flush_s"], rows["flush_cpu"] = self.flush()
+        rows["fio_bps"] = fio_seq(self.cfg.cache_dir, self.a.size_mib)
+        return rows
+
+
+def med(xs):
+    return statistics.median(xs)
+
+
+def spread(xs, fmt):
+    return "%s [%s-%s]" % (fmt % med(xs), fmt % min(xs), fmt % max(xs))
+
+
+def report(a, rows, cmd, started, took):
+    gib = a.size_mib / 1024
+    L = ["# Write-back: checkpoint absorption", "",
+         "Run %s, %.0f s, `%s`, on %s (%d cores)." % (started, took, cmd, platform.node(),
+                                                    os.cpu_count()), "",
+         "A %d MiB checkpoint written with boto3 upload_file (%d MiB parts, %d threads) into a "
+         "write-through and a write-back bucket of one gateway; cold tier: a shardgate "
+         "behind throttle.py at %g MB/s; fio: sequential O_DIRECT write of the same size on "
+         "the cache's file system. Median [min-max] of %d runs." % (
+             a.size_mib, a.part_mib, a.threads, a.cold_mbps, len(rows)), "",
+         "| measure | value | goal |", "| --- | --- | --- |"]
+    wt = [r["wt_s"] for r in rows]
+    wb = [r["wb_s"] for r in rows]
+    ratio = [r["wt_s"] / r["wb_s"] for r in rows]
+    rate = [a.size_mib * MiB / r["wb_s"] / 1e6 for r in rows]
+    fio = [r["fio_bps"] / 1e6 for r in rows]
+    vs_fio = [(a.size_mib * MiB / r["wb_s"]) / r["fio_bps"] for r in rows]
+    L.append("| write-through: s to the last ack | %s | |" % spread(wt, "%.1f"))
+    L.append("| write-back: s to the last ack | %s | |" % spread(wb, "%.1f"))
+    L.append("| write-through / write-back | %s | >= 4x |" % spread(ratio, "%.2fx"))
+    L.append("| write-back ingest MB/s | %s | |" % spread(rate, "%.0f"))
+    L.append("| fio sequential write MB/s | %s | |" % spread(fio, "%.0f"))
+    L.append("| write-back / fio | %s | >= 0.8x |" % spread(vs_fio, "%.2fx"))
+    L.append("| write-back: s until flushed (in the cold tier) | %s | |" % spread(
+        [r["flush_s"] for r in rows], "%.1f"))
+    L.append("| CPU-s per GiB ingested (write-back) | %s | <= 0.7 |" % spread(
+        [r["wb_cpu"] / gib for r in rows], "%.2f"))
+    L.append("| CPU-s per GiB uploaded (write-back) | %s | |" % spread(
+        [r["flush_cpu"] / gib for r in rows], "%.2f"))
+    L.append("| CPU-s per GiB (write-through) | %s | |" % spread(
+        [r["wt_cpu"] / gib for r in rows], "%.2f"))
+    L += ["", "Rerun: `%s`" % cmd, ""]
+    return "\n".join(L)
+
+
+def main():
+    a = parse_args()
+    if not os.access(a.bin, os.X_OK):
+        sys.exit("no shardgate binary at %s (build it, or pass --bin)" % a.bin)
+    if not shutil.which("fio"):
+        sys.exit("fio is missing (apt-get install -y fio)")
+    os.environ["SHARDGATE_BIN"] = os.path.abspath(a.bin)
+    C.init("bench_writeback")
+    signal.signal(signal.SIGTERM, lambda s, f: (_ for _ in ()).throw(SystemExit(128 + s)))
+    cmd = "python3 bench/writeback.py --size-mib %d --cold-mbps %g --part-mib %d " \
+          "--threads %d --runs %d" % (a.size_mib, a.cold_mbps, a.part_mib, a.threads, a.runs)
+    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    t0 = time.monotonic()
+    b = Bench(a)
+    rows = []
+    try:
+        b.setup()
+        for n in range(1, a.runs + 1):
+            rows.append(b.run(n))
+            print("# run %d: %r" % (n, rows[-1]), file=sys.stderr, flush=True)
+    finally:
+        b.teardown()
+        H.S.finished = True
+        H._cleanup()
+    text = report(a, rows, cmd, started, time.monotonic() - t0)
+    print(text, flush=True)
+    if a.out != "-":
+        os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+        with open(a.out, "w") as f:
+            f.write(text)
+        print("# wrote %s" % a.out, file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
