@@ -113,6 +113,7 @@ void wb_rec_free(struct wb_rec *r)
         return;
     free(r->bucket);
     free(r->key);
+    free(r->cold_upload);
     free(r);
 }
 

@@ -39,6 +39,9 @@ struct wb_rec {
     char etag[72];
     struct timespec acked;     /* CLOCK_MONOTONIC, for the oldest pending age */
     bool superseded;           /* a later record of the same key exists: skipped */
+    char *cold_upload;         /* the cold tier's multipart upload of this record,
+                                  kept (and journaled) across failed attempts and
+                                  restarts so parts sent are not sent again; NULL */
     struct wb_rec *next;       /* the upload queue, in seq order */
     struct wb_rec *key_next;   /* chain of the pending-key map (latest per key) */
 };
@@ -133,6 +136,10 @@ void wb_journal_close(struct wb *w);
 int wb_journal_put_locked(struct wb *w, const struct wb_rec *r, uint64_t *end);
 int wb_journal_done_locked(struct wb *w, uint64_t seq);
 int wb_journal_mpu_locked(struct wb *w, const struct wb_mpu *m, bool open, uint64_t *end);
+/* Records the cold tier's upload id of record r (r->cold_upload). Not
+ * synced: lost, the upload is started again (the old one is an orphan the
+ * cold tier's lifecycle rule removes). */
+int wb_journal_cold_upload_locked(struct wb *w, const struct wb_rec *r);
 int wb_journal_sync(struct wb *w, uint64_t upto);
 /* Rewrites the journal with only what is still live (the queue and the open
  * uploads): called at open and when the queue empties. Under mu. */

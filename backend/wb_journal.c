@@ -7,7 +7,8 @@
  *   types:   PUT (an acknowledged object: its staged version and what the
  *            client was told), DEL (an acknowledged delete), DONE (seq is in
  *            the cold tier), MPU (an upload opened under vid), MPU_END (vid's
- *            upload aborted; a completed one ends with its PUT).
+ *            upload aborted; a completed one ends with its PUT), COLD_UPLOAD
+ *            (the cold tier's upload id of seq's object, in the id field).
  * Replay at open rebuilds the queue (PUT/DEL without DONE, in seq order) and
  * the open uploads, stopping at the first torn or corrupt record (a crash in
  * the middle of an append: that write was never acknowledged, its fdatasync
@@ -27,7 +28,8 @@
 #include "crc.h"
 #include "log.h"
 
-enum { REC_PUT = 1, REC_DEL = 2, REC_DONE = 3, REC_MPU = 4, REC_MPU_END = 5 };
+enum { REC_PUT = 1, REC_DEL = 2, REC_DONE = 3, REC_MPU = 4, REC_MPU_END = 5,
+       REC_COLD_UPLOAD = 6 };
 
 #define FIXED 52   /* payload bytes before the strings */
 #define REC_MAX (8 + FIXED + 72 + 255 + 1024 + BACKEND_UPLOAD_ID_MAX)
@@ -221,6 +223,18 @@ int wb_journal_mpu_locked(struct wb *w, const struct wb_mpu *m, bool open, uint6
     return append_locked(w, &j, end);
 }
 
+int wb_journal_cold_upload_locked(struct wb *w, const struct wb_rec *r)
+{
+    struct jrec j;
+    memset(&j, 0, sizeof j);
+    j.type = REC_COLD_UPLOAD;
+    j.seq = r->seq;
+    j.etag = j.bucket = j.key = "";
+    j.id = r->cold_upload ? r->cold_upload : "";
+    j.id_len = strlen(j.id);
+    return append_locked(w, &j, NULL);
+}
+
 int wb_journal_sync(struct wb *w, uint64_t upto)
 {
     pthread_mutex_lock(&w->sync_mu);
@@ -322,6 +336,15 @@ static int replay_one(struct wb *w, const struct jrec *j)
         w->mpus = m;
         return 0;
     }
+    case REC_COLD_UPLOAD:
+        for (struct wb_rec *r = w->head; r; r = r->next) {
+            if (r->seq == j->seq) {
+                free(r->cold_upload);
+                r->cold_upload = j->id_len ? dup_n(j->id, j->id_len) : NULL;
+                break;
+            }
+        }
+        return 0;
     case REC_MPU_END:
         for (struct wb_mpu **pp = &w->mpus; *pp; pp = &(*pp)->next) {
             if ((*pp)->vid == j->vid) {
@@ -404,8 +427,11 @@ int wb_journal_compact_locked(struct wb *w)
     int rc = 0;
     for (struct wb_mpu *m = w->mpus; m && rc == 0; m = m->next)
         rc = wb_journal_mpu_locked(w, m, true, NULL);
-    for (struct wb_rec *r = w->head; r && rc == 0; r = r->next)
+    for (struct wb_rec *r = w->head; r && rc == 0; r = r->next) {
         rc = wb_journal_put_locked(w, r, NULL);
+        if (rc == 0 && r->cold_upload)
+            rc = wb_journal_cold_upload_locked(w, r);
+    }
     if (rc == 0 && fsync(fd) != 0)
         rc = -1;
     if (rc == 0 && renameat(w->dirfd, "journal.tmp", w->dirfd, "journal") != 0)

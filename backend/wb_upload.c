@@ -28,6 +28,7 @@ struct part_job {
     struct backend_obj *o;     /* the staged object: pread, any thread */
     const char *v, *id;
     struct backend_part *parts;
+    const bool *have;          /* parts the cold upload has already (resumed) */
     unsigned n;
     pthread_mutex_t mu;
     unsigned next;             /* the next part to send (1-based) */
@@ -39,6 +40,8 @@ static void *part_stream(void *arg)
     struct part_job *j = arg;
     for (;;) {
         pthread_mutex_lock(&j->mu);
+        while (j->next <= j->n && j->have[j->next - 1])
+            j->next++;
         unsigned i = j->st == BACKEND_OK && j->next <= j->n ? j->next++ : 0;
         pthread_mutex_unlock(&j->mu);
         if (!i)
@@ -69,11 +72,60 @@ static void *part_stream(void *arg)
     }
 }
 
+/* The parts of the cold upload r->cold_upload whose sizes match the staged
+ * parts (the staged object never changes: its name is its version, so a
+ * part of the right size is the right part) into have/parts. NO_UPLOAD when
+ * the cold tier does not know the upload any more. */
+static enum backend_status parts_sent(struct wb *w, const struct wb_rec *r, const char *v,
+                                      unsigned n, bool *have, struct backend_part *parts)
+{
+    unsigned marker = 0;
+    for (;;) {
+        struct backend_parts_page pg;
+        memset(&pg, 0, sizeof pg);
+        enum backend_status st = backend_mpu_list_parts(w->cold, r->bucket, r->key,
+                                                        r->cold_upload, marker, 1000, &pg);
+        if (st != BACKEND_OK)
+            return st;
+        for (size_t k = 0; k < pg.n_parts; k++) {
+            unsigned i = pg.parts[k].part_no;
+            struct backend_part_range pr;
+            if (i < 1 || i > n ||
+                w->stage->ops->object_part(w->stage, r->bucket, v, i, &pr) != BACKEND_OK ||
+                pr.size != pg.parts[k].size)
+                continue;
+            have[i - 1] = true;
+            parts[i - 1].part_no = i;
+            memcpy(parts[i - 1].etag, pg.parts[k].etag, sizeof parts[i - 1].etag);
+        }
+        bool more = pg.truncated && pg.next_marker > marker;
+        marker = pg.next_marker;
+        backend_parts_page_free(&pg);
+        if (!more)
+            return BACKEND_OK;
+    }
+}
+
+/* Forgets (and aborts in the cold tier) r's cold upload. */
+static void cold_upload_drop(struct wb *w, struct wb_rec *r)
+{
+    if (!r->cold_upload)
+        return;
+    backend_mpu_abort(w->cold, r->bucket, r->key, r->cold_upload);
+    pthread_mutex_lock(&w->mu);
+    free(r->cold_upload);
+    r->cold_upload = NULL;
+    wb_journal_cold_upload_locked(w, r);
+    pthread_mutex_unlock(&w->mu);
+}
+
 /* Sends the staged object as a multipart upload with its own parts:
  * BACKEND_PARTS_UNKNOWN when the staging store does not know them (the
  * caller sends it whole). The object becomes visible at the complete, after
- * every part: the order of visibility stays the uploader's. */
-static enum backend_status upload_parts(struct wb *w, const struct wb_rec *r,
+ * every part: the order of visibility stays the uploader's. A failed
+ * attempt keeps its cold upload (journaled): the next attempt, after a
+ * restart too, sends only the parts it lacks. */
+static enum backend_status upload_parts(struct wb *w, struct wb_rec *r,
                                         struct backend_obj *o, const char *v,
                                         const struct obj_meta *meta, unsigned n)
 {
@@ -82,29 +134,50 @@ static enum backend_status upload_parts(struct wb *w, const struct wb_rec *r,
     if (st != BACKEND_OK)
         return st;
     struct backend_part *parts = calloc(n, sizeof *parts);
-    if (!parts)
+    bool *have = calloc(n, sizeof *have);
+    if (!parts || !have) {
+        free(parts);
+        free(have);
         return BACKEND_NOMEM;
-    /* the parts go without checksums (the cold tier computes its own), so
-     * the upload must not announce the client's: the cold tier would refuse
-     * the parts (InvalidRequest) */
-    struct obj_meta um;
-    memset(&um, 0, sizeof um);
-    for (size_t i = 0; i < meta->n_hdrs; i++) {
-        if (strncmp(meta->hdrs[i].name, "x-amz-checksum-", 15) == 0)
-            continue;
-        if (obj_meta_add_hdr(&um, meta->hdrs[i].name, meta->hdrs[i].value) != 0) {
-            obj_meta_clear(&um);
-            free(parts);
-            return BACKEND_NOMEM;
-        }
     }
-    char id[BACKEND_UPLOAD_ID_MAX];
-    st = backend_mpu_create(w->cold, r->bucket, r->key, &um, id);
-    obj_meta_clear(&um);
-    if (st != BACKEND_OK)
-        goto out;
-    struct part_job j = { .w = w, .r = r, .o = o, .v = v, .id = id, .parts = parts, .n = n,
-                          .next = 1, .st = BACKEND_OK };
+    if (r->cold_upload) {
+        st = parts_sent(w, r, v, n, have, parts);
+        if (st == BACKEND_NO_UPLOAD) {   /* expired or aborted: start again */
+            cold_upload_drop(w, r);
+            memset(have, 0, n * sizeof *have);
+            st = BACKEND_OK;
+        }
+        if (st != BACKEND_OK)
+            goto out;
+    }
+    if (!r->cold_upload) {
+        /* the parts go without checksums (the cold tier computes its own), so
+         * the upload must not announce the client's: the cold tier would
+         * refuse the parts (InvalidRequest) */
+        struct obj_meta um;
+        memset(&um, 0, sizeof um);
+        for (size_t i = 0; i < meta->n_hdrs && st == BACKEND_OK; i++)
+            if (strncmp(meta->hdrs[i].name, "x-amz-checksum-", 15) != 0 &&
+                obj_meta_add_hdr(&um, meta->hdrs[i].name, meta->hdrs[i].value) != 0)
+                st = BACKEND_NOMEM;
+        char id[BACKEND_UPLOAD_ID_MAX];
+        if (st == BACKEND_OK)
+            st = backend_mpu_create(w->cold, r->bucket, r->key, &um, id);
+        obj_meta_clear(&um);
+        char *keep = st == BACKEND_OK ? strdup(id) : NULL;
+        if (st == BACKEND_OK && !keep) {
+            backend_mpu_abort(w->cold, r->bucket, r->key, id);
+            st = BACKEND_NOMEM;
+        }
+        if (st != BACKEND_OK)
+            goto out;
+        pthread_mutex_lock(&w->mu);
+        r->cold_upload = keep;
+        wb_journal_cold_upload_locked(w, r);
+        pthread_mutex_unlock(&w->mu);
+    }
+    struct part_job j = { .w = w, .r = r, .o = o, .v = v, .id = r->cold_upload,
+                          .parts = parts, .have = have, .n = n, .next = 1, .st = BACKEND_OK };
     pthread_mutex_init(&j.mu, NULL);
     pthread_t t[WB_PART_STREAMS];
     unsigned started = 0, want = n < WB_PART_STREAMS ? n : WB_PART_STREAMS;
@@ -119,19 +192,21 @@ static enum backend_status upload_parts(struct wb *w, const struct wb_rec *r,
     struct obj_meta done;
     memset(&done, 0, sizeof done);
     if (st == BACKEND_OK)
-        st = backend_mpu_complete(w->cold, r->bucket, r->key, id, parts, n, &done);
+        st = backend_mpu_complete(w->cold, r->bucket, r->key, r->cold_upload, parts, n, &done);
     if (st == BACKEND_OK && strcmp(done.etag, r->etag) != 0)
         log_msg(LOG_LVL_WARN, "write-back", "%s/%s: the cold tier's ETag %s differs from the "
                 "%s the client was given", r->bucket, r->key, done.etag, r->etag);
     obj_meta_clear(&done);
-    if (st != BACKEND_OK)
-        backend_mpu_abort(w->cold, r->bucket, r->key, id);
+    if (st == BACKEND_INVALID_PART || st == BACKEND_INVALID_PART_ORDER ||
+        st == BACKEND_ENTITY_TOO_SMALL)
+        cold_upload_drop(w, r);   /* the cold tier refused the parts: start again */
 out:
     free(parts);
+    free(have);
     return st;
 }
 
-static enum backend_status upload_put(struct wb *w, const struct wb_rec *r)
+static enum backend_status upload_put(struct wb *w, struct wb_rec *r)
 {
     char v[WB_VID_LEN + 1];
     wb_vid_name(r->vid, v);
@@ -162,7 +237,7 @@ static enum backend_status upload_put(struct wb *w, const struct wb_rec *r)
     return st;
 }
 
-static enum backend_status upload_one(struct wb *w, const struct wb_rec *r)
+static enum backend_status upload_one(struct wb *w, struct wb_rec *r)
 {
     if (r->kind == WB_DEL) {
         enum backend_status st = backend_object_delete(w->cold, r->bucket, r->key);
@@ -212,6 +287,11 @@ static void *uploader_main(void *arg)
         }
         struct wb_rec *r = w->head;   /* only this thread takes records out */
         if (r->superseded) {
+            if (r->cold_upload) {   /* a failed attempt's upload: not needed now */
+                pthread_mutex_unlock(&w->mu);
+                cold_upload_drop(w, r);
+                pthread_mutex_lock(&w->mu);
+            }
             retire_locked(w, r);
             continue;
         }
@@ -232,6 +312,11 @@ static void *uploader_main(void *arg)
             log_msg(LOG_LVL_ERROR, "write-back", "%s/%s: the staged copy of an acknowledged "
                     "write is missing: it cannot be uploaded", r->bucket, r->key);
             w->failures++;
+            if (r->cold_upload) {
+                pthread_mutex_unlock(&w->mu);
+                cold_upload_drop(w, r);
+                pthread_mutex_lock(&w->mu);
+            }
             retire_locked(w, r);
             continue;
         }

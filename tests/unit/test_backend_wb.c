@@ -108,6 +108,27 @@ static enum backend_status rec_mpu_create(struct backend *b, const char *bucket,
     return real_ops->mpu_create(b, bucket, key, meta, id);
 }
 
+/* Part uploads to the cold tier: counted; from call g_fail_part_from on
+ * (0: never) they fail, only that one call when g_fail_part_once. */
+static int g_part_calls, g_part_ok, g_fail_part_from;
+static bool g_fail_part_once;
+
+static enum backend_status rec_mpu_part_begin(struct backend *b, const char *bucket,
+                                              const char *key, const char *upload_id,
+                                              unsigned part_no, struct backend_put **out)
+{
+    pthread_mutex_lock(&rec_mu);
+    int k = ++g_part_calls;
+    bool fail = g_fail_part_from && k >= g_fail_part_from &&
+                (!g_fail_part_once || k == g_fail_part_from);
+    if (!fail)
+        g_part_ok++;
+    pthread_mutex_unlock(&rec_mu);
+    if (fail)
+        return BACKEND_UNAVAILABLE;
+    return real_ops->mpu_part_begin(b, bucket, key, upload_id, part_no, out);
+}
+
 static void uploaded(void)
 {
     check_order_before(g_current);
@@ -157,6 +178,7 @@ static struct backend *open_wb(uint64_t max_dirty)
     rec_ops.put_commit = rec_put_commit;
     rec_ops.mpu_create = rec_mpu_create;
     rec_ops.mpu_complete = rec_mpu_complete;
+    rec_ops.mpu_part_begin = rec_mpu_part_begin;
     cold->ops = &rec_ops;
     g_cold_raw = cold;
     static const char *const buckets[] = { "ckpt" };
@@ -187,6 +209,8 @@ static void setup_with(uint64_t max_dirty)
     backend_close(cold);
     g_n_uploaded = g_n_acked = g_order_violations = 0;
     g_compact = 0;
+    g_part_calls = g_part_ok = g_fail_part_from = 0;
+    g_fail_part_once = false;
     g_cold_fails = false;
     g_wb = open_wb(max_dirty);
 }
@@ -608,6 +632,106 @@ static void multipart_objects_keep_their_etag_in_the_cold_tier(void)
     teardown();
 }
 
+/* Stages a multipart object of 5 parts of 5 MiB and a last one; its bytes
+ * (caller frees) and, in etag, its ETag. */
+static unsigned char *six_parts(const char *key, size_t *total, char etag[72])
+{
+    size_t part = BACKEND_MIN_PART_SIZE, last = 777777;
+    *total = 5 * part + last;
+    unsigned char *src = pattern(*total, 9);
+    char id[BACKEND_UPLOAD_ID_MAX];
+    struct obj_meta meta;
+    memset(&meta, 0, sizeof meta);
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_create(g_wb, "ckpt", key, &meta, id), BACKEND_OK);
+    struct backend_part parts[6];
+    memset(parts, 0, sizeof parts);
+    for (unsigned i = 0; i < 6; i++) {
+        size_t off = i * part, len = i < 5 ? part : last;
+        struct backend_put *p = NULL;
+        CU_ASSERT_EQUAL_FATAL(backend_mpu_part_begin(g_wb, "ckpt", key, id, i + 1, &p),
+                              BACKEND_OK);
+        CU_ASSERT_EQUAL(backend_put_write(p, src + off, len), BACKEND_OK);
+        struct obj_meta pm;
+        memset(&pm, 0, sizeof pm);
+        md5_of(src + off, len, pm.etag);
+        CU_ASSERT_EQUAL(backend_put_commit(p, &pm, NULL), BACKEND_OK);
+        parts[i].part_no = i + 1;
+        memcpy(parts[i].etag, pm.etag, sizeof pm.etag);
+    }
+    struct obj_meta out;
+    memset(&out, 0, sizeof out);
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_complete(g_wb, "ckpt", key, id, parts, 6, &out),
+                          BACKEND_OK);
+    memcpy(etag, out.etag, 72);
+    obj_meta_clear(&out);
+    acked(key);
+    return src;
+}
+
+/* A part upload fails once: the retry sends only the parts the cold
+ * upload lacks (6 part uploads in all), and the object is whole. */
+static void a_failed_part_is_resent_alone(void)
+{
+    setup();
+    backend_wb_pause(g_wb, true);
+    size_t total;
+    char etag[72];
+    unsigned char *src = six_parts("resume.bin", &total, etag);
+    g_fail_part_from = 3;
+    g_fail_part_once = true;
+    backend_wb_pause(g_wb, false);
+    CU_ASSERT_TRUE(flush_all());
+    CU_ASSERT_EQUAL(g_part_ok, 6);          /* no part sent twice */
+    CU_ASSERT_EQUAL(g_part_calls, 7);       /* and the one refused */
+    struct backend_wb_status s;
+    backend_wb_status(g_wb, "ckpt", NULL, &s);
+    CU_ASSERT_EQUAL(s.failures, 1);
+    CU_ASSERT_TRUE(holds(g_cold_raw, "resume.bin", src, total));
+    struct obj_meta cm;
+    memset(&cm, 0, sizeof cm);
+    CU_ASSERT_EQUAL(real_ops->object_head(g_cold_raw, "ckpt", "resume.bin", &cm), BACKEND_OK);
+    CU_ASSERT_STRING_EQUAL(cm.etag, etag);
+    obj_meta_clear(&cm);
+    free(src);
+    teardown();
+}
+
+/* The cold tier fails after 2 parts; the gateway restarts: the restarted
+ * uploader finds the cold upload in the journal and sends the other 4. */
+static void a_restart_resumes_the_cold_upload(void)
+{
+    setup();
+    backend_wb_pause(g_wb, true);
+    size_t total;
+    char etag[72];
+    unsigned char *src = six_parts("resume.bin", &total, etag);
+    g_fail_part_from = 3;   /* every part after the first two fails */
+    backend_wb_pause(g_wb, false);
+    struct backend_wb_status s;
+    for (int i = 0; i < 1000; i++) {
+        backend_wb_status(g_wb, "ckpt", NULL, &s);
+        if (s.failures)
+            break;
+        usleep(10000);
+    }
+    CU_ASSERT_TRUE(s.failures >= 1);
+    backend_close(g_wb);   /* stops the uploader: no attempt runs now */
+    int ok_before = g_part_ok;
+    CU_ASSERT_EQUAL(ok_before, 2);
+    g_fail_part_from = 0;
+    g_wb = open_wb(0);
+    CU_ASSERT_TRUE(flush_all());
+    CU_ASSERT_EQUAL(g_part_ok, 6);          /* the 4 missing ones after the restart */
+    CU_ASSERT_TRUE(holds(g_cold_raw, "resume.bin", src, total));
+    struct obj_meta cm;
+    memset(&cm, 0, sizeof cm);
+    CU_ASSERT_EQUAL(real_ops->object_head(g_cold_raw, "ckpt", "resume.bin", &cm), BACKEND_OK);
+    CU_ASSERT_STRING_EQUAL(cm.etag, etag);
+    obj_meta_clear(&cm);
+    free(src);
+    teardown();
+}
+
 /* A multipart object of 6 parts goes up 4 parts at a time (WB_PART_STREAMS):
  * the cold tier gets the same bytes, parts and ETag. */
 static void a_many_part_object_goes_up_in_parallel_parts(void)
@@ -851,6 +975,8 @@ static const struct cu_test tests[] = {
     { "listings_merge_pending_writes_page_by_page", listings_merge_pending_writes_page_by_page },
     { "multipart_objects_keep_their_etag_in_the_cold_tier",
       multipart_objects_keep_their_etag_in_the_cold_tier },
+    { "a_failed_part_is_resent_alone", a_failed_part_is_resent_alone },
+    { "a_restart_resumes_the_cold_upload", a_restart_resumes_the_cold_upload },
     { "a_many_part_object_goes_up_in_parallel_parts",
       a_many_part_object_goes_up_in_parallel_parts },
     { "the_dcp_rename_never_uploads_the_temporary_object",
