@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "deadline.h"
 #include "fs.h"
 #include "hash.h"
 #include "log.h"
@@ -181,7 +182,7 @@ static bool dirty_room(struct wb *w, uint64_t size)
 {
     if (!w->max_dirty)
         return true;
-    struct timespec until = wb_deadline(w->dirty_wait_ms);
+    struct timespec until = sg_deadline(CLOCK_REALTIME, w->dirty_wait_ms);
     pthread_mutex_lock(&w->mu);
     int rc = 0;
     while (w->dirty_bytes && w->dirty_bytes + size > w->max_dirty && rc == 0)
@@ -300,65 +301,89 @@ static void op_info(const struct backend *b, struct backend_info *out)
  * A pending PUT whose staged file is gone was uploaded meanwhile (its file
  * is removed only after the cold tier has it): the cold tier answers. */
 
-static enum backend_status op_object_head(struct backend *b, const char *bucket,
-                                          const char *key, struct obj_meta *meta)
+/* One read verb, asked of either store: the staging store under the pending
+ * write's version name, or the cold tier under the key. */
+typedef enum backend_status (*read_verb)(struct backend *b, const char *bucket,
+                                         const char *name, void *arg);
+
+static enum backend_status route_read(struct wb *w, const char *bucket, const char *key,
+                                      read_verb verb, void *arg)
 {
-    struct wb *w = wb_of(b);
     char v[WB_VID_LEN + 1];
     enum pending p = pending_of(w, bucket, key, v);
     if (p == PENDING_DEL)
         return BACKEND_NO_KEY;
-    enum backend_status st = p == PENDING_PUT
-                             ? w->stage->ops->object_head(w->stage, bucket, v, meta)
-                             : BACKEND_NO_KEY;
-    if (st != BACKEND_NO_KEY)
-        return st;
-    return w->cold->ops->object_head(w->cold, bucket, key, meta);
+    if (p == PENDING_PUT) {
+        enum backend_status st = verb(w->stage, bucket, v, arg);
+        if (st != BACKEND_NO_KEY)
+            return st;
+    }
+    return verb(w->cold, bucket, key, arg);
 }
 
+static enum backend_status verb_head(struct backend *b, const char *bucket, const char *name,
+                                     void *meta)
+{
+    return b->ops->object_head(b, bucket, name, meta);
+}
+
+static enum backend_status op_object_head(struct backend *b, const char *bucket,
+                                          const char *key, struct obj_meta *meta)
+{
+    return route_read(wb_of(b), bucket, key, verb_head, meta);
+}
+
+/* The cold tier's own op, not backend_object_head_timed: the gateway counts
+ * this call once, at the decorator. */
 static enum backend_status op_object_head_timed(struct backend *b, const char *bucket,
                                                 const char *key, unsigned timeout_ms,
                                                 struct obj_meta *meta)
 {
     struct wb *w = wb_of(b);
     char v[WB_VID_LEN + 1];
-    if (pending_of(w, bucket, key, v) != PENDING_NONE)
+    if (pending_of(w, bucket, key, v) != PENDING_NONE || !w->cold->ops->object_head_timed)
         return op_object_head(b, bucket, key, meta);
-    return backend_object_head_timed(w->cold, bucket, key, timeout_ms, meta);
+    return w->cold->ops->object_head_timed(w->cold, bucket, key, timeout_ms, meta);
+}
+
+struct open_args {
+    struct obj_meta *meta;
+    struct backend_obj **out;
+};
+
+static enum backend_status verb_open(struct backend *b, const char *bucket, const char *name,
+                                     void *arg)
+{
+    struct open_args *a = arg;
+    return b->ops->object_open(b, bucket, name, a->meta, a->out);
 }
 
 static enum backend_status op_object_open(struct backend *b, const char *bucket,
                                           const char *key, struct obj_meta *meta,
                                           struct backend_obj **out)
 {
-    struct wb *w = wb_of(b);
-    char v[WB_VID_LEN + 1];
-    enum pending p = pending_of(w, bucket, key, v);
-    if (p == PENDING_DEL)
-        return BACKEND_NO_KEY;
-    enum backend_status st = p == PENDING_PUT
-                             ? w->stage->ops->object_open(w->stage, bucket, v, meta, out)
-                             : BACKEND_NO_KEY;
-    if (st != BACKEND_NO_KEY)
-        return st;
-    return w->cold->ops->object_open(w->cold, bucket, key, meta, out);
+    struct open_args a = { meta, out };
+    return route_read(wb_of(b), bucket, key, verb_open, &a);
+}
+
+struct part_args {
+    unsigned part_no;
+    struct backend_part_range *out;
+};
+
+static enum backend_status verb_part(struct backend *b, const char *bucket, const char *name,
+                                     void *arg)
+{
+    struct part_args *a = arg;
+    return b->ops->object_part(b, bucket, name, a->part_no, a->out);
 }
 
 static enum backend_status op_object_part(struct backend *b, const char *bucket,
                                           const char *key, unsigned part_no,
                                           struct backend_part_range *out)
 {
-    struct wb *w = wb_of(b);
-    char v[WB_VID_LEN + 1];
-    enum pending p = pending_of(w, bucket, key, v);
-    if (p == PENDING_DEL)
-        return BACKEND_NO_KEY;
-    enum backend_status st = p == PENDING_PUT
-                             ? w->stage->ops->object_part(w->stage, bucket, v, part_no, out)
-                             : BACKEND_NO_KEY;
-    if (st != BACKEND_NO_KEY)
-        return st;
-    return w->cold->ops->object_part(w->cold, bucket, key, part_no, out);
+    struct part_args a = { part_no, out };
+    return route_read(wb_of(b), bucket, key, verb_part, &a);
 }
 
 /* The objects a reader gets are the staging store's or the cold tier's:
@@ -379,22 +404,19 @@ static void op_obj_close(struct backend_obj *o)
     o->ops->obj_close(o);
 }
 
+static enum backend_status verb_tagging_get(struct backend *b, const char *bucket,
+                                            const char *name, void *out)
+{
+    return b->ops->tagging_get(b, bucket, name, out);
+}
+
 static enum backend_status op_tagging_get(struct backend *b, const char *bucket,
                                           const char *key, struct obj_tags *out)
 {
     struct wb *w = wb_of(b);
-    char v[WB_VID_LEN + 1];
-    if (key) {
-        enum pending p = pending_of(w, bucket, key, v);
-        if (p == PENDING_DEL)
-            return BACKEND_NO_KEY;
-        enum backend_status st = p == PENDING_PUT
-                                 ? w->stage->ops->tagging_get(w->stage, bucket, v, out)
-                                 : BACKEND_NO_KEY;
-        if (st != BACKEND_NO_KEY)
-            return st;
-    }
-    return w->cold->ops->tagging_get(w->cold, bucket, key, out);
+    if (!key)   /* the bucket's tags */
+        return w->cold->ops->tagging_get(w->cold, bucket, NULL, out);
+    return route_read(w, bucket, key, verb_tagging_get, out);
 }
 
 /* Tags of a pending object change in the cold tier once it is there: the

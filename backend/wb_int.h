@@ -146,8 +146,6 @@ int wb_journal_sync(struct wb *w, uint64_t upto);
 int wb_journal_compact_locked(struct wb *w);
 
 /* wb_upload.c */
-/* CLOCK_REALTIME ms from now, for pthread_cond_timedwait. */
-struct timespec wb_deadline(unsigned ms);
 int wb_uploader_start(struct wb *w);
 void wb_uploader_stop(struct wb *w);
 /* Waits until every record of bucket (under prefix, NULL: all) with seq <=

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "crc.h"
+#include "le.h"
 #include "log.h"
 
 enum { REC_PUT = 1, REC_DEL = 2, REC_DONE = 3, REC_MPU = 4, REC_MPU_END = 5,
@@ -43,45 +44,6 @@ struct jrec {
     size_t etag_len, bucket_len, key_len, id_len;
 };
 
-static void put_u16(unsigned char *p, uint16_t v)
-{
-    p[0] = (unsigned char)v;
-    p[1] = (unsigned char)(v >> 8);
-}
-
-static void put_u32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put_u64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint16_t get_u16(const unsigned char *p)
-{
-    return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t get_u32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-
-static uint64_t get_u64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-
 /* Encodes a record into buf (REC_MAX bytes); its length, or 0 when a
  * string is longer than its field. */
 static size_t encode(unsigned char *buf, const struct jrec *j)
@@ -91,15 +53,15 @@ static size_t encode(unsigned char *buf, const struct jrec *j)
         return 0;
     unsigned char *p = buf + 8;
     p[0] = (unsigned char)j->type;
-    put_u64(p + 1, j->seq);
-    put_u64(p + 9, j->vid);
-    put_u64(p + 17, j->size);
-    put_u64(p + 25, (uint64_t)j->msec);
-    put_u32(p + 33, j->mnsec);
+    sg_put_le64(p + 1, j->seq);
+    sg_put_le64(p + 9, j->vid);
+    sg_put_le64(p + 17, j->size);
+    sg_put_le64(p + 25, (uint64_t)j->msec);
+    sg_put_le32(p + 33, j->mnsec);
     p[37] = (unsigned char)j->etag_len;
-    put_u16(p + 38, (uint16_t)j->bucket_len);
-    put_u16(p + 40, (uint16_t)j->key_len);
-    put_u16(p + 42, (uint16_t)j->id_len);
+    sg_put_le16(p + 38, (uint16_t)j->bucket_len);
+    sg_put_le16(p + 40, (uint16_t)j->key_len);
+    sg_put_le16(p + 42, (uint16_t)j->id_len);
     memset(p + 44, 0, FIXED - 44);
     size_t n = FIXED;
     memcpy(p + n, j->etag, j->etag_len);
@@ -110,8 +72,8 @@ static size_t encode(unsigned char *buf, const struct jrec *j)
     n += j->key_len;
     memcpy(p + n, j->id, j->id_len);
     n += j->id_len;
-    put_u32(buf, (uint32_t)n);
-    put_u32(buf + 4, sg_crc32c(0, p, n));
+    sg_put_le32(buf, (uint32_t)n);
+    sg_put_le32(buf + 4, sg_crc32c(0, p, n));
     return n + 8;
 }
 
@@ -121,20 +83,20 @@ static size_t decode(const unsigned char *buf, size_t avail, struct jrec *j)
 {
     if (avail < 8)
         return 0;
-    uint32_t n = get_u32(buf);
-    if (n < FIXED || n > REC_MAX - 8 || avail - 8 < n || sg_crc32c(0, buf + 8, n) != get_u32(buf + 4))
+    uint32_t n = sg_get_le32(buf);
+    if (n < FIXED || n > REC_MAX - 8 || avail - 8 < n || sg_crc32c(0, buf + 8, n) != sg_get_le32(buf + 4))
         return 0;
     const unsigned char *p = buf + 8;
     j->type = p[0];
-    j->seq = get_u64(p + 1);
-    j->vid = get_u64(p + 9);
-    j->size = get_u64(p + 17);
-    j->msec = (int64_t)get_u64(p + 25);
-    j->mnsec = get_u32(p + 33);
+    j->seq = sg_get_le64(p + 1);
+    j->vid = sg_get_le64(p + 9);
+    j->size = sg_get_le64(p + 17);
+    j->msec = (int64_t)sg_get_le64(p + 25);
+    j->mnsec = sg_get_le32(p + 33);
     j->etag_len = p[37];
-    j->bucket_len = get_u16(p + 38);
-    j->key_len = get_u16(p + 40);
-    j->id_len = get_u16(p + 42);
+    j->bucket_len = sg_get_le16(p + 38);
+    j->key_len = sg_get_le16(p + 40);
+    j->id_len = sg_get_le16(p + 42);
     if (FIXED + j->etag_len + j->bucket_len + j->key_len + j->id_len != n ||
         j->etag_len >= 72 || j->id_len >= BACKEND_UPLOAD_ID_MAX)
         return 0;

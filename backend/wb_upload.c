@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "deadline.h"
 #include "log.h"
 
 /* One multipart upload's parts, sent by up to WB_PART_STREAMS threads at
@@ -268,7 +269,7 @@ static void retire_locked(struct wb *w, struct wb_rec *r)
  * writes do not hurry a retry against a cold tier that is down). */
 static void backoff_locked(struct wb *w, unsigned ms)
 {
-    struct timespec until = wb_deadline(ms);
+    struct timespec until = sg_deadline(CLOCK_REALTIME, ms);
     w->kicked = false;
     int rc = 0;
     while (!w->stopping && !w->kicked && rc != ETIMEDOUT)
@@ -332,19 +333,6 @@ static void *uploader_main(void *arg)
     return NULL;
 }
 
-struct timespec wb_deadline(unsigned ms)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    t.tv_sec += ms / 1000;
-    t.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (t.tv_nsec >= 1000000000L) {
-        t.tv_sec++;
-        t.tv_nsec -= 1000000000L;
-    }
-    return t;
-}
-
 int wb_uploader_start(struct wb *w)
 {
     if (pthread_create(&w->uploader, NULL, uploader_main, w) != 0)
@@ -378,7 +366,7 @@ static bool pending_upto_locked(struct wb *w, const char *bucket, const char *pr
 bool wb_wait_uploaded(struct wb *w, const char *bucket, const char *prefix, uint64_t barrier,
                       unsigned timeout_ms)
 {
-    struct timespec until = wb_deadline(timeout_ms);
+    struct timespec until = sg_deadline(CLOCK_REALTIME, timeout_ms);
     pthread_mutex_lock(&w->mu);
     bool pending;
     int rc = 0;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cidx_int.h"
+#include "deadline.h"
 #include "log.h"
 
 #define KT_MIN 16
@@ -136,11 +137,7 @@ static void *maint_main(void *arg)
             pthread_mutex_lock(&x->j.mu);
             continue;
         }
-        struct timespec dl;
-        clock_gettime(CLOCK_REALTIME, &dl);
-        uint64_t ns = (uint64_t)dl.tv_nsec + (uint64_t)x->opts.fsync_interval_ms * 1000000u;
-        dl.tv_sec += (time_t)(ns / 1000000000u);
-        dl.tv_nsec = (long)(ns % 1000000000u);
+        struct timespec dl = sg_deadline(CLOCK_REALTIME, x->opts.fsync_interval_ms);
         if (x->j.unsynced < x->opts.fsync_records)
             pthread_cond_timedwait(&x->cond, &x->j.mu, &dl);
         if (x->stop)

@@ -34,6 +34,7 @@
 
 #include "cidx_int.h"
 #include "crc.h"
+#include "le.h"
 #include "log.h"
 
 #define HDR_LEN 32
@@ -53,40 +54,12 @@ uint64_t cidx_now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static void put16(unsigned char *p, uint16_t v)
-{
-    p[0] = (unsigned char)v;
-    p[1] = (unsigned char)(v >> 8);
-}
-static void put32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-static void put64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-static uint16_t get16(const unsigned char *p)
-{
-    return (uint16_t)(p[0] | (p[1] << 8));
-}
-static uint32_t get32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t get64(const unsigned char *p)
-{
-    return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
-
 /* Frames payload already at buf+8 of length plen; returns the record length. */
 static size_t rec_frame(unsigned char *buf, size_t plen)
 {
-    put32(buf, (uint32_t)plen);
+    sg_put_le32(buf, (uint32_t)plen);
     uint32_t crc = sg_crc32c(0, buf, 4);
-    put32(buf + 4, sg_crc32c(crc, buf + 8, plen));
+    sg_put_le32(buf + 4, sg_crc32c(crc, buf + 8, plen));
     return plen + 8;
 }
 
@@ -96,15 +69,15 @@ size_t cidx_rec_publish(unsigned char *buf, const struct cidx_ent *e)
     size_t el = cidx_ent_etag(e, etag);
     unsigned char *p = buf + 8;
     p[0] = REC_PUBLISH;
-    put64(p + 1, e->id);
-    put64(p + 9, e->size);
-    put64(p + 17, (uint64_t)e->mtime_sec);
-    put32(p + 25, e->mtime_nsec);
-    put64(p + 29, (uint64_t)e->validated_at);
-    put64(p + 37, e->stamp);
+    sg_put_le64(p + 1, e->id);
+    sg_put_le64(p + 9, e->size);
+    sg_put_le64(p + 17, (uint64_t)e->mtime_sec);
+    sg_put_le32(p + 25, e->mtime_nsec);
+    sg_put_le64(p + 29, (uint64_t)e->validated_at);
+    sg_put_le64(p + 37, e->stamp);
     p[45] = (unsigned char)el;
     p[46] = e->blen;
-    put16(p + 47, e->klen);
+    sg_put_le16(p + 47, e->klen);
     memcpy(p + 49, etag, el);
     memcpy(p + 49 + el, e->kb, (size_t)e->blen + e->klen);
     return rec_frame(buf, 49 + el + e->blen + e->klen);
@@ -113,21 +86,21 @@ size_t cidx_rec_publish(unsigned char *buf, const struct cidx_ent *e)
 size_t cidx_rec_remove(unsigned char *buf, uint64_t id)
 {
     buf[8] = REC_REMOVE;
-    put64(buf + 9, id);
+    sg_put_le64(buf + 9, id);
     return rec_frame(buf, 9);
 }
 
 static size_t rec_epoch(unsigned char *buf, uint32_t epoch)
 {
     buf[8] = REC_EPOCH;
-    put32(buf + 9, epoch);
+    sg_put_le32(buf + 9, epoch);
     return rec_frame(buf, 5);
 }
 
 static size_t rec_end(unsigned char *buf, uint64_t count)
 {
     buf[8] = REC_END;
-    put64(buf + 9, count);
+    sg_put_le64(buf + 9, count);
     return rec_frame(buf, 9);
 }
 
@@ -135,9 +108,9 @@ static void hdr_make(unsigned char *h, const char magic[8], uint64_t gen)
 {
     memset(h, 0, HDR_LEN);
     memcpy(h, magic, 8);
-    put32(h + 8, VERSION);
-    put64(h + 16, gen);
-    put32(h + 24, sg_crc32c(0, h, 24));
+    sg_put_le32(h + 8, VERSION);
+    sg_put_le64(h + 16, gen);
+    sg_put_le32(h + 24, sg_crc32c(0, h, 24));
 }
 
 /* 0 if h is a valid header of that kind (gen to *gen), -1 otherwise. */
@@ -145,14 +118,14 @@ static int hdr_check(const unsigned char *h, size_t len, const char magic[8], ui
 {
     if (len < HDR_LEN || memcmp(h, magic, 8) != 0)
         return -1;
-    if (get32(h + 24) != sg_crc32c(0, h, 24))
+    if (sg_get_le32(h + 24) != sg_crc32c(0, h, 24))
         return -1;
-    if (get32(h + 8) != VERSION) {
+    if (sg_get_le32(h + 8) != VERSION) {
         log_msg(LOG_LVL_ERROR, "cache", "index file version %" PRIu32 " not supported",
-                get32(h + 8));
+                sg_get_le32(h + 8));
         return -1;
     }
-    *gen = get64(h + 16);
+    *gen = sg_get_le64(h + 16);
     return 0;
 }
 
@@ -188,11 +161,11 @@ static size_t replay_buf(struct replay *rp, const unsigned char *buf, size_t len
     while (off < len) {
         if (len - off < 8)
             return off;
-        uint32_t plen = get32(buf + off);
+        uint32_t plen = sg_get_le32(buf + off);
         if (plen == 0 || plen > CIDX_REC_MAX || plen > len - off - 8)
             return off;
         uint32_t crc = sg_crc32c(sg_crc32c(0, buf + off, 4), buf + off + 8, plen);
-        if (crc != get32(buf + off + 4))
+        if (crc != sg_get_le32(buf + off + 4))
             return off;
         const unsigned char *p = buf + off + 8;
         switch (p[0]) {
@@ -200,15 +173,15 @@ static size_t replay_buf(struct replay *rp, const unsigned char *buf, size_t len
             if (plen < 49)
                 return off;
             struct cidx_rec r = {
-                .id = get64(p + 1),
-                .size = get64(p + 9),
-                .mtime_sec = (int64_t)get64(p + 17),
-                .mtime_nsec = get32(p + 25),
-                .validated_at = (int64_t)get64(p + 29),
-                .stamp = get64(p + 37),
+                .id = sg_get_le64(p + 1),
+                .size = sg_get_le64(p + 9),
+                .mtime_sec = (int64_t)sg_get_le64(p + 17),
+                .mtime_nsec = sg_get_le32(p + 25),
+                .validated_at = (int64_t)sg_get_le64(p + 29),
+                .stamp = sg_get_le64(p + 37),
                 .etag_len = p[45],
                 .blen = p[46],
-                .klen = get16(p + 47),
+                .klen = sg_get_le16(p + 47),
             };
             if (49 + r.etag_len + r.blen + r.klen != plen || r.etag_len >= CIDX_ETAG_MAX ||
                 r.blen == 0 || r.klen == 0 || r.klen > CIDX_KEY_MAX)
@@ -224,13 +197,13 @@ static size_t replay_buf(struct replay *rp, const unsigned char *buf, size_t len
         case REC_REMOVE:
             if (plen != 9)
                 return off;
-            cidx_apply_remove(rp->x, get64(p + 1));
+            cidx_apply_remove(rp->x, sg_get_le64(p + 1));
             break;
         case REC_EPOCH:
             if (plen != 5)
                 return off;
-            if (get32(p + 1) > rp->max_epoch)
-                rp->max_epoch = get32(p + 1);
+            if (sg_get_le32(p + 1) > rp->max_epoch)
+                rp->max_epoch = sg_get_le32(p + 1);
             break;
         case REC_END:
             if (plen != 9)

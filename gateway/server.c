@@ -17,6 +17,7 @@
 
 #include <microhttpd.h>
 
+#include "deadline.h"
 #include "gw_int.h"
 
 struct gw {
@@ -526,16 +527,7 @@ void gw_req_resume(void *arg)
 
 struct timespec gw_wait_deadline(const struct gw_req *r)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    unsigned ms = r->conf->cache_wait_ms ? r->conf->cache_wait_ms : 30000;
-    t.tv_sec += ms / 1000;
-    t.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (t.tv_nsec >= 1000000000L) {
-        t.tv_sec++;
-        t.tv_nsec -= 1000000000L;
-    }
-    return t;
+    return sg_deadline(CLOCK_MONOTONIC, r->conf->cache_wait_ms ? r->conf->cache_wait_ms : 30000);
 }
 
 static const char *read_name(enum gw_read rd)
