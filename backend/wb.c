@@ -55,23 +55,28 @@ struct wb_rec *wb_find_locked(struct wb *w, const char *bucket, const char *key)
     return NULL;
 }
 
-void wb_enqueue_locked(struct wb *w, struct wb_rec *r)
+/* Makes r its key's latest pending write: readers see it, and the older
+ * pending write of the key it replaces is skipped by the uploader. */
+static void index_locked(struct wb *w, struct wb_rec *r)
 {
     struct wb_rec **pp = &w->keys[key_slot(r->bucket, r->key)];
     for (; *pp; pp = &(*pp)->key_next) {
         if (strcmp((*pp)->key, r->key) == 0 && strcmp((*pp)->bucket, r->bucket) == 0) {
-            struct wb_rec *old = *pp;   /* the older write of this key is skipped */
+            struct wb_rec *old = *pp;
             old->superseded = true;
             r->key_next = old->key_next;
             old->key_next = NULL;
             *pp = r;
-            goto queued;
+            return;
         }
     }
     r->key_next = NULL;
     *pp = r;
-queued:
-    r->next = NULL;
+}
+
+void wb_queue_locked(struct wb *w, struct wb_rec *r)
+{
+    r->next = r->key_next = NULL;
     if (w->tail)
         w->tail->next = r;
     else
@@ -81,6 +86,19 @@ queued:
     if (r->kind == WB_PUT)
         w->dirty_bytes += r->size;
     pthread_cond_broadcast(&w->cv);
+}
+
+void wb_enqueue_locked(struct wb *w, struct wb_rec *r)
+{
+    wb_queue_locked(w, r);
+    if (!r->through)
+        index_locked(w, r);
+}
+
+void wb_index_queue_locked(struct wb *w)
+{
+    for (struct wb_rec *r = w->head; r; r = r->next)
+        index_locked(w, r);
 }
 
 void wb_dequeue_locked(struct wb *w, struct wb_rec *r)
@@ -151,30 +169,71 @@ static enum pending pending_of(struct wb *w, const char *bucket, const char *key
     return p;
 }
 
+/* A write-through request's wait for its record's fate (under mu): it ends
+ * when the record is in the cold tier, or when the uploads have made no
+ * progress for through_timeout_ms (the cold tier is down or hangs, or the
+ * writes before it cannot be sent): the record is then taken back, unless
+ * an upload of it is under way, whose end decides. Frees r. */
+static enum backend_status wait_through_locked(struct wb *w, struct wb_rec *r)
+{
+    uint64_t progress = __atomic_load_n(&w->progress, __ATOMIC_RELAXED);
+    uint64_t failures = w->failures;
+    struct timespec until = sg_deadline(CLOCK_REALTIME, w->through_timeout_ms);
+    while (r->fate == WB_PENDING) {
+        if (r->withdraw) {   /* in flight when it was given up: wait for the attempt */
+            pthread_cond_wait(&w->cv, &w->mu);
+            continue;
+        }
+        int rc = w->stopping ? ETIMEDOUT : pthread_cond_timedwait(&w->cv, &w->mu, &until);
+        if (rc != ETIMEDOUT || r->fate != WB_PENDING)
+            continue;
+        uint64_t now_progress = __atomic_load_n(&w->progress, __ATOMIC_RELAXED);
+        bool moving = now_progress != progress || (w->inflight && w->failures == failures);
+        if (moving && !w->stopping) {
+            progress = now_progress;
+            failures = w->failures;
+            until = sg_deadline(CLOCK_REALTIME, w->through_timeout_ms);
+            continue;
+        }
+        r->withdraw = true;
+        if (w->inflight != r)
+            wb_retire_locked(w, r, WB_WITHDRAWN);
+    }
+    enum wb_fate fate = r->fate;
+    wb_rec_free(r);
+    return fate == WB_UPLOADED ? BACKEND_OK : fate == WB_LOST ? BACKEND_IO : BACKEND_UNAVAILABLE;
+}
+
 /* Records an acknowledged write: journal (durable before return), queue.
- * Takes r. With through, waits until the cold tier has it. */
+ * Takes r. A through record: waits until the cold tier has it, or takes it
+ * back (BACKEND_UNAVAILABLE). */
 static enum backend_status acknowledge(struct wb *w, struct wb_rec *r, bool through)
 {
     pthread_mutex_lock(&w->mu);
     r->seq = w->next_id++;
+    r->through = through;
     uint64_t end = 0;
     if (wb_journal_put_locked(w, r, &end) != 0) {
         pthread_mutex_unlock(&w->mu);
         wb_rec_free(r);
         return BACKEND_IO;
     }
-    uint64_t seq = r->seq;
-    char *bucket = strdup(r->bucket), *key = strdup(r->key);
     wb_enqueue_locked(w, r);
     pthread_mutex_unlock(&w->mu);
     enum backend_status st = BACKEND_OK;
     if (wb_journal_sync(w, end) != 0)
         st = BACKEND_IO;   /* queued (it may reach the cold tier), but not acknowledged */
-    else if (through && bucket && key && !wb_wait_uploaded(w, bucket, key, seq, 0))
-        st = BACKEND_UNAVAILABLE;
-    free(bucket);
-    free(key);
-    return st;
+    if (!through)
+        return st;
+    pthread_mutex_lock(&w->mu);
+    if (st != BACKEND_OK && r->fate == WB_PENDING && !r->withdraw) {
+        r->withdraw = true;
+        if (w->inflight != r)
+            wb_retire_locked(w, r, WB_WITHDRAWN);
+    }
+    enum backend_status fate = wait_through_locked(w, r);
+    pthread_mutex_unlock(&w->mu);
+    return st != BACKEND_OK ? st : fate;
 }
 
 /* Waits (bounded) for room under max_dirty for `size` more bytes. */
@@ -569,7 +628,7 @@ static enum backend_status op_object_delete(struct backend *b, const char *bucke
 
 /* Streams bytes [first, first+len) of src into put p, MD5 into md5_hex. */
 enum backend_status wb_stream_into(struct backend_obj *src, uint64_t first, uint64_t len,
-                                       struct backend_put *p, char md5_hex[33])
+                                   struct backend_put *p, char md5_hex[33], const bool *stop)
 {
     unsigned char *buf = malloc(COPY_CHUNK);
     EVP_MD_CTX *md = EVP_MD_CTX_new();
@@ -580,6 +639,10 @@ enum backend_status wb_stream_into(struct backend_obj *src, uint64_t first, uint
     }
     uint64_t off = first, end = first + len;
     while (off < end) {
+        if (stop && __atomic_load_n(stop, __ATOMIC_RELAXED)) {
+            st = BACKEND_UNAVAILABLE;   /* shutting down: the journal resumes it */
+            goto out;
+        }
         size_t want = end - off < COPY_CHUNK ? (size_t)(end - off) : COPY_CHUNK, got = 0;
         st = src->ops->obj_read(src, off, buf, want, &got);
         if (st == BACKEND_OK && got == 0)
@@ -651,7 +714,7 @@ static enum backend_status op_object_copy(struct backend *b, const char *src_buc
         goto out;
     if (cond)
         p->cond = *cond;
-    st = wb_stream_into(src, 0, sm.size, p, dm.etag);
+    st = wb_stream_into(src, 0, sm.size, p, dm.etag, NULL);
     if (st != BACKEND_OK) {
         p->ops->put_abort(p);
         goto out;
@@ -795,7 +858,7 @@ static enum backend_status op_mpu_part_copy(struct backend *b, const char *bucke
     if (st == BACKEND_OK) {
         uint64_t first = src->has_range ? src->first : 0;
         uint64_t len = src->has_range ? src->last - src->first + 1 : sm.size;
-        st = wb_stream_into(o, first, len, p, pm.etag);
+        st = wb_stream_into(o, first, len, p, pm.etag, NULL);
     }
     if (o)
         o->ops->obj_close(o);
@@ -1047,6 +1110,7 @@ enum backend_status backend_wb_open(const struct backend_wb_conf *cf, struct bac
     w->next_id = 1;
     w->max_dirty = cf->max_dirty;
     w->dirty_wait_ms = cf->dirty_wait_ms ? cf->dirty_wait_ms : 10000;
+    w->through_timeout_ms = cf->through_timeout_ms ? cf->through_timeout_ms : 30000;
     w->compact_at = cf->compact_bytes ? cf->compact_bytes : 1u << 20;
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);

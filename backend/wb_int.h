@@ -39,6 +39,13 @@ struct wb_rec {
     char etag[72];
     struct timespec acked;     /* CLOCK_MONOTONIC, for the oldest pending age */
     bool superseded;           /* a later record of the same key exists: skipped */
+    bool through;              /* x-shardgate-write: through: its request waits for
+                                  its fate (and frees it); readers and listings do not
+                                  see it until the cold tier has it, and it supersedes
+                                  nothing, so taking it back leaves the key as it was */
+    bool withdraw;             /* its request gave up: take it back unless it is in
+                                  the cold tier already */
+    enum wb_fate { WB_PENDING, WB_UPLOADED, WB_WITHDRAWN, WB_LOST } fate;   /* through */
     char *cold_upload;         /* the cold tier's multipart upload of this record,
                                   kept (and journaled) across failed attempts and
                                   restarts so parts sent are not sent again; NULL */
@@ -70,10 +77,18 @@ struct wb {
     struct wb_rec *head, *tail;            /* upload queue */
     struct wb_rec *keys[WB_KEY_BUCKETS];   /* latest pending record per key */
     struct wb_mpu *mpus;                   /* open multipart uploads */
+    unsigned through_timeout_ms;   /* a write-through request gives up after the
+                                      uploads make no progress for this long */
+    struct wb_rec *inflight;   /* the record the uploader is sending: not freed,
+                                  not withdrawn under it */
+    uint64_t progress;         /* uploads and parts ended well (__atomic: the
+                                  part streams add to it without mu) */
     uint64_t dirty_bytes, dirty_objects;
     uint64_t uploaded_bytes, uploaded_objects, failures;
     char last_error[256];
-    bool paused, stopping;
+    bool paused;
+    bool stopping;             /* written under mu, read without it by the
+                                  streams that copy bytes (__atomic) */
     bool kicked;               /* a flush asks for a retry now */
     pthread_t uploader;
     bool uploader_up;
@@ -105,17 +120,28 @@ void wb_upload_id(const struct wb_mpu *m, char out[BACKEND_UPLOAD_ID_MAX]);
 /* The latest pending record of (bucket, key), or NULL. Under mu. */
 struct wb_rec *wb_find_locked(struct wb *w, const char *bucket, const char *key);
 /* Queues an acknowledged record (journaled already) and makes it the key's
- * latest. Takes r. Under mu. */
+ * latest (a through record: only queues it). Takes r. Under mu. */
 void wb_enqueue_locked(struct wb *w, struct wb_rec *r);
+/* Replay: wb_queue_locked queues a record without looking at its key (a
+ * later DONE may take it out again: a write-through request that gave up);
+ * wb_index_queue_locked then indexes the survivors in order, so only they
+ * supersede. Under mu. */
+void wb_queue_locked(struct wb *w, struct wb_rec *r);
+void wb_index_queue_locked(struct wb *w);
 /* Takes r out of the queue and, when it is its key's latest, out of the map
  * (the caller frees it). Under mu. */
 void wb_dequeue_locked(struct wb *w, struct wb_rec *r);
 void wb_rec_free(struct wb_rec *r);
+/* Takes r out of the queue and the journal and removes its staged bytes;
+ * a through record's request learns `fate` (and frees r), any other record
+ * is freed. Under mu, unlocked inside. */
+void wb_retire_locked(struct wb *w, struct wb_rec *r, enum wb_fate fate);
 
 /* Streams bytes [first, first+len) of src into put p; the bytes' MD5 (hex)
- * into md5_hex. */
+ * into md5_hex. Stops with BACKEND_UNAVAILABLE when *stop (may be NULL)
+ * turns true. */
 enum backend_status wb_stream_into(struct backend_obj *src, uint64_t first, uint64_t len,
-                                   struct backend_put *p, char md5_hex[33]);
+                                   struct backend_put *p, char md5_hex[33], const bool *stop);
 
 /* wb_list.c */
 enum backend_status wb_list_objects(struct wb *w, const char *bucket,
@@ -134,7 +160,7 @@ extern size_t wb_replay_window;
 int wb_journal_open(struct wb *w, const char *dir, char *err, size_t err_len);
 void wb_journal_close(struct wb *w);
 int wb_journal_put_locked(struct wb *w, const struct wb_rec *r, uint64_t *end);
-int wb_journal_done_locked(struct wb *w, uint64_t seq);
+int wb_journal_done_locked(struct wb *w, uint64_t seq, uint64_t *end);
 int wb_journal_mpu_locked(struct wb *w, const struct wb_mpu *m, bool open, uint64_t *end);
 /* Records the cold tier's upload id of record r (r->cold_upload). Not
  * synced: lost, the upload is started again (the old one is an orphan the

@@ -157,14 +157,14 @@ int wb_journal_put_locked(struct wb *w, const struct wb_rec *r, uint64_t *end)
     return append_locked(w, &j, end);
 }
 
-int wb_journal_done_locked(struct wb *w, uint64_t seq)
+int wb_journal_done_locked(struct wb *w, uint64_t seq, uint64_t *end)
 {
     struct jrec j;
     memset(&j, 0, sizeof j);
     j.type = REC_DONE;
     j.seq = seq;
     j.etag = j.bucket = j.key = j.id = "";
-    return append_locked(w, &j, NULL);
+    return append_locked(w, &j, end);
 }
 
 int wb_journal_mpu_locked(struct wb *w, const struct wb_mpu *m, bool open, uint64_t *end)
@@ -266,7 +266,7 @@ static int replay_one(struct wb *w, const struct jrec *j)
                 }
             }
         }
-        wb_enqueue_locked(w, r);
+        wb_queue_locked(w, r);
         return 0;
     }
     case REC_DONE:
@@ -429,6 +429,7 @@ int wb_journal_open(struct wb *w, const char *dir, char *err, size_t err_len)
     }
     pthread_mutex_lock(&w->mu);
     int rc = replay(w, fd);
+    wb_index_queue_locked(w);
     w->jfd = fd;
     if (rc == 0)
         rc = wb_journal_compact_locked(w);

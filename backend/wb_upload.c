@@ -43,6 +43,8 @@ static void *part_stream(void *arg)
         pthread_mutex_lock(&j->mu);
         while (j->next <= j->n && j->have[j->next - 1])
             j->next++;
+        if (j->st == BACKEND_OK && __atomic_load_n(&j->w->stopping, __ATOMIC_RELAXED))
+            j->st = BACKEND_UNAVAILABLE;   /* shutting down: the journal resumes it */
         unsigned i = j->st == BACKEND_OK && j->next <= j->n ? j->next++ : 0;
         pthread_mutex_unlock(&j->mu);
         if (!i)
@@ -56,12 +58,14 @@ static void *part_stream(void *arg)
         struct obj_meta pm;
         memset(&pm, 0, sizeof pm);
         if (st == BACKEND_OK) {
-            st = wb_stream_into(j->o, pr.first, pr.size, p, pm.etag);
+            st = wb_stream_into(j->o, pr.first, pr.size, p, pm.etag, &j->w->stopping);
             if (st == BACKEND_OK)
                 st = backend_put_commit(p, &pm, NULL);
             else
                 backend_put_abort(p);
         }
+        if (st == BACKEND_OK)
+            __atomic_fetch_add(&j->w->progress, 1, __ATOMIC_RELAXED);
         j->parts[i - 1].part_no = i;
         memcpy(j->parts[i - 1].etag, pm.etag, sizeof j->parts[i - 1].etag);
         if (st != BACKEND_OK) {
@@ -224,7 +228,7 @@ static enum backend_status upload_put(struct wb *w, struct wb_rec *r)
         st = backend_put_begin(w->cold, r->bucket, r->key, &p);
         char md5[33] = "";
         if (st == BACKEND_OK) {
-            st = wb_stream_into(o, 0, meta.size, p, md5);
+            st = wb_stream_into(o, 0, meta.size, p, md5, &w->stopping);
             if (st != BACKEND_OK)
                 backend_put_abort(p);
         }
@@ -247,12 +251,16 @@ static enum backend_status upload_one(struct wb *w, struct wb_rec *r)
     return upload_put(w, r);
 }
 
-/* Drops the head record r (uploaded or skipped). Under mu; unlocks it
- * around the removal of the staged file. */
-static void retire_locked(struct wb *w, struct wb_rec *r)
+/* Takes r out of the queue and the journal, and removes its staged file.
+ * A through record gets its fate (its request frees it); any other is
+ * freed. Under mu; unlocks it around the removal. A withdrawn record's DONE
+ * is synced before its request hears of it: a crash after the answer must
+ * not bring back a write the client was told failed. */
+void wb_retire_locked(struct wb *w, struct wb_rec *r, enum wb_fate fate)
 {
     wb_dequeue_locked(w, r);
-    wb_journal_done_locked(w, r->seq);
+    uint64_t end = 0;
+    wb_journal_done_locked(w, r->seq, &end);
     if (!w->head && w->jlen > w->compact_at)
         wb_journal_compact_locked(w);
     pthread_mutex_unlock(&w->mu);
@@ -261,8 +269,15 @@ static void retire_locked(struct wb *w, struct wb_rec *r)
         wb_vid_name(r->vid, v);
         w->stage->ops->object_delete(w->stage, r->bucket, v);
     }
-    wb_rec_free(r);
+    if (fate == WB_WITHDRAWN && r->through)
+        wb_journal_sync(w, end);
     pthread_mutex_lock(&w->mu);
+    if (!r->through) {
+        wb_rec_free(r);
+        return;
+    }
+    r->fate = fate;
+    pthread_cond_broadcast(&w->cv);
 }
 
 /* The backoff after a failure: ends early only for a stop or a flush (new
@@ -287,26 +302,41 @@ static void *uploader_main(void *arg)
             continue;
         }
         struct wb_rec *r = w->head;   /* only this thread takes records out */
+        w->inflight = r;
         if (r->superseded) {
             if (r->cold_upload) {   /* a failed attempt's upload: not needed now */
                 pthread_mutex_unlock(&w->mu);
                 cold_upload_drop(w, r);
                 pthread_mutex_lock(&w->mu);
             }
-            retire_locked(w, r);
+            w->inflight = NULL;
+            wb_retire_locked(w, r, WB_WITHDRAWN);
             continue;
         }
         pthread_mutex_unlock(&w->mu);
         enum backend_status st = upload_one(w, r);
         pthread_mutex_lock(&w->mu);
+        w->inflight = NULL;
         if (st == BACKEND_OK) {
             w->uploaded_objects++;
             if (r->kind == WB_PUT)
                 w->uploaded_bytes += r->size;
+            __atomic_fetch_add(&w->progress, 1, __ATOMIC_RELAXED);
             backoff_ms = 0;
-            retire_locked(w, r);
+            wb_retire_locked(w, r, WB_UPLOADED);
             continue;
         }
+        if (r->withdraw) {   /* its request gave up during this attempt */
+            if (r->cold_upload) {
+                pthread_mutex_unlock(&w->mu);
+                cold_upload_drop(w, r);
+                pthread_mutex_lock(&w->mu);
+            }
+            wb_retire_locked(w, r, WB_WITHDRAWN);
+            continue;
+        }
+        if (w->stopping)
+            break;   /* the attempt was cut short: the journal resumes it */
         if (r->kind == WB_PUT && st == BACKEND_NO_KEY) {
             /* its staged bytes are gone (the disk lost them): nothing can
              * bring them back, and the writes behind it must not wait */
@@ -318,7 +348,7 @@ static void *uploader_main(void *arg)
                 cold_upload_drop(w, r);
                 pthread_mutex_lock(&w->mu);
             }
-            retire_locked(w, r);
+            wb_retire_locked(w, r, WB_LOST);
             continue;
         }
         w->failures++;
@@ -346,7 +376,7 @@ void wb_uploader_stop(struct wb *w)
     if (!w->uploader_up)
         return;
     pthread_mutex_lock(&w->mu);
-    w->stopping = true;
+    __atomic_store_n(&w->stopping, true, __ATOMIC_RELAXED);
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->uploader, NULL);

@@ -247,6 +247,7 @@ int conf_init_defaults(struct conf *c)
     c->cache_fill_workers = 8;
     c->cache_wait_ms = 30000;
     c->wb_dirty_wait_ms = 10000;
+    c->wb_through_timeout_ms = 30000;
     c->cache_on_write = false;
     c->prefetch_keep_s = 3600;
     c->cache_read_path = CONF_READ_SENDFILE;

@@ -199,9 +199,11 @@ _Static_assert(N_FILE_KEYS == 33, "update file_keys, FILE_KEYS_HELP, key_apply a
                        "max_xml_body, max_header_bytes, metrics_public, sigv2, users, buckets, " \
                        "connections, write_back, log_format, log_file"
 
-/* write_back: {"max_dirty": "8GiB", "dirty_wait_ms": 10000}: how much
- * acknowledged data may wait for its upload, and how long a write waits for
- * room before it gets 503 SlowDown. The buckets say "write": "back". */
+/* write_back: {"max_dirty": "8GiB", "dirty_wait_ms": 10000,
+ * "through_timeout_ms": 30000}: how much acknowledged data may wait for its
+ * upload, how long a write waits for room before it gets 503 SlowDown, and
+ * how long a write-through request waits without upload progress. The
+ * buckets say "write": "back". */
 static int write_back_from_json(struct conf *c, const json_t *v, char *err, size_t errlen)
 {
     const char *key;
@@ -224,9 +226,14 @@ static int write_back_from_json(struct conf *c, const json_t *v, char *err, size
             if (json_uint(val, "write_back.dirty_wait_ms", 1, 600000, &n, err, errlen) != 0)
                 return -1;
             c->wb_dirty_wait_ms = (unsigned)n;
+        } else if (strcmp(key, "through_timeout_ms") == 0) {
+            if (json_uint(val, "write_back.through_timeout_ms", 1, 3600000, &n, err,
+                          errlen) != 0)
+                return -1;
+            c->wb_through_timeout_ms = (unsigned)n;
         } else {
             return conf_fail(err, errlen, "write_back: unknown key \"%.64s\" (allowed: "
-                             "max_dirty, dirty_wait_ms)", key);
+                             "max_dirty, dirty_wait_ms, through_timeout_ms)", key);
         }
     }
     return 0;

@@ -108,7 +108,8 @@ static int wrap_write_back(const struct conf *c, struct backend **b)
     snprintf(dir, sizeof dir, "%s/writeback", c->cache_dir);
     struct backend_wb_conf wc = { .dir = dir, .buckets = names, .n_buckets = n,
                                   .max_dirty = c->wb_max_dirty,
-                                  .dirty_wait_ms = c->wb_dirty_wait_ms, .err = err,
+                                  .dirty_wait_ms = c->wb_dirty_wait_ms,
+                                  .through_timeout_ms = c->wb_through_timeout_ms, .err = err,
                                   .err_len = sizeof err };
     struct backend *w = NULL;
     enum backend_status st = backend_wb_open(&wc, *b, &w);

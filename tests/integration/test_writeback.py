@@ -15,10 +15,13 @@ rename), checks on A's own directory:
     /metrics say nothing is pending;
   * [restart] writes acknowledged while A is cut off survive kill -9 of B:
     after the restart they are read from B, pending, and reach A by flush;
-  * [kill9] loops of kill -9 while a writer streams PUTs: every object
-    acknowledged before the kill is in A after restart and flush, byte for
-    byte;
+  * [kill9] 30 loops of kill -9: of B while a writer streams PUTs, of B
+    while uploads to a slowed A are under way, and of A itself mid-upload
+    (restarted): every object acknowledged before the kill is in A after the
+    restart and a flush, byte for byte;
   * [through] x-shardgate-write: through answers only once A has the object;
+    with A cut off it answers 503 after write_back.through_timeout_ms and
+    the key is not written;
   * [ready] /_shardgate/ready names the writes waiting for the cold tier;
   * [cli] `shardgate flush` shows what is pending (exit 1), gives up at its
     --timeout while A is cut off (exit 1), and waits until it is flushed;
@@ -44,7 +47,7 @@ import throttle  # noqa: E402
 check, eq = H.check, H.eq
 MB = H.MB
 B = "ckpt"
-CONFIG = {"buckets": {B: {"write": "back"}}}
+CONFIG = {"buckets": {B: {"write": "back"}}, "write_back": {"through_timeout_ms": 1500}}
 
 
 def client():
@@ -229,40 +232,67 @@ def restart(cold, thr, cfg):
           H.raw("GET", "/_shardgate/ready", sign=False).body)
 
 
-def kill9_loops(cold, cfg, loops=8):
+def kill9_loops(cold, thr, cfg, loops=30):
+    """Loop i kills, by i % 3: B during ingestion (a writer streaming PUTs),
+    B while uploads to A (slowed to 2 MB/s) are under way, or A itself
+    mid-upload (then restarted). Kills come on counts (acknowledged writes,
+    objects in A), not on time."""
     lost = []
     acked_total = 0
+    how = ("ingestion", "upload", "cold tier")
     for loop in range(loops):
-        acked, stop = {}, threading.Event()
+        kind = how[loop % 3]
+        acked = {}
+        if kind == "ingestion":
+            stop = threading.Event()
 
-        def writer():
+            def writer():
+                c = client()
+                i = 0
+                while not stop.is_set():
+                    k = "kill9/%d/%03d" % (loop, i)
+                    v = os.urandom(random.randint(1, 2 * MB))
+                    try:
+                        c.put_object(Bucket=B, Key=k, Body=v)
+                        acked[k] = hashlib.sha256(v).hexdigest()
+                    except Exception:   # noqa - the kill interrupts one PUT
+                        return
+                    i += 1
+            w = threading.Thread(target=writer)
+            w.start()
+            C.wait_until(lambda: len(acked) >= 3 + loop % 7, 60, step=0.005)
+            C.kill9_cache()
+            stop.set()
+            w.join(30)
+            restart_b(cfg)
+        else:
+            thr.set_rate(down_rate=None, up_rate=2e6)
             c = client()
-            i = 0
-            while not stop.is_set():
-                k = "kill9/%d/%03d" % (loop, i)
-                v = os.urandom(random.randint(1, 2 * MB))
-                try:
-                    c.put_object(Bucket=B, Key=k, Body=v)
-                    acked[k] = hashlib.sha256(v).hexdigest()
-                except Exception:   # noqa - the kill interrupts one PUT
-                    return
-                i += 1
-        w = threading.Thread(target=writer)
-        w.start()
-        # kill once this loop has some acknowledged writes (count, not time)
-        C.wait_until(lambda: len(acked) >= 3 + loop, 60, step=0.005)
-        C.kill9_cache()
-        stop.set()
-        w.join(30)
-        restart_b(cfg)
+            keys = ["kill9/%d/%03d" % (loop, i) for i in range(6)]
+            for k in keys:
+                v = os.urandom(random.randint(512 * 1024, 1024 * 1024))
+                c.put_object(Bucket=B, Key=k, Body=v)
+                acked[k] = hashlib.sha256(v).hexdigest()
+            landed = C.wait_until(lambda: cold_file(cold, keys[0]) is not None, 60, step=0.01)
+            check("[kill9] loop %d: uploads under way before the kill" % loop,
+                  landed and cold_file(cold, keys[-1]) is None)
+            if kind == "upload":
+                C.kill9_cache()
+                thr.set_rate(down_rate=None, up_rate=None)
+                restart_b(cfg)
+            else:
+                cold.kill()
+                thr.set_rate(down_rate=None, up_rate=None)
+                cold.start()
         r, _ = flush(timeout=120)
-        check("[kill9] loop %d: flush after the restart" % loop, r == 200)
+        check("[kill9] loop %d (%s): flush after the restart" % (loop, kind), r == 200)
         for k, sha in list(acked.items()):
             data = cold_file(cold, k)
             if data is None or hashlib.sha256(data).hexdigest() != sha:
                 lost.append(k)
         acked_total += len(acked)
-    eq("[kill9] %d loops, %d acknowledged writes: none lost or damaged in the cold tier"
+    eq("[kill9] %d loops (kill -9 of B during ingestion and during uploads, of A mid-upload), "
+       "%d acknowledged writes: none lost or damaged in the cold tier"
        % (loops, acked_total), lost, [])
 
 
@@ -276,6 +306,21 @@ def through(cold):
               body=b"x")
     eq("[through] another value is 400 InvalidArgument", (r.status, (r.error() or {}).get("Code")),
        (400, "InvalidArgument"))
+
+
+def through_cut_off(thr):
+    thr.refuse()
+    t0 = time.time()
+    r = H.raw("PUT", "/%s/through/cut" % B, headers={"x-shardgate-write": "through"},
+              body=b"never written")
+    took = time.time() - t0
+    thr.restore()
+    eq("[through] with the cold tier cut off: 503 ServiceUnavailable",
+       (r.status, (r.error() or {}).get("Code")), (503, "ServiceUnavailable"))
+    check("[through] ... after write_back.through_timeout_ms (1.5 s) without progress",
+          took >= 1.5, took)
+    r = H.raw("HEAD", "/%s/through/cut" % B)
+    eq("[through] ... and the key is not written", r.status, 404)
 
 
 def conf_refused():
@@ -304,8 +349,9 @@ def main():
     conf_refused()
     ack_order_flush(cold, thr, cfg)
     through(cold)
+    through_cut_off(thr)
     restart(cold, thr, cfg)
-    kill9_loops(cold, cfg)
+    kill9_loops(cold, thr, cfg)
     C.stop_cache()
     cold.stop()
 
