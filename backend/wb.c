@@ -214,9 +214,16 @@ static enum backend_status acknowledge(struct wb *w, struct wb_rec *r, bool thro
     r->through = through;
     uint64_t end = 0;
     if (wb_journal_put_locked(w, r, &end) != 0) {
+        enum backend_status st = errno == ENOSPC || errno == EDQUOT ? BACKEND_NO_SPACE
+                                                                    : BACKEND_IO;
         pthread_mutex_unlock(&w->mu);
+        if (r->kind == WB_PUT) {   /* never acknowledged: its staged bytes go */
+            char v[WB_VID_LEN + 1];
+            wb_vid_name(r->vid, v);
+            w->stage->ops->object_delete(w->stage, r->bucket, v);
+        }
         wb_rec_free(r);
-        return BACKEND_IO;
+        return st;
     }
     wb_enqueue_locked(w, r);
     pthread_mutex_unlock(&w->mu);
@@ -792,7 +799,7 @@ static enum backend_status op_mpu_create(struct backend *b, const char *bucket, 
     if (st == BACKEND_OK) {
         pthread_mutex_lock(&w->mu);
         if (wb_journal_mpu_locked(w, m, true, &end) != 0) {
-            st = BACKEND_IO;
+            st = errno == ENOSPC || errno == EDQUOT ? BACKEND_NO_SPACE : BACKEND_IO;
         } else {
             m->next = w->mpus;
             w->mpus = m;

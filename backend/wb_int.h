@@ -101,6 +101,8 @@ struct wb {
                                   under sync_mu too), read by wb_journal_sync under
                                   sync_mu alone: __atomic loads and stores */
     uint64_t compact_at;       /* journal bytes: rewritten when the queue empties */
+    uint64_t jreserved;        /* journal bytes preallocated (under mu) */
+    bool jprealloc;            /* the file system can preallocate (fallocate) */
     pthread_mutex_t sync_mu;   /* one fdatasync at a time */
     uint64_t synced;           /* jlen covered by the last fdatasync (under sync_mu) */
 };

@@ -34,6 +34,8 @@ enum { REC_PUT = 1, REC_DEL = 2, REC_DONE = 3, REC_MPU = 4, REC_MPU_END = 5,
 
 #define FIXED 52   /* payload bytes before the strings */
 #define REC_MAX (8 + FIXED + 72 + 255 + 1024 + BACKEND_UPLOAD_ID_MAX)
+#define DONE_LEN (8 + FIXED)         /* a DONE record: no strings */
+#define RESERVE_STEP (256u << 10)    /* the journal's preallocation grows by this */
 
 struct jrec {
     int type;
@@ -107,12 +109,48 @@ static size_t decode(const unsigned char *buf, size_t avail, struct jrec *j)
     return n + 8;
 }
 
+/* A full disk must refuse new writes, never the DONE record of an upload:
+ * without it a restart takes the uploaded write for pending, finds its
+ * staged bytes removed, and reports an acknowledged write lost. So the
+ * journal keeps disk space allocated past its
+ * end (fallocate KEEP_SIZE: the file's size, which replay reads to, does not
+ * change) for the DONE of every pending write, and a record that adds a
+ * pending write must first extend that reservation. Where the file system
+ * cannot preallocate, appends go unreserved, as before. -1 (errno ENOSPC)
+ * when the space is not there. */
+static int reserve_locked(struct wb *w, uint64_t upto)
+{
+    if (!w->jprealloc || upto <= w->jreserved)
+        return 0;
+    uint64_t len = (upto - w->jreserved + RESERVE_STEP - 1) / RESERVE_STEP * RESERVE_STEP;
+    if (fallocate(w->jfd, FALLOC_FL_KEEP_SIZE, (off_t)w->jreserved, (off_t)len) == 0) {
+        w->jreserved += len;
+        return 0;
+    }
+    if (errno == EOPNOTSUPP || errno == ENOSYS) {
+        log_msg(LOG_LVL_WARN, "write-back", "the journal's file system cannot preallocate: "
+                "its appends are not reserved (a full disk may fail an upload's DONE record)");
+        w->jprealloc = true;
+        return 0;
+    }
+    return -1;
+}
+
 static int append_locked(struct wb *w, const struct jrec *j, uint64_t *end)
 {
     unsigned char buf[REC_MAX];
     size_t n = encode(buf, j);
     if (!n)
         return -1;
+    if (j->type != REC_DONE) {   /* a DONE uses the space reserved for it */
+        uint64_t pending = w->dirty_objects + (j->type == REC_PUT || j->type == REC_DEL);
+        if (reserve_locked(w, w->jlen + n + pending * DONE_LEN) != 0) {
+            int e = errno;
+            log_msg(LOG_LVL_ERROR, "write-back", "journal append: %s", strerror(e));
+            errno = e;
+            return -1;
+        }
+    }
     size_t done = 0;
     while (done < n) {
         ssize_t k = pwrite(w->jfd, buf + done, n - done, (off_t)(w->jlen + done));
@@ -122,6 +160,7 @@ static int append_locked(struct wb *w, const struct jrec *j, uint64_t *end)
             int e = k < 0 ? errno : EIO;
             log_msg(LOG_LVL_ERROR, "write-back", "journal append: %s", strerror(e));
             /* what was written stays past jlen: the next record overwrites it */
+            errno = e;
             return -1;
         }
         done += (size_t)k;
@@ -367,6 +406,7 @@ static int replay(struct wb *w, int fd)
         memmove(buf, buf + off, have - off);
         have -= off;
     }
+    __atomic_store_n(&w->jlen, used, __ATOMIC_RELEASE);   /* appends overwrite a torn tail */
     if (rc == 0 && used < len)
         log_msg(LOG_LVL_WARN, "write-back", "journal: %llu bytes after the last whole record "
                 "dropped (a write that was never acknowledged)",
@@ -383,8 +423,9 @@ int wb_journal_compact_locked(struct wb *w)
         return -1;
     }
     int old = w->jfd;
-    uint64_t old_len = w->jlen;
+    uint64_t old_len = w->jlen, old_reserved = w->jreserved;
     w->jfd = fd;
+    w->jreserved = 0;
     __atomic_store_n(&w->jlen, 0, __ATOMIC_RELEASE);
     int rc = 0;
     for (struct wb_mpu *m = w->mpus; m && rc == 0; m = m->next)
@@ -405,6 +446,7 @@ int wb_journal_compact_locked(struct wb *w)
         close(fd);
         unlinkat(w->dirfd, "journal.tmp", 0);
         w->jfd = old;
+        w->jreserved = old_reserved;
         __atomic_store_n(&w->jlen, old_len, __ATOMIC_RELEASE);
         return -1;
     }
@@ -431,8 +473,15 @@ int wb_journal_open(struct wb *w, const char *dir, char *err, size_t err_len)
     int rc = replay(w, fd);
     wb_index_queue_locked(w);
     w->jfd = fd;
-    if (rc == 0)
-        rc = wb_journal_compact_locked(w);
+    w->jprealloc = true;
+    w->jreserved = w->jlen;   /* what was preallocated before is not known: count none */
+    /* rewritten with what is live; on a full disk the replayed file stays
+     * (its reservation is tried again at each append) */
+    if (rc == 0 && wb_journal_compact_locked(w) != 0)
+        log_msg(LOG_LVL_WARN, "write-back", "journal: not compacted at start (kept as it is)");
+    if (rc == 0 && reserve_locked(w, w->jlen + w->dirty_objects * DONE_LEN) != 0)
+        log_msg(LOG_LVL_WARN, "write-back", "journal: no room to reserve the DONE records of "
+                "%llu pending writes: %s", (unsigned long long)w->dirty_objects, strerror(errno));
     pthread_mutex_unlock(&w->mu);
     if (rc != 0 && err && err_len)
         snprintf(err, err_len, "cannot replay the write-back journal in %s", dir);

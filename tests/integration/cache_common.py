@@ -519,6 +519,50 @@ def bget(key_path, **kw):
     return get_stream(H.S.port, key_path, **kw)
 
 
+_MOUNTS = []
+
+
+def tmpfs_mount(path, size="64m"):
+    """Mounts a tmpfs of `size` at path (a small disk to fill). None when
+    done, else why not (not root, or mount refused): the caller skips."""
+    if os.geteuid() != 0:
+        return "not root (euid %d): cannot mount a tmpfs" % os.geteuid()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%s" % size, "tmpfs", path],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if r.returncode != 0:
+        return "mount -t tmpfs failed: %s" % r.stdout.decode("utf-8", "replace").strip()
+    _MOUNTS.append(path)
+    return None
+
+
+def small_disk(name, size):
+    """A tmpfs of `size` at a new temporary directory, unmounted at exit
+    (after everything is stopped); skips the test (77) where it cannot be
+    mounted. Call after init()."""
+    mnt = H.tmpdir(name)
+    why = tmpfs_mount(mnt, size)
+    if why:
+        H.skip_file(why)
+    atexit.register(stop_all)
+    atexit.register(tmpfs_unmount_all)   # runs first (LIFO) and stops everything itself
+    return mnt
+
+
+def tmpfs_unmount_all():
+    """Stops every process (nothing may keep a mount busy), then unmounts
+    what tmpfs_mount mounted. For atexit, registered after stop_all."""
+    if not _MOUNTS:
+        return
+    H._stop_gateway(report=False)
+    stop_all()
+    while _MOUNTS:
+        p = _MOUNTS.pop()
+        if subprocess.run(["umount", p], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL).returncode != 0:
+            subprocess.run(["umount", "-l", p], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+
+
 def wait_until(fn, timeout=30, step=0.05):
     deadline = time.time() + timeout
     while time.time() < deadline:

@@ -8,9 +8,7 @@ its log tells of the cache failure. cache.wait_timeout_ms is 5 s so that a
 fill that hangs after a failed write shows up as a short body in seconds. Needs root to mount a tmpfs: exit 77
 otherwise. The tmpfs is unmounted at the end."""
 
-import atexit
 import os
-import subprocess
 import sys
 import threading
 
@@ -21,43 +19,11 @@ import harness as H  # noqa: E402
 check, eq = H.check, H.eq
 MB = H.MB
 
-MNT = {"path": None}
-
-
-def unmount():
-    p = MNT["path"]
-    if not p:
-        return
-    MNT["path"] = None
-    H._stop_gateway(report=False)      # nothing may keep the mount busy
-    C.stop_all()
-    r = subprocess.run(["umount", p], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    if r.returncode != 0:
-        subprocess.run(["umount", "-l", p], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
-    return r.returncode
-
-
-def try_mount(path):
-    if os.geteuid() != 0:
-        return "not root (euid %d): cannot mount a tmpfs" % os.geteuid()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", path],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    if r.returncode != 0:
-        return "mount -t tmpfs failed: %s" % r.stdout.decode("utf-8", "replace").strip()
-    MNT["path"] = path
-    return None
-
 
 def main():
     C.need_clients()
     C.init("test_cache_tinydisk")
-    mnt = H.tmpdir("tinydisk")
-    why = try_mount(mnt)
-    if why:
-        H.skip_file(why)
-    atexit.register(C.stop_all)
-    atexit.register(unmount)   # runs before stop_all (LIFO) and stops everything itself
+    mnt = C.small_disk("tinydisk", "64m")
     a = C.ColdGateway().start()
     b = "tiny"
     a.client().create_bucket(Bucket=b)

@@ -503,10 +503,12 @@ static void write_back_needs_a_cache_dir(void)
     defaults(&c);
     CU_ASSERT_EQUAL_FATAL(load_text(&c, "{\"cache\":{\"dir\":\"/tmp/c\"},\"buckets\":{\"ck\":"
                                     "{\"write\":\"back\"}},\"write_back\":{\"max_dirty\":"
-                                    "\"2GiB\",\"dirty_wait_ms\":50}}", 0600, err, sizeof err), 0);
+                                    "\"2GiB\",\"dirty_wait_ms\":50,\"through_timeout_ms\":"
+                                    "1500}}", 0600, err, sizeof err), 0);
     CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), 0);
     CU_ASSERT_EQUAL(c.wb_max_dirty, 2ull << 30);
     CU_ASSERT_EQUAL(c.wb_dirty_wait_ms, 50);
+    CU_ASSERT_EQUAL(c.wb_through_timeout_ms, 1500);
     conf_free(&c);
 }
 
@@ -801,7 +803,7 @@ static void example_config_loads_and_names_every_key(void)
                                         "\"consistency\"", "\"cold_bucket\"",
                                         "\"state_dir\"", "\"mpu_max_age\"", "\"write\"",
                                         "\"write_back\"", "\"max_dirty\"",
-                                        "\"dirty_wait_ms\"" };
+                                        "\"dirty_wait_ms\"", "\"through_timeout_ms\"" };
     char root[512], path[1024], err[1024];
     src_root(root, sizeof root);
     snprintf(path, sizeof path, "%s/conf/shardgate.example.json", root);
@@ -832,6 +834,7 @@ static void example_config_loads_and_names_every_key(void)
     CU_ASSERT_EQUAL(write_back, 1);
     CU_ASSERT_EQUAL(c.wb_max_dirty, 64ull << 30);
     CU_ASSERT_EQUAL(c.wb_dirty_wait_ms, 10000);
+    CU_ASSERT_EQUAL(c.wb_through_timeout_ms, 30000);
     CU_ASSERT_TRUE(immutable >= 1);
     CU_ASSERT_TRUE(renamed >= 1);
     CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), 0);
