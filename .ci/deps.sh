@@ -14,6 +14,8 @@ if [ "${1:-build}" = test ]; then
   # test_deploy_files: compose.yaml, `systemd-analyze verify` and the unit's syscall filter
   want+=(python3-yaml systemd python3-seccomp)
   want+=(mount)   # test_readonly_data: a read-only bind mount (unshare, setpriv: util-linux)
+  # test_cold_rgw: a one-node Ceph with the RADOS Gateway as the cold tier
+  want+=(ceph-mon ceph-osd radosgw ceph-common)
 fi
 missing=()
 for p in "${want[@]}"; do
