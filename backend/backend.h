@@ -266,6 +266,7 @@ struct backend_wb_conf {
     unsigned dirty_wait_ms;        /* that wait; 0: 10000 */
     uint64_t compact_bytes;        /* the journal is rewritten when the queue empties
                                       and it is longer than this; 0: 1 MiB */
+    uint64_t upload_bandwidth;     /* bytes/s all uploads together may send; 0: no cap */
     unsigned through_timeout_ms;   /* a write-through request (backend_put_set_write_through)
                                       is taken back and answers BACKEND_UNAVAILABLE when
                                       the uploads make no progress for this long; 0: 30000 */

@@ -322,6 +322,7 @@ static void op_close(struct backend *b)
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->cond_mu);
     pthread_mutex_destroy(&w->sync_mu);
+    pthread_mutex_destroy(&w->pace_mu);
     free(w);
 }
 
@@ -635,7 +636,7 @@ static enum backend_status op_object_delete(struct backend *b, const char *bucke
 
 /* Streams bytes [first, first+len) of src into put p, MD5 into md5_hex. */
 enum backend_status wb_stream_into(struct backend_obj *src, uint64_t first, uint64_t len,
-                                   struct backend_put *p, char md5_hex[33], const bool *stop)
+                                   struct backend_put *p, char md5_hex[33], struct wb *up)
 {
     unsigned char *buf = malloc(COPY_CHUNK);
     EVP_MD_CTX *md = EVP_MD_CTX_new();
@@ -646,11 +647,11 @@ enum backend_status wb_stream_into(struct backend_obj *src, uint64_t first, uint
     }
     uint64_t off = first, end = first + len;
     while (off < end) {
-        if (stop && __atomic_load_n(stop, __ATOMIC_RELAXED)) {
+        size_t want = end - off < COPY_CHUNK ? (size_t)(end - off) : COPY_CHUNK, got = 0;
+        if (up && !wb_pace(up, want)) {
             st = BACKEND_UNAVAILABLE;   /* shutting down: the journal resumes it */
             goto out;
         }
-        size_t want = end - off < COPY_CHUNK ? (size_t)(end - off) : COPY_CHUNK, got = 0;
         st = src->ops->obj_read(src, off, buf, want, &got);
         if (st == BACKEND_OK && got == 0)
             st = BACKEND_IO;   /* the source ended early */
@@ -1118,11 +1119,13 @@ enum backend_status backend_wb_open(const struct backend_wb_conf *cf, struct bac
     w->max_dirty = cf->max_dirty;
     w->dirty_wait_ms = cf->dirty_wait_ms ? cf->dirty_wait_ms : 10000;
     w->through_timeout_ms = cf->through_timeout_ms ? cf->through_timeout_ms : 30000;
+    w->upload_bps = cf->upload_bandwidth;
     w->compact_at = cf->compact_bytes ? cf->compact_bytes : 1u << 20;
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     pthread_mutex_init(&w->cond_mu, NULL);
     pthread_mutex_init(&w->sync_mu, NULL);
+    pthread_mutex_init(&w->pace_mu, NULL);
     w->buckets = calloc(cf->n_buckets ? cf->n_buckets : 1, sizeof *w->buckets);
     for (size_t i = 0; w->buckets && i < cf->n_buckets; i++)
         if ((w->buckets[w->n_buckets] = strdup(cf->buckets[i])))

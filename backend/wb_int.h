@@ -83,6 +83,10 @@ struct wb {
                                   not withdrawn under it */
     uint64_t progress;         /* uploads and parts ended well (__atomic: the
                                   part streams add to it without mu) */
+    uint64_t upload_bps;       /* upload bandwidth cap, bytes/s; 0: none */
+    pthread_mutex_t pace_mu;   /* pace_next: */
+    struct timespec pace_next; /* CLOCK_MONOTONIC: when the cap lets the next
+                                  chunk of any upload stream go */
     uint64_t dirty_bytes, dirty_objects;
     uint64_t uploaded_bytes, uploaded_objects, failures;
     char last_error[256];
@@ -140,10 +144,11 @@ void wb_rec_free(struct wb_rec *r);
 void wb_retire_locked(struct wb *w, struct wb_rec *r, enum wb_fate fate);
 
 /* Streams bytes [first, first+len) of src into put p; the bytes' MD5 (hex)
- * into md5_hex. Stops with BACKEND_UNAVAILABLE when *stop (may be NULL)
- * turns true. */
+ * into md5_hex. With up (an upload to the cold tier; NULL for a copy) each
+ * chunk waits for the bandwidth cap, and the copy stops with
+ * BACKEND_UNAVAILABLE when the decorator is closing. */
 enum backend_status wb_stream_into(struct backend_obj *src, uint64_t first, uint64_t len,
-                                   struct backend_put *p, char md5_hex[33], const bool *stop);
+                                   struct backend_put *p, char md5_hex[33], struct wb *up);
 
 /* wb_list.c */
 enum backend_status wb_list_objects(struct wb *w, const char *bucket,
@@ -174,6 +179,12 @@ int wb_journal_sync(struct wb *w, uint64_t upto);
 int wb_journal_compact_locked(struct wb *w);
 
 /* wb_upload.c */
+/* Waits until the bandwidth cap lets n more bytes go (at once without a
+ * cap); false when the decorator is closing. Any upload thread. */
+bool wb_pace(struct wb *w, size_t n);
+/* Lowers the calling upload thread's CPU and I/O priority below the
+ * request threads': reads and ingestion come first. */
+void wb_upload_thread_priority(void);
 int wb_uploader_start(struct wb *w);
 void wb_uploader_stop(struct wb *w);
 /* Waits until every record of bucket (under prefix, NULL: all) with seq <=

@@ -16,6 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "deadline.h"
 #include "log.h"
@@ -39,6 +43,7 @@ struct part_job {
 static void *part_stream(void *arg)
 {
     struct part_job *j = arg;
+    wb_upload_thread_priority();
     for (;;) {
         pthread_mutex_lock(&j->mu);
         while (j->next <= j->n && j->have[j->next - 1])
@@ -58,7 +63,7 @@ static void *part_stream(void *arg)
         struct obj_meta pm;
         memset(&pm, 0, sizeof pm);
         if (st == BACKEND_OK) {
-            st = wb_stream_into(j->o, pr.first, pr.size, p, pm.etag, &j->w->stopping);
+            st = wb_stream_into(j->o, pr.first, pr.size, p, pm.etag, j->w);
             if (st == BACKEND_OK)
                 st = backend_put_commit(p, &pm, NULL);
             else
@@ -229,7 +234,7 @@ static enum backend_status upload_put(struct wb *w, struct wb_rec *r)
         st = backend_put_begin(w->cold, r->bucket, r->key, &p);
         char md5[33] = "";
         if (st == BACKEND_OK) {
-            st = wb_stream_into(o, 0, meta.size, p, md5, &w->stopping);
+            st = wb_stream_into(o, 0, meta.size, p, md5, w);
             if (st != BACKEND_OK)
                 backend_put_abort(p);
         }
@@ -292,9 +297,58 @@ static void backoff_locked(struct wb *w, unsigned ms)
         rc = pthread_cond_timedwait(&w->cv, &w->mu, &until);
 }
 
+/* ---- reads come first ----
+ * The cap paces every upload stream together on one virtual clock: a chunk
+ * of n bytes is due n/cap seconds after the one before it (a stream idle
+ * for a while gets no burst: the clock restarts at now). */
+bool wb_pace(struct wb *w, size_t n)
+{
+    if (__atomic_load_n(&w->stopping, __ATOMIC_RELAXED))
+        return false;
+    if (!w->upload_bps)
+        return true;
+    struct timespec now, due;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    pthread_mutex_lock(&w->pace_mu);
+    due = w->pace_next;
+    if (due.tv_sec < now.tv_sec || (due.tv_sec == now.tv_sec && due.tv_nsec < now.tv_nsec))
+        due = now;
+    uint64_t ns = (uint64_t)n * 1000000000ull / w->upload_bps;
+    w->pace_next.tv_sec = due.tv_sec + (time_t)(ns / 1000000000ull);
+    w->pace_next.tv_nsec = due.tv_nsec + (long)(ns % 1000000000ull);
+    if (w->pace_next.tv_nsec >= 1000000000L) {
+        w->pace_next.tv_sec++;
+        w->pace_next.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_unlock(&w->pace_mu);
+    for (;;) {   /* sleep until due, in slices that notice a close */
+        if (__atomic_load_n(&w->stopping, __ATOMIC_RELAXED))
+            return false;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        int64_t left = (int64_t)(due.tv_sec - now.tv_sec) * 1000000000 +
+                       (due.tv_nsec - now.tv_nsec);
+        if (left <= 0)
+            return true;
+        struct timespec slice = { 0, (long)(left < 100000000 ? left : 100000000) };
+        nanosleep(&slice, NULL);
+    }
+}
+
+void wb_upload_thread_priority(void)
+{
+    /* nice 10 for this thread (Linux: per thread), and the lowest
+     * best-effort I/O priority: never the idle class, under which a disk
+     * busy with reads could starve the uploads past max_dirty */
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    setpriority(PRIO_PROCESS, (id_t)tid, 10);
+    syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, tid,
+            (2 /* IOPRIO_CLASS_BE */ << 13) | 7);
+}
+
 static void *uploader_main(void *arg)
 {
     struct wb *w = arg;
+    wb_upload_thread_priority();
     unsigned backoff_ms = 0;
     pthread_mutex_lock(&w->mu);
     while (!w->stopping) {

@@ -165,6 +165,9 @@ struct conf {
     uint64_t wb_max_dirty;      /* "max_dirty": pending bytes before writes wait, then
                                    get 503 SlowDown; 0 = no bound (the default) */
     unsigned wb_dirty_wait_ms;  /* "dirty_wait_ms": that wait; 10000 */
+    uint64_t wb_upload_bandwidth; /* "upload_bandwidth": bytes per second all uploads
+                                     together may send ("200MiB" or a number); 0 = no
+                                     cap (the default) */
     unsigned wb_through_timeout_ms; /* "through_timeout_ms": a write-through request into a
                                        write-back bucket answers 503 (and is taken back)
                                        after the uploads make no progress for this long;

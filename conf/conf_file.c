@@ -199,11 +199,24 @@ _Static_assert(N_FILE_KEYS == 33, "update file_keys, FILE_KEYS_HELP, key_apply a
                        "max_xml_body, max_header_bytes, metrics_public, sigv2, users, buckets, " \
                        "connections, write_back, log_format, log_file"
 
+/* A byte count: a size string ("8GiB", see conf_size_parse) or a number. */
+static int json_bytes(const json_t *v, uint64_t *out)
+{
+    const char *str = conf_json_cstr(v);
+    if (str)
+        return conf_size_parse(str, out);
+    if (!json_is_integer(v) || json_integer_value(v) < 0)
+        return -1;
+    *out = (uint64_t)json_integer_value(v);
+    return 0;
+}
+
 /* write_back: {"max_dirty": "8GiB", "dirty_wait_ms": 10000,
- * "through_timeout_ms": 30000}: how much acknowledged data may wait for its
- * upload, how long a write waits for room before it gets 503 SlowDown, and
- * how long a write-through request waits without upload progress. The
- * buckets say "write": "back". */
+ * "upload_bandwidth": "200MiB", "through_timeout_ms": 30000}: how much
+ * acknowledged data may wait for its upload, how long a write waits for
+ * room before it gets 503 SlowDown, the uploads' bandwidth cap (bytes per
+ * second), and how long a write-through request waits without upload
+ * progress. The buckets say "write": "back". */
 static int write_back_from_json(struct conf *c, const json_t *v, char *err, size_t errlen)
 {
     const char *key;
@@ -214,18 +227,17 @@ static int write_back_from_json(struct conf *c, const json_t *v, char *err, size
                          "\"8GiB\"}");
     json_object_foreach((json_t *)v, key, val) {
         if (strcmp(key, "max_dirty") == 0) {
-            const char *str = conf_json_cstr(val);
-            uint64_t b = 0;
-            if (str ? conf_size_parse(str, &b) != 0
-                    : json_uint(val, "write_back.max_dirty", 0, UINT64_MAX / 2, &n, err,
-                                errlen) != 0)
+            if (json_bytes(val, &c->wb_max_dirty) != 0)
                 return conf_fail(err, errlen, "write_back.max_dirty: must be a size like "
                                  "\"8GiB\" or a number of bytes (0: no bound)");
-            c->wb_max_dirty = str ? b : n;
         } else if (strcmp(key, "dirty_wait_ms") == 0) {
             if (json_uint(val, "write_back.dirty_wait_ms", 1, 600000, &n, err, errlen) != 0)
                 return -1;
             c->wb_dirty_wait_ms = (unsigned)n;
+        } else if (strcmp(key, "upload_bandwidth") == 0) {
+            if (json_bytes(val, &c->wb_upload_bandwidth) != 0)
+                return conf_fail(err, errlen, "write_back.upload_bandwidth: must be bytes per "
+                                 "second, a size like \"200MiB\" or a number (0: no cap)");
         } else if (strcmp(key, "through_timeout_ms") == 0) {
             if (json_uint(val, "write_back.through_timeout_ms", 1, 3600000, &n, err,
                           errlen) != 0)
@@ -233,7 +245,7 @@ static int write_back_from_json(struct conf *c, const json_t *v, char *err, size
             c->wb_through_timeout_ms = (unsigned)n;
         } else {
             return conf_fail(err, errlen, "write_back: unknown key \"%.64s\" (allowed: "
-                             "max_dirty, dirty_wait_ms, through_timeout_ms)", key);
+                             "max_dirty, dirty_wait_ms, upload_bandwidth, through_timeout_ms)", key);
         }
     }
     return 0;

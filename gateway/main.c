@@ -109,6 +109,7 @@ static int wrap_write_back(const struct conf *c, struct backend **b)
     struct backend_wb_conf wc = { .dir = dir, .buckets = names, .n_buckets = n,
                                   .max_dirty = c->wb_max_dirty,
                                   .dirty_wait_ms = c->wb_dirty_wait_ms,
+                                  .upload_bandwidth = c->wb_upload_bandwidth,
                                   .through_timeout_ms = c->wb_through_timeout_ms, .err = err,
                                   .err_len = sizeof err };
     struct backend *w = NULL;

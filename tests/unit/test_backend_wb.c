@@ -32,6 +32,7 @@ static struct backend *g_cold_raw;   /* the cold tier itself, for looking */
 static struct backend *g_wb;
 static uint64_t g_compact;            /* compact_bytes of the next open (0: default) */
 static unsigned g_through_ms;         /* through_timeout_ms of the next open (0: default) */
+static uint64_t g_bandwidth;          /* upload_bandwidth of the next open (0: no cap) */
 
 /* ---- the cold tier behind a recorder: which keys were uploaded, in what
  * order, and was every earlier acknowledged key visible at each commit ---- */
@@ -204,6 +205,7 @@ static struct backend *open_wb(uint64_t max_dirty)
                                   .max_dirty = max_dirty, .dirty_wait_ms = 200,
                                   .compact_bytes = g_compact,
                                   .through_timeout_ms = g_through_ms,
+                                  .upload_bandwidth = g_bandwidth,
                                   .err = err, .err_len = sizeof err };
     struct backend *w = NULL;
     enum backend_status st = backend_wb_open(&wc, cold, &w);
@@ -228,6 +230,7 @@ static void setup_with(uint64_t max_dirty)
     g_n_uploaded = g_n_acked = g_order_violations = 0;
     g_compact = 0;
     g_through_ms = 0;
+    g_bandwidth = 0;
     g_writes = 0;
     g_slow_write_ms = 0;
     g_part_calls = g_part_ok = g_fail_part_from = 0;
@@ -978,6 +981,40 @@ static void closing_stops_an_upload_in_flight_and_the_next_start_resumes_it(void
     teardown();
 }
 
+/* The bandwidth cap holds all upload streams together: a 6-part object
+ * (~26 MiB, four parts at a time) and an 8 MiB one under 16 MiB/s take at
+ * least (bytes - the first MiB) / cap. Only the lower bound is checked: a
+ * loaded machine can only make it slower. */
+static void the_bandwidth_cap_paces_every_upload_stream_together(void)
+{
+    setup();
+    backend_close(g_wb);
+    g_bandwidth = 16u << 20;
+    g_wb = open_wb(0);
+    backend_wb_pause(g_wb, true);
+    size_t total;
+    char etag[72];
+    unsigned char *big = six_parts("capped-mpu", &total, etag);
+    unsigned char *src = pattern(8u << 20, 3);
+    CU_ASSERT_EQUAL(put("capped", src, 8u << 20), BACKEND_OK);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    backend_wb_pause(g_wb, false);
+    CU_ASSERT_TRUE(flush_all());
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    double floor_s = (double)(total + (8u << 20) - (1u << 20)) / (double)(16u << 20);
+    CU_ASSERT_TRUE(s >= floor_s);
+    if (s < floor_s)
+        fprintf(stderr, "capped uploads took %.3f s, the cap allows no less than %.3f s\n",
+                s, floor_s);
+    CU_ASSERT_TRUE(holds(g_cold_raw, "capped-mpu", big, total));
+    CU_ASSERT_TRUE(holds(g_cold_raw, "capped", src, 8u << 20));
+    free(big);
+    free(src);
+    teardown();
+}
+
 static void max_dirty_refuses_with_slow_down_and_loses_nothing(void)
 {
     setup_with(1000000);
@@ -1155,6 +1192,8 @@ static const struct cu_test tests[] = {
       a_write_through_the_cold_tier_refuses_is_taken_back },
     { "closing_stops_an_upload_in_flight_and_the_next_start_resumes_it",
       closing_stops_an_upload_in_flight_and_the_next_start_resumes_it },
+    { "the_bandwidth_cap_paces_every_upload_stream_together",
+      the_bandwidth_cap_paces_every_upload_stream_together },
     { "max_dirty_refuses_with_slow_down_and_loses_nothing",
       max_dirty_refuses_with_slow_down_and_loses_nothing },
     { "conditional_writes_see_pending_and_cold_objects",

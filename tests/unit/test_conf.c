@@ -504,11 +504,12 @@ static void write_back_needs_a_cache_dir(void)
     CU_ASSERT_EQUAL_FATAL(load_text(&c, "{\"cache\":{\"dir\":\"/tmp/c\"},\"buckets\":{\"ck\":"
                                     "{\"write\":\"back\"}},\"write_back\":{\"max_dirty\":"
                                     "\"2GiB\",\"dirty_wait_ms\":50,\"through_timeout_ms\":"
-                                    "1500}}", 0600, err, sizeof err), 0);
+                                    "1500,\"upload_bandwidth\":\"100MiB\"}}", 0600, err, sizeof err), 0);
     CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), 0);
     CU_ASSERT_EQUAL(c.wb_max_dirty, 2ull << 30);
     CU_ASSERT_EQUAL(c.wb_dirty_wait_ms, 50);
     CU_ASSERT_EQUAL(c.wb_through_timeout_ms, 1500);
+    CU_ASSERT_EQUAL(c.wb_upload_bandwidth, 100ull << 20);
     conf_free(&c);
 }
 
