@@ -196,7 +196,7 @@ static enum backend_status wait_through_locked(struct wb *w, struct wb_rec *r)
             continue;
         }
         r->withdraw = true;
-        if (w->inflight != r)
+        if (w->inflight != r && !r->ahead)
             wb_retire_locked(w, r, WB_WITHDRAWN);
     }
     enum wb_fate fate = r->fate;
@@ -235,7 +235,7 @@ static enum backend_status acknowledge(struct wb *w, struct wb_rec *r, bool thro
     pthread_mutex_lock(&w->mu);
     if (st != BACKEND_OK && r->fate == WB_PENDING && !r->withdraw) {
         r->withdraw = true;
-        if (w->inflight != r)
+        if (w->inflight != r && !r->ahead)
             wb_retire_locked(w, r, WB_WITHDRAWN);
     }
     enum backend_status fate = wait_through_locked(w, r);

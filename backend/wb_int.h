@@ -25,6 +25,7 @@
 #define WB_KEY_BUCKETS 4096u   /* hash chains of the pending-key map */
 #define WB_VID_LEN 16          /* a staged object's name: the version id in hex */
 #define WB_PART_STREAMS 4u     /* parts of one multipart object uploaded at once */
+#define WB_LOOKAHEAD 8u        /* records behind the head whose parts may go ahead */
 
 enum wb_kind { WB_PUT = 1, WB_DEL = 2 };
 
@@ -46,6 +47,10 @@ struct wb_rec {
     bool withdraw;             /* its request gave up: take it back unless it is in
                                   the cold tier already */
     enum wb_fate { WB_PENDING, WB_UPLOADED, WB_WITHDRAWN, WB_LOST } fate;   /* through */
+    bool ahead;                /* the look-ahead is sending its parts: the uploader
+                                  waits, a giving-up request leaves it to the
+                                  look-ahead */
+    bool ahead_done;           /* the look-ahead has been at it (once is enough) */
     char *cold_upload;         /* the cold tier's multipart upload of this record,
                                   kept (and journaled) across failed attempts and
                                   restarts so parts sent are not sent again; NULL */
@@ -96,6 +101,8 @@ struct wb {
     bool kicked;               /* a flush asks for a retry now */
     pthread_t uploader;
     bool uploader_up;
+    pthread_t lookahead;       /* sends parts of the records behind the head */
+    bool lookahead_up;
     pthread_mutex_t cond_mu;   /* conditional writes: check and commit as one */
 
     /* the journal (wb_journal.c) */

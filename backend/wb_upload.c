@@ -8,7 +8,8 @@
  * records behind it: that is the ordering's price, and the status shows it.
  * A multipart object is sent with its own part boundaries, so the cold tier
  * computes the ETag the client was given, its parts WB_PART_STREAMS at a
- * time. */
+ * time; a second thread sends the parts of the multipart objects behind the
+ * head meanwhile (look-ahead, below), so only the completes wait in line. */
 #include "wb_int.h"
 
 #include <errno.h>
@@ -135,21 +136,14 @@ static void cold_upload_drop(struct wb *w, struct wb_rec *r)
  * every part: the order of visibility stays the uploader's. A failed
  * attempt keeps its cold upload (journaled): the next attempt, after a
  * restart too, sends only the parts it lacks. */
-static enum backend_status upload_parts(struct wb *w, struct wb_rec *r,
-                                        struct backend_obj *o, const char *v,
-                                        const struct obj_meta *meta, unsigned n)
+static enum backend_status send_parts(struct wb *w, struct wb_rec *r, struct backend_obj *o,
+                                      const char *v, const struct obj_meta *meta, unsigned n,
+                                      struct backend_part *parts, bool *have)
 {
     struct backend_part_range pr;
     enum backend_status st = w->stage->ops->object_part(w->stage, r->bucket, v, 1, &pr);
     if (st != BACKEND_OK)
         return st;
-    struct backend_part *parts = calloc(n, sizeof *parts);
-    bool *have = calloc(n, sizeof *have);
-    if (!parts || !have) {
-        free(parts);
-        free(have);
-        return BACKEND_NOMEM;
-    }
     if (r->cold_upload) {
         st = parts_sent(w, r, v, n, have, parts);
         if (st == BACKEND_NO_UPLOAD) {   /* expired or aborted: start again */
@@ -158,7 +152,7 @@ static enum backend_status upload_parts(struct wb *w, struct wb_rec *r,
             st = BACKEND_OK;
         }
         if (st != BACKEND_OK)
-            goto out;
+            return st;
     }
     if (!r->cold_upload) {
         /* the parts go without checksums (the cold tier computes its own), so
@@ -180,7 +174,7 @@ static enum backend_status upload_parts(struct wb *w, struct wb_rec *r,
             st = BACKEND_NOMEM;
         }
         if (st != BACKEND_OK)
-            goto out;
+            return st;
         pthread_mutex_lock(&w->mu);
         r->cold_upload = keep;
         wb_journal_cold_upload_locked(w, r);
@@ -198,7 +192,27 @@ static enum backend_status upload_parts(struct wb *w, struct wb_rec *r,
     for (unsigned i = 0; i < started; i++)
         pthread_join(t[i], NULL);
     pthread_mutex_destroy(&j.mu);
-    st = j.st;
+    return j.st;
+}
+
+/* send_parts, then (when complete) the complete. */
+static enum backend_status upload_parts(struct wb *w, struct wb_rec *r,
+                                        struct backend_obj *o, const char *v,
+                                        const struct obj_meta *meta, unsigned n, bool complete)
+{
+    struct backend_part *parts = calloc(n, sizeof *parts);
+    bool *have = calloc(n, sizeof *have);
+    if (!parts || !have) {
+        free(parts);
+        free(have);
+        return BACKEND_NOMEM;
+    }
+    enum backend_status st = send_parts(w, r, o, v, meta, n, parts, have);
+    if (!complete) {
+        free(parts);
+        free(have);
+        return st;
+    }
     struct obj_meta done;
     memset(&done, 0, sizeof done);
     if (st == BACKEND_OK)
@@ -211,24 +225,31 @@ static enum backend_status upload_parts(struct wb *w, struct wb_rec *r,
     if (st == BACKEND_INVALID_PART || st == BACKEND_INVALID_PART_ORDER ||
         st == BACKEND_ENTITY_TOO_SMALL)
         cold_upload_drop(w, r);   /* the cold tier refused the parts: start again */
-out:
     free(parts);
     free(have);
     return st;
 }
 
+/* Opens r's staged object: its version name into v. */
+static enum backend_status stage_open(struct wb *w, const struct wb_rec *r,
+                                      char v[WB_VID_LEN + 1], struct obj_meta *meta,
+                                      struct backend_obj **o)
+{
+    wb_vid_name(r->vid, v);
+    memset(meta, 0, sizeof *meta);
+    return w->stage->ops->object_open(w->stage, r->bucket, v, meta, o);
+}
+
 static enum backend_status upload_put(struct wb *w, struct wb_rec *r)
 {
     char v[WB_VID_LEN + 1];
-    wb_vid_name(r->vid, v);
     struct obj_meta meta;
-    memset(&meta, 0, sizeof meta);
     struct backend_obj *o = NULL;
-    enum backend_status st = w->stage->ops->object_open(w->stage, r->bucket, v, &meta, &o);
+    enum backend_status st = stage_open(w, r, v, &meta, &o);
     if (st != BACKEND_OK)
         return st;
     unsigned n = backend_etag_parts(r->etag);
-    st = n ? upload_parts(w, r, o, v, &meta, n) : BACKEND_PARTS_UNKNOWN;
+    st = n ? upload_parts(w, r, o, v, &meta, n, true) : BACKEND_PARTS_UNKNOWN;
     if (st == BACKEND_PARTS_UNKNOWN) {
         struct backend_put *p = NULL;
         st = backend_put_begin(w->cold, r->bucket, r->key, &p);
@@ -345,6 +366,75 @@ void wb_upload_thread_priority(void)
             (2 /* IOPRIO_CLASS_BE */ << 13) | 7);
 }
 
+/* ---- look-ahead: the parts of the multipart objects behind the head ----
+ * Parts are not visible in the cold tier until their upload's complete, so
+ * the parts of the next WB_LOOKAHEAD records go up while the uploader is
+ * busy with the head; the uploader, reaching such a record, finds them in
+ * the cold upload (ListParts, as after a restart) and only completes it.
+ * Completes stay in order: visibility does not change. One record at a
+ * time, its parts WB_PART_STREAMS at once. */
+
+/* A record behind the head worth sending ahead: multipart, pending, not
+ * being sent, not sent ahead already. Under mu. */
+static struct wb_rec *lookahead_pick_locked(struct wb *w)
+{
+    unsigned seen = 0;
+    for (struct wb_rec *r = w->head ? w->head->next : NULL; r && seen < WB_LOOKAHEAD;
+         r = r->next, seen++)
+        if (r->kind == WB_PUT && !r->superseded && !r->withdraw && !r->ahead_done &&
+            backend_etag_parts(r->etag) > 0)
+            return r;
+    return NULL;
+}
+
+static enum backend_status send_ahead(struct wb *w, struct wb_rec *r)
+{
+    char v[WB_VID_LEN + 1];
+    struct obj_meta meta;
+    struct backend_obj *o = NULL;
+    enum backend_status st = stage_open(w, r, v, &meta, &o);
+    if (st != BACKEND_OK)
+        return st;
+    st = upload_parts(w, r, o, v, &meta, backend_etag_parts(r->etag), false);
+    o->ops->obj_close(o);
+    obj_meta_clear(&meta);
+    return st;
+}
+
+static void *lookahead_main(void *arg)
+{
+    struct wb *w = arg;
+    wb_upload_thread_priority();
+    pthread_mutex_lock(&w->mu);
+    while (!w->stopping) {
+        struct wb_rec *r = w->paused ? NULL : lookahead_pick_locked(w);
+        if (!r) {
+            pthread_cond_wait(&w->cv, &w->mu);
+            continue;
+        }
+        r->ahead = true;   /* neither uploaded, retired nor withdrawn under us */
+        pthread_mutex_unlock(&w->mu);
+        enum backend_status st = send_ahead(w, r);
+        if (st != BACKEND_OK)   /* the uploader tries again in its turn */
+            log_msg(LOG_LVL_INFO, "write-back", "parts of %s/%s sent ahead: %s", r->bucket,
+                    r->key, backend_status_name(st));
+        pthread_mutex_lock(&w->mu);
+        r->ahead_done = true;
+        if (r->withdraw) {   /* its request gave up meanwhile (the uploader waits) */
+            pthread_mutex_unlock(&w->mu);
+            cold_upload_drop(w, r);
+            pthread_mutex_lock(&w->mu);
+            r->ahead = false;
+            wb_retire_locked(w, r, WB_WITHDRAWN);
+        } else {
+            r->ahead = false;
+        }
+        pthread_cond_broadcast(&w->cv);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
 static void *uploader_main(void *arg)
 {
     struct wb *w = arg;
@@ -357,6 +447,10 @@ static void *uploader_main(void *arg)
             continue;
         }
         struct wb_rec *r = w->head;   /* only this thread takes records out */
+        if (r->ahead) {   /* its parts are going up ahead: wait for them */
+            pthread_cond_wait(&w->cv, &w->mu);
+            continue;
+        }
         w->inflight = r;
         if (r->superseded) {
             if (r->cold_upload) {   /* a failed attempt's upload: not needed now */
@@ -423,6 +517,8 @@ int wb_uploader_start(struct wb *w)
     if (pthread_create(&w->uploader, NULL, uploader_main, w) != 0)
         return -1;
     w->uploader_up = true;
+    if (pthread_create(&w->lookahead, NULL, lookahead_main, w) == 0)
+        w->lookahead_up = true;   /* without it uploads only go one at a time */
     return 0;
 }
 
@@ -436,6 +532,9 @@ void wb_uploader_stop(struct wb *w)
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->uploader, NULL);
     w->uploader_up = false;
+    if (w->lookahead_up)
+        pthread_join(w->lookahead, NULL);
+    w->lookahead_up = false;
 }
 
 static bool pending_upto_locked(struct wb *w, const char *bucket, const char *prefix,

@@ -15,8 +15,15 @@ Per run, alternated (write-through first in odd runs, write-back first in even):
                  seconds until POST ?flush answers 200 (in the cold tier) and
                  the gateway CPU of the upload;
   fio:           sequential write, --size, 8 MiB blocks, O_DIRECT, then fsync.
+  readers:       8 wrk connections reading 1 MiB cached objects (hits) for
+                 --read-s seconds: alone, during the write-back ingestion
+                 (the cold tier cut off meanwhile, so that nothing uploads),
+                 and during its upload (the flush); req/s and p99;
+  restore:       the checkpoint read back right after the flush: cache hits
+                 and misses (cache.on_write brings each write into the cache).
 Goals (issue 13): write-back >= 4x faster than write-through to the last
-acknowledgement; >= 0.8x fio's rate; <= 0.7 CPU-s per GiB ingested.
+acknowledgement; >= 0.8x fio's rate; <= 0.7 CPU-s per GiB ingested; readers
+>= 0.8x of alone during ingestion and during upload; restore all hits.
 
 Writes bench/results/writeback.md (--out) and prints the same Markdown. Needs
 boto3 and fio. Uses the test harness's modules (tests/integration).
@@ -33,17 +40,21 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+sys.path.insert(0, os.path.join(ROOT, "bench", "lib"))
 import harness as H  # noqa: E402
 import cache_common as C  # noqa: E402
+import procs  # noqa: E402
 from throttle import ThrottleProcess  # noqa: E402
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
-WB, WT = "ckpt-wb", "ckpt-wt"
+WB, WT, HOT = "ckpt-wb", "ckpt-wt", "hot"
+N_HOT = 32   # 1 MiB objects the readers hit
 
 
 def parse_args():
@@ -53,6 +64,9 @@ def parse_args():
     p.add_argument("--part-mib", type=int, default=8)
     p.add_argument("--threads", type=int, default=10)
     p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--read-s", type=int, default=5, help="seconds of each reader run")
+    p.add_argument("--upload-cap", default="0",
+                   help="write_back.upload_bandwidth, e.g. 100MiB (default 0: none)")
     p.add_argument("--bin", default=os.path.join(ROOT, "build-bench", "shardgate"))
     p.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "writeback.md"))
     return p.parse_args()
@@ -94,17 +108,60 @@ class Bench:
         with quiet():
             self.cold = C.ColdGateway().start()
         cc = self.cold.client()
-        for b in (WB, WT):
+        for b in (WB, WT, HOT):
             cc.create_bucket(Bucket=b)
+        for i in range(N_HOT):
+            self.cold.put_random(HOT, "%06d" % i, MiB)
         self.thr = ThrottleProcess("127.0.0.1", self.cold.port,
                                    up_rate=self.a.cold_mbps * 1e6).start()
+        cap = self.a.upload_cap
+        wb = {"upload_bandwidth": int(cap) if cap.isdigit() else cap}
         self.cfg = C.Cache("http://127.0.0.1:%d" % self.thr.port, C.COLD_ACCESS, C.COLD_SECRET,
-                           size="%dMiB" % (2 * self.a.size_mib + 1024),
-                           config={"buckets": {WB: {"write": "back"}}}, tag="wb")
+                           size="%dMiB" % (2 * self.a.size_mib + 1024), tag="wb",
+                           config={"buckets": {WB: {"write": "back"},
+                                               HOT: {"public_read": True}},
+                                   "cache": {"on_write": True}, "write_back": wb})
         with quiet():
             C.start_cache(self.cfg)
+        for _ in range(2):   # cached, then hit once
+            for i in range(N_HOT):
+                H.raw("GET", "/%s/%06d" % (HOT, i), sign=False)
         self.src = os.path.join(H.S.tmp, "checkpoint.bin")
         H.write_random_file(self.src, self.size)
+
+    def readers(self):
+        """8 wrk connections on the cached 1 MiB objects for --read-s s."""
+        class Srv:
+            port, name = H.S.port, "shardgate"
+
+            def pids(self_):
+                return [H.S.proc.pid]
+        env_ = {"work": H.S.tmp}
+        r = procs.run_wrk(env_, Srv(), "/%s/" % HOT, N_HOT, 8, self.a.read_s)
+        return {"rps": r["rps"], "p99_ms": r["p99_ms"]}
+
+    def beside(self, fn):
+        """Runs fn in a thread; the readers start 0.5 s in. (fn's result, readers')"""
+        out = {}
+        t = threading.Thread(target=lambda: out.update(v=fn()))
+        t.start()
+        time.sleep(0.5)
+        rd = self.readers()
+        alive = t.is_alive()
+        t.join()
+        rd["throughout"] = alive   # fn still ran when the readers stopped
+        return out["v"], rd
+
+    def restore(self, key):
+        """Reads key back through the gateway: (cache hits, misses) it cost."""
+        m0 = C.bm()
+        c = H.boto3_client(endpoint=H.S.endpoint)
+        c.download_file(WB, key, os.path.join(H.S.tmp, "restored.bin"))
+        m1 = C.bm()
+        os.unlink(os.path.join(H.S.tmp, "restored.bin"))
+        d = {n: (C.metric_sum(m1, n) or 0) - (C.metric_sum(m0, n) or 0)
+             for n in ("shardgate_cache_hits_total", "shardgate_cache_misses_total")}
+        return d["shardgate_cache_hits_total"], d["shardgate_cache_misses_total"]
 
     def teardown(self):
         if self.thr:
@@ -135,13 +192,19 @@ class Bench:
     def run(self, n):
         rows = {}
         order = ("wt", "wb") if n % 2 else ("wb", "wt")
+        key = "step-%d/model.bin" % n
         for v in order:
-            key = "step-%d/model.bin" % n
             if v == "wt":
                 rows["wt_s"], rows["wt_cpu"] = self.upload(WT, key)
             else:
-                rows["wb_s"], rows["wb_cpu"] = self.upload(WB, key)
-                rows["flush_s"], rows["flush_cpu"] = self.flush()
+                rows["read_alone"] = self.readers()
+                self.thr.refuse()   # ingestion alone: nothing uploads meanwhile
+                (rows["wb_s"], rows["wb_cpu"]), rows["read_ingest"] = self.beside(
+                    lambda: self.upload(WB, key))
+                self.thr.restore()
+                (rows["flush_s"], rows["flush_cpu"]), rows["read_upload"] = self.beside(
+                    self.flush)
+                rows["restore_hits"], rows["restore_misses"] = self.restore(key)
         rows["fio_bps"] = fio_seq(self.cfg.cache_dir, self.a.size_mib)
         return rows
 
@@ -185,6 +248,19 @@ def report(a, rows, cmd, started, took):
         [r["flush_cpu"] / gib for r in rows], "%.2f"))
     L.append("| CPU-s per GiB (write-through) | %s | |" % spread(
         [r["wt_cpu"] / gib for r in rows], "%.2f"))
+    for ph, name in (("read_ingest", "during ingestion"), ("read_upload", "during upload")):
+        L.append("| readers %s / alone, req/s | %s | >= 0.8x |" % (name, spread(
+            [r[ph]["rps"] / r["read_alone"]["rps"] for r in rows], "%.2fx")))
+        L.append("| readers %s: p99 ms (alone) | %s (%s) | |" % (name, spread(
+            [r[ph]["p99_ms"] for r in rows], "%.1f"), spread(
+            [r["read_alone"]["p99_ms"] for r in rows], "%.1f")))
+        if not all(r[ph]["throughout"] for r in rows):
+            L.append("| (the %s ended before the readers did in some runs) | | |" % name)
+    L.append("| readers alone, req/s | %s | |" % spread(
+        [r["read_alone"]["rps"] for r in rows], "%.0f"))
+    L.append("| restore right after the flush: cache hits / misses | %s / %s | all hits |" % (
+        spread([r["restore_hits"] for r in rows], "%d"),
+        spread([r["restore_misses"] for r in rows], "%d")))
     L += ["", "Rerun: `%s`" % cmd, ""]
     return "\n".join(L)
 
@@ -199,7 +275,8 @@ def main():
     C.init("bench_writeback")
     signal.signal(signal.SIGTERM, lambda s, f: (_ for _ in ()).throw(SystemExit(128 + s)))
     cmd = "python3 bench/writeback.py --size-mib %d --cold-mbps %g --part-mib %d " \
-          "--threads %d --runs %d" % (a.size_mib, a.cold_mbps, a.part_mib, a.threads, a.runs)
+          "--threads %d --runs %d --read-s %d --upload-cap %s" % (
+              a.size_mib, a.cold_mbps, a.part_mib, a.threads, a.runs, a.read_s, a.upload_cap)
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     t0 = time.monotonic()
     b = Bench(a)
