@@ -289,6 +289,10 @@ struct backend_wb_status {
 /* false when b is not a write-back handle. */
 bool backend_wb_status(struct backend *b, const char *bucket, const char *prefix,
                        struct backend_wb_status *out);
+/* Bytes of acknowledged writes waiting for their upload, staged beside the
+ * cache (0 for a handle that is not write-back). O(1); any thread. The
+ * cache counts them against its capacity: they are never evicted. */
+uint64_t backend_wb_dirty_bytes(struct backend *b);
 /* Is `bucket` written back by b? (false for any other handle) */
 bool backend_wb_bucket(struct backend *b, const char *bucket);
 /* Waits until every write to `bucket` under `prefix` (NULL: all)

@@ -1215,6 +1215,17 @@ bool backend_wb_status(struct backend *b, const char *bucket, const char *prefix
     return true;
 }
 
+uint64_t backend_wb_dirty_bytes(struct backend *b)
+{
+    if (!is_wb(b))
+        return 0;
+    struct wb *w = wb_of(b);
+    pthread_mutex_lock(&w->mu);
+    uint64_t n = w->dirty_bytes;
+    pthread_mutex_unlock(&w->mu);
+    return n;
+}
+
 bool backend_wb_flush(struct backend *b, const char *bucket, const char *prefix,
                       unsigned timeout_ms, uint64_t *barrier_io, struct backend_wb_status *left)
 {

@@ -156,18 +156,22 @@ static bool stopping(struct cache *c)
  * misses does not evict one object per fill). While ordered hints guide
  * eviction, and for staging fills, it evicts only what is needed: a batch
  * takes victims that are still going to be read, each a miss later (the
- * stager checked only the first victim). */
+ * stager checked only the first victim). Writes staged for write-back sit
+ * in the same directory and cannot be evicted: they count as used, so the
+ * cached objects make room for them. */
 static void make_room(struct cache *c, bool staging)
 {
     uint64_t used, reserved, objects;
     cidx_usage(c->idx, &used, &reserved, &objects);
+    uint64_t pinned = backend_wb_dirty_bytes(c->cold);
     uint64_t high = c->cf.capacity / 100 * c->cf.high_pct;
-    if (used + reserved <= high)
+    if (used + reserved + pinned <= high)
         return;
     uint64_t freed = 0;
     unsigned count = 0;
     bool exact = staging || cidx_get_policy(c->idx) == CIDX_POLICY_NEXT_USE;
-    cidx_evict(c->idx, exact ? high : c->cf.capacity / 100 * c->cf.low_pct, &freed, &count);
+    uint64_t target = exact ? high : c->cf.capacity / 100 * c->cf.low_pct;
+    cidx_evict(c->idx, target > pinned ? target - pinned : 0, &freed, &count);
     atomic_fetch_add(&c->evictions, count);
 }
 

@@ -22,6 +22,8 @@ rename), checks on A's own directory:
   * [through] x-shardgate-write: through answers only once A has the object;
     with A cut off it answers 503 after write_back.through_timeout_ms and
     the key is not written;
+  * [capacity] pending writes count against the cache's capacity: fills
+    evict cached objects until cached + pending fit;
   * [ready] /_shardgate/ready names the writes waiting for the cold tier;
   * [cli] `shardgate flush` shows what is pending (exit 1), gives up at its
     --timeout while A is cut off (exit 1), and waits until it is flushed;
@@ -308,6 +310,33 @@ def through(cold):
        (400, "InvalidArgument"))
 
 
+def capacity(cold, thr):
+    """Pending writes count against the cache's capacity (64 MiB, high
+    watermark 90%): with 48 MiB cached and 24 MiB pending (uploads slowed to
+    a crawl, reads not), the next fills evict until cached + pending fit."""
+    R = "hot"
+    cold.client().create_bucket(Bucket=R)
+    for i in range(14):
+        cold.put_random(R, "%02d" % i, 4 * MB)
+    c = client()
+    for i in range(12):
+        c.get_object(Bucket=R, Key="%02d" % i)["Body"].read()
+    check("[capacity] 48 MiB cached", C.bm("shardgate_cache_bytes") >= 44 * MB,
+          C.bm("shardgate_cache_bytes"))
+    thr.set_rate(down_rate=None, up_rate=1e5)   # uploads crawl, fills do not
+    for i in range(3):
+        c.put_object(Bucket=B, Key="capacity/%d" % i, Body=os.urandom(8 * MB))
+    for i in (12, 13):   # misses: room is made for them
+        c.get_object(Bucket=R, Key="%02d" % i)["Body"].read()
+    cached, pending = C.bm("shardgate_cache_bytes"), C.bm("shardgate_writeback_dirty_bytes")
+    check("[capacity] 24 MiB pending", pending >= 24 * MB, pending)
+    check("[capacity] cached + pending within the high watermark (57.6 MiB)",
+          cached + pending <= 0.9 * 64 * MB, (cached, pending))
+    thr.set_rate(down_rate=None, up_rate=None)
+    r, _ = flush(timeout=120)
+    eq("[capacity] flush", r, 200)
+
+
 def through_cut_off(thr):
     thr.refuse()
     t0 = time.time()
@@ -350,6 +379,7 @@ def main():
     ack_order_flush(cold, thr, cfg)
     through(cold)
     through_cut_off(thr)
+    capacity(cold, thr)
     restart(cold, thr, cfg)
     kill9_loops(cold, thr, cfg)
     C.stop_cache()
