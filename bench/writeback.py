@@ -16,11 +16,15 @@ Per run, alternated (write-through first in odd runs, write-back first in even):
                  the gateway CPU of the upload;
   fio:           sequential write, --size, 8 MiB blocks, O_DIRECT, then fsync.
   readers:       8 wrk connections reading 1 MiB cached objects (hits) for
-                 --read-s seconds: alone, during the write-back ingestion
-                 (the cold tier cut off meanwhile, so that nothing uploads),
-                 and during its upload (the flush); req/s and p99;
+                 --read-s seconds: alone, during the write-back ingestion of
+                 a second checkpoint of --read-size-mib (the cold tier cut
+                 off meanwhile, so that nothing uploads), and during its
+                 upload (the flush); req/s and p99. A checkpoint of its own:
+                 the CPU figures above are the gateway's without readers;
   restore:       the checkpoint read back right after the flush: cache hits
-                 and misses (cache.on_write brings each write into the cache).
+                 and misses (cache.on_write brings each write into the cache;
+                 each phase starts once that background fill has ended, and
+                 its CPU is reported on its own).
 Goals (issue 13): write-back >= 4x faster than write-through to the last
 acknowledgement; >= 0.8x fio's rate; <= 0.7 CPU-s per GiB ingested; readers
 >= 0.8x of alone during ingestion and during upload; restore all hits.
@@ -65,6 +69,8 @@ def parse_args():
     p.add_argument("--threads", type=int, default=10)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--read-s", type=int, default=5, help="seconds of each reader run")
+    p.add_argument("--read-size-mib", type=int, default=1024,
+                   help="the checkpoint written and uploaded beside the readers")
     p.add_argument("--upload-cap", default="0",
                    help="write_back.upload_bandwidth, e.g. 100MiB (default 0: none)")
     p.add_argument("--bin", default=os.path.join(ROOT, "build-bench", "shardgate"))
@@ -128,6 +134,25 @@ class Bench:
                 H.raw("GET", "/%s/%06d" % (HOT, i), sign=False)
         self.src = os.path.join(H.S.tmp, "checkpoint.bin")
         H.write_random_file(self.src, self.size)
+        self.src_read = os.path.join(H.S.tmp, "checkpoint-read.bin")
+        H.write_random_file(self.src_read, self.a.read_size_mib * MiB)
+
+    def settle(self):
+        """Waits until no fill runs (cache.on_write brings each write into the
+        cache in the background) and returns the gateway CPU seconds spent
+        meanwhile, so that a measured phase never pays for an earlier one."""
+        pid = H.S.proc.pid
+        c0 = cpu_s(pid)
+
+        def idle():
+            m = C.bm()
+            started = C.metric_sum(m, "shardgate_cache_fills_total") or 0
+            ended = (C.metric_sum(m, "shardgate_cache_fills_done_total") or 0) + \
+                (C.metric_sum(m, "shardgate_cache_fills_failed_total") or 0)
+            return started == ended
+        while not idle():
+            time.sleep(0.2)
+        return cpu_s(pid) - c0
 
     def readers(self):
         """8 wrk connections on the cached 1 MiB objects for --read-s s."""
@@ -170,7 +195,7 @@ class Bench:
             C.stop_cache("[bench] gateway exits 0 on SIGTERM")
             C.stop_all()
 
-    def upload(self, bucket, key):
+    def upload(self, bucket, key, src=None):
         from boto3.s3.transfer import TransferConfig
         c = H.boto3_client(endpoint=H.S.endpoint)
         tc = TransferConfig(multipart_threshold=self.a.part_mib * MiB,
@@ -178,7 +203,7 @@ class Bench:
                             max_concurrency=self.a.threads)
         pid = H.S.proc.pid
         c0, t0 = cpu_s(pid), time.monotonic()
-        c.upload_file(self.src, bucket, key, Config=tc)
+        c.upload_file(src or self.src, bucket, key, Config=tc)
         return time.monotonic() - t0, cpu_s(pid) - c0
 
     def flush(self):
@@ -195,16 +220,21 @@ class Bench:
         key = "step-%d/model.bin" % n
         for v in order:
             if v == "wt":
+                self.settle()
                 rows["wt_s"], rows["wt_cpu"] = self.upload(WT, key)
+                rows["wt_fill_cpu"] = self.settle()
             else:
+                self.settle()
+                rows["wb_s"], rows["wb_cpu"] = self.upload(WB, key)
+                rows["wb_fill_cpu"] = self.settle()
+                rows["flush_s"], rows["flush_cpu"] = self.flush()
+                rows["restore_hits"], rows["restore_misses"] = self.restore(key)
                 rows["read_alone"] = self.readers()
                 self.thr.refuse()   # ingestion alone: nothing uploads meanwhile
-                (rows["wb_s"], rows["wb_cpu"]), rows["read_ingest"] = self.beside(
-                    lambda: self.upload(WB, key))
+                _, rows["read_ingest"] = self.beside(
+                    lambda: self.upload(WB, "read-%d/model.bin" % n, self.src_read))
                 self.thr.restore()
-                (rows["flush_s"], rows["flush_cpu"]), rows["read_upload"] = self.beside(
-                    self.flush)
-                rows["restore_hits"], rows["restore_misses"] = self.restore(key)
+                _, rows["read_upload"] = self.beside(self.flush)
         rows["fio_bps"] = fio_seq(self.cfg.cache_dir, self.a.size_mib)
         return rows
 
@@ -248,6 +278,9 @@ def report(a, rows, cmd, started, took):
         [r["flush_cpu"] / gib for r in rows], "%.2f"))
     L.append("| CPU-s per GiB (write-through) | %s | |" % spread(
         [r["wt_cpu"] / gib for r in rows], "%.2f"))
+    L.append("| CPU-s per GiB of the on_write fill after the write (write-back / "
+             "write-through) | %s / %s | |" % (spread([r["wb_fill_cpu"] / gib for r in rows], "%.2f"),
+                                                spread([r["wt_fill_cpu"] / gib for r in rows], "%.2f")))
     for ph, name in (("read_ingest", "during ingestion"), ("read_upload", "during upload")):
         L.append("| readers %s / alone, req/s | %s | >= 0.8x |" % (name, spread(
             [r[ph]["rps"] / r["read_alone"]["rps"] for r in rows], "%.2fx")))
@@ -275,8 +308,9 @@ def main():
     C.init("bench_writeback")
     signal.signal(signal.SIGTERM, lambda s, f: (_ for _ in ()).throw(SystemExit(128 + s)))
     cmd = "python3 bench/writeback.py --size-mib %d --cold-mbps %g --part-mib %d " \
-          "--threads %d --runs %d --read-s %d --upload-cap %s" % (
-              a.size_mib, a.cold_mbps, a.part_mib, a.threads, a.runs, a.read_s, a.upload_cap)
+          "--threads %d --runs %d --read-s %d --read-size-mib %d --upload-cap %s" % (
+              a.size_mib, a.cold_mbps, a.part_mib, a.threads, a.runs, a.read_s,
+              a.read_size_mib, a.upload_cap)
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     t0 = time.monotonic()
     b = Bench(a)
