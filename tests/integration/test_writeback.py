@@ -22,6 +22,9 @@ rename), checks on A's own directory:
   * [through] x-shardgate-write: through answers only once A has the object;
     with A cut off it answers 503 after write_back.through_timeout_ms and
     the key is not written;
+  * [clients] aws-cli v1 and v2 `s3 cp`, Debian's older boto3 and curl
+    --aws-sigv4 write with A cut off; after the flush A holds their bytes
+    with the ETags B gave;
   * [capacity] pending writes count against the cache's capacity: fills
     evict cached objects until cached + pending fit;
   * [ready] /_shardgate/ready names the writes waiting for the cold tier;
@@ -310,6 +313,61 @@ def through(cold):
        (400, "InvalidArgument"))
 
 
+DEBIAN_UPLOAD = r"""
+import sys, boto3
+from botocore.config import Config
+from boto3.s3.transfer import TransferConfig
+ep, ak, sk, path, key = sys.argv[1:6]
+c = boto3.client("s3", endpoint_url=ep, aws_access_key_id=ak, aws_secret_access_key=sk,
+                 region_name="us-east-1", config=Config(s3={"addressing_style": "path"}))
+c.upload_file(path, "ckpt", key, Config=TransferConfig(multipart_threshold=8 << 20,
+              multipart_chunksize=8 << 20, max_concurrency=4))
+print(boto3.__version__)
+"""
+
+
+def clients(cold, thr):
+    """The real clients write into the write-back bucket with the cold tier
+    cut off: aws-cli v1 and v2 `s3 cp` (multipart), Debian's older boto3
+    upload_file, curl --aws-sigv4; after the flush A holds each file byte for
+    byte with the ETag B answered."""
+    src = os.path.join(H.S.tmp, "clients.bin")
+    data = os.urandom(20 * MB + 12345)
+    with open(src, "wb") as f:
+        f.write(data)
+    thr.refuse()
+    wrote = {}
+    for name, argv, env in (("aws-cli v1", ["aws"], H.aws_env()),
+                            ("aws-cli v2", ["/usr/bin/aws"], H.aws_env(v2=True))):
+        key = "clients/%s" % name.replace(" ", "-")
+        rc, out, err = H.run_cmd(argv + ["--endpoint-url", H.S.endpoint, "s3", "cp", src,
+                                         "s3://%s/%s" % (B, key)], env=env, timeout=120)
+        eq("[clients] %s s3 cp (multipart) with the cold tier cut off" % name, rc, 0, err[-500:])
+        wrote[key] = data
+    if os.access("/usr/bin/python3", os.X_OK):
+        env = dict(os.environ, PYTHONNOUSERSITE="1")
+        env.pop("PYTHONPATH", None)
+        rc, out, err = H.run_cmd(["/usr/bin/python3", "-c", DEBIAN_UPLOAD, H.S.endpoint,
+                                  H.ACCESS_KEY, H.SECRET_KEY, src, "clients/boto3-debian"],
+                                 env=env, timeout=120)
+        eq("[clients] Debian's boto3 %s upload_file" % out.strip(), rc, 0, err[-500:])
+        wrote["clients/boto3-debian"] = data
+    rc, out, err = H.run_cmd(["curl", "-sS", "-f", "--aws-sigv4", "aws:amz:us-east-1:s3",
+                              "--user", "%s:%s" % (H.ACCESS_KEY, H.SECRET_KEY),
+                              "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", "-T", src,
+                              "%s/%s/clients/curl" % (H.S.endpoint, B)], timeout=120)
+    eq("[clients] curl --aws-sigv4 PUT", rc, 0, err[-500:])
+    wrote["clients/curl"] = data
+    c = client()
+    etags = {k: c.head_object(Bucket=B, Key=k)["ETag"].strip('"') for k in wrote}
+    thr.restore()
+    r, _ = flush(timeout=120)
+    eq("[clients] flush", r, 200)
+    bad = [k for k, v in wrote.items() if cold_file(cold, k) != v]
+    eq("[clients] A holds every client's file byte for byte", bad, [])
+    eq("[clients] ... with the ETags B answered", {k: cold_etag(cold, k) for k in wrote}, etags)
+
+
 def capacity(cold, thr):
     """Pending writes count against the cache's capacity (64 MiB, high
     watermark 90%): with 48 MiB cached and 24 MiB pending (uploads slowed to
@@ -379,6 +437,7 @@ def main():
     ack_order_flush(cold, thr, cfg)
     through(cold)
     through_cut_off(thr)
+    clients(cold, thr)
     capacity(cold, thr)
     restart(cold, thr, cfg)
     kill9_loops(cold, thr, cfg)
