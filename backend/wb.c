@@ -169,6 +169,15 @@ static enum pending pending_of(struct wb *w, const char *bucket, const char *key
     return p;
 }
 
+/* A write-through request gives r up: taken back now, unless the uploader
+ * or the look-ahead is sending it (its end then decides). Under mu. */
+static void withdraw_locked(struct wb *w, struct wb_rec *r)
+{
+    r->withdraw = true;
+    if (w->inflight != r && !r->ahead)
+        wb_retire_locked(w, r, WB_WITHDRAWN);
+}
+
 /* A write-through request's wait for its record's fate (under mu): it ends
  * when the record is in the cold tier, or when the uploads have made no
  * progress for through_timeout_ms (the cold tier is down or hangs, or the
@@ -195,9 +204,7 @@ static enum backend_status wait_through_locked(struct wb *w, struct wb_rec *r)
             until = sg_deadline(CLOCK_REALTIME, w->through_timeout_ms);
             continue;
         }
-        r->withdraw = true;
-        if (w->inflight != r && !r->ahead)
-            wb_retire_locked(w, r, WB_WITHDRAWN);
+        withdraw_locked(w, r);
     }
     enum wb_fate fate = r->fate;
     wb_rec_free(r);
@@ -233,11 +240,8 @@ static enum backend_status acknowledge(struct wb *w, struct wb_rec *r, bool thro
     if (!through)
         return st;
     pthread_mutex_lock(&w->mu);
-    if (st != BACKEND_OK && r->fate == WB_PENDING && !r->withdraw) {
-        r->withdraw = true;
-        if (w->inflight != r && !r->ahead)
-            wb_retire_locked(w, r, WB_WITHDRAWN);
-    }
+    if (st != BACKEND_OK && r->fate == WB_PENDING && !r->withdraw)
+        withdraw_locked(w, r);
     enum backend_status fate = wait_through_locked(w, r);
     pthread_mutex_unlock(&w->mu);
     return st != BACKEND_OK ? st : fate;

@@ -230,27 +230,22 @@ static enum backend_status upload_parts(struct wb *w, struct wb_rec *r,
     return st;
 }
 
-/* Opens r's staged object: its version name into v. */
-static enum backend_status stage_open(struct wb *w, const struct wb_rec *r,
-                                      char v[WB_VID_LEN + 1], struct obj_meta *meta,
-                                      struct backend_obj **o)
-{
-    wb_vid_name(r->vid, v);
-    memset(meta, 0, sizeof *meta);
-    return w->stage->ops->object_open(w->stage, r->bucket, v, meta, o);
-}
-
-static enum backend_status upload_put(struct wb *w, struct wb_rec *r)
+/* Sends r's staged object: as a multipart upload with its own parts when
+ * its ETag says it has parts and the staging store knows them, else whole.
+ * Without `complete` (the look-ahead) only the parts go, never the object. */
+static enum backend_status upload_put(struct wb *w, struct wb_rec *r, bool complete)
 {
     char v[WB_VID_LEN + 1];
+    wb_vid_name(r->vid, v);
     struct obj_meta meta;
+    memset(&meta, 0, sizeof meta);
     struct backend_obj *o = NULL;
-    enum backend_status st = stage_open(w, r, v, &meta, &o);
+    enum backend_status st = w->stage->ops->object_open(w->stage, r->bucket, v, &meta, &o);
     if (st != BACKEND_OK)
         return st;
     unsigned n = backend_etag_parts(r->etag);
-    st = n ? upload_parts(w, r, o, v, &meta, n, true) : BACKEND_PARTS_UNKNOWN;
-    if (st == BACKEND_PARTS_UNKNOWN) {
+    st = n ? upload_parts(w, r, o, v, &meta, n, complete) : BACKEND_PARTS_UNKNOWN;
+    if (st == BACKEND_PARTS_UNKNOWN && complete) {
         struct backend_put *p = NULL;
         st = backend_put_begin(w->cold, r->bucket, r->key, &p);
         char md5[33] = "";
@@ -275,7 +270,7 @@ static enum backend_status upload_one(struct wb *w, struct wb_rec *r)
         enum backend_status st = backend_object_delete(w->cold, r->bucket, r->key);
         return st == BACKEND_NO_KEY ? BACKEND_OK : st;
     }
-    return upload_put(w, r);
+    return upload_put(w, r, true);
 }
 
 /* Takes r out of the queue and the journal, and removes its staged file.
@@ -387,20 +382,6 @@ static struct wb_rec *lookahead_pick_locked(struct wb *w)
     return NULL;
 }
 
-static enum backend_status send_ahead(struct wb *w, struct wb_rec *r)
-{
-    char v[WB_VID_LEN + 1];
-    struct obj_meta meta;
-    struct backend_obj *o = NULL;
-    enum backend_status st = stage_open(w, r, v, &meta, &o);
-    if (st != BACKEND_OK)
-        return st;
-    st = upload_parts(w, r, o, v, &meta, backend_etag_parts(r->etag), false);
-    o->ops->obj_close(o);
-    obj_meta_clear(&meta);
-    return st;
-}
-
 static void *lookahead_main(void *arg)
 {
     struct wb *w = arg;
@@ -414,7 +395,7 @@ static void *lookahead_main(void *arg)
         }
         r->ahead = true;   /* neither uploaded, retired nor withdrawn under us */
         pthread_mutex_unlock(&w->mu);
-        enum backend_status st = send_ahead(w, r);
+        enum backend_status st = upload_put(w, r, false);
         if (st != BACKEND_OK)   /* the uploader tries again in its turn */
             log_msg(LOG_LVL_INFO, "write-back", "parts of %s/%s sent ahead: %s", r->bucket,
                     r->key, backend_status_name(st));
