@@ -3,6 +3,7 @@
  * URI capture, headers, framing, auth, body streaming), responses and the
  * access log. What each S3 operation does is in the h_*.c files. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -10,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -779,11 +782,58 @@ uint16_t gw_port(const struct gw *g)
     return g->port;
 }
 
+/* A listening socket that never becomes ready: an AF_UNIX listener on an
+ * abstract name the kernel picks, which nobody is told.  Non-blocking, so an
+ * accept() on it answers EAGAIN, which MHD passes over in silence. */
+static int inert_listener(void)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa_family_t)) != 0 ||   /* autobind */
+        listen(fd, 1) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Stop taking new connections while the daemon keeps serving the open ones.
+ *
+ * Not with MHD_quiesce_daemon: in libmicrohttpd 0.9.75 with a thread pool on
+ * epoll, it and each pool thread both remove the listening socket from that
+ * thread's epoll set, unlocked, and whichever comes second gets ENOENT and
+ * aborts the process ("Failed to remove listen FD from epoll set", daemon.c
+ * line 5531; a suite run hit it once on SIGTERM).  Instead the socket's
+ * number is pointed at an inert listener with dup3.  That closes the real
+ * listener, so new connections are refused at once and the kernel drops it
+ * from every epoll set by itself; the number MHD holds stays valid, is never
+ * ready, and MHD_stop_daemon closes it.  Without the inert socket, fall back
+ * to shutdown(), which also refuses new connections: the pool threads then
+ * see the listener ready until the stop, and their accept()s fail with
+ * EINVAL, which MHD ignores. */
+static void stop_listening(struct gw *g)
+{
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(g->daemon, MHD_DAEMON_INFO_LISTEN_FD);
+    if (!di || di->listen_fd == MHD_INVALID_SOCKET)
+        return;
+    int ls = di->listen_fd;
+    int inert = inert_listener();
+    int moved = inert >= 0 && dup3(inert, ls, O_CLOEXEC) == ls;
+    int err = errno;
+    if (inert >= 0)
+        close(inert);
+    if (moved)
+        return;
+    log_msg(LOG_LVL_WARN, "gw", "no inert socket for the listener (%s); shutting it down",
+            strerror(err));
+    (void)shutdown(ls, SHUT_RDWR);
+}
+
 void gw_stop(struct gw *g, unsigned grace_s)
 {
-    MHD_socket ls = MHD_quiesce_daemon(g->daemon);
-    if (ls != MHD_INVALID_SOCKET)
-        close(ls);
+    stop_listening(g);
     /* In-flight requests finish; idle keep-alive connections are closed by
      * MHD_stop_daemon below. */
     for (unsigned waited_ms = 0; atomic_load(&g->active) > 0 && waited_ms < grace_s * 1000;
