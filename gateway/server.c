@@ -809,7 +809,11 @@ static int inert_listener(void)
  * number is pointed at an inert listener with dup3.  That closes the real
  * listener, so new connections are refused at once and the kernel drops it
  * from every epoll set by itself; the number MHD holds stays valid, is never
- * ready, and MHD_stop_daemon closes it.  Without the inert socket, fall back
+ * ready, and MHD_stop_daemon closes it.  One window stays: a pool thread
+ * that reaches its connection limit just as the listener is swapped still
+ * removes the old registration and meets the same abort; a gateway at its
+ * connection limit at the moment of SIGTERM is the only way there.  Without
+ * the inert socket, fall back
  * to shutdown(), which also refuses new connections: the pool threads then
  * see the listener ready until the stop, and their accept()s fail with
  * EINVAL, which MHD ignores. */
