@@ -73,6 +73,7 @@ NEAR_ZERO_FRAC = 0.05   # "near zero": an epoch's total wait <= 5 % of its ideal
 FLOOR, LRU, START, AHEAD, LEAD = ("floor (cold gateway direct, no link, no cache)",
                                   "LRU (no hints)", "hint at epoch start",
                                   "hint one epoch ahead", "hint one epoch ahead + lead")
+EAGER = "hint one epoch ahead + stage_ahead"
 
 
 def variants(a):
@@ -80,6 +81,8 @@ def variants(a):
     v = [(FLOOR, "floor"), (LRU, None), (START, "start"), (AHEAD, "ahead")]
     if a.lead > 0:
         v.append((LEAD, "lead"))
+    if a.stage_ahead > 0:
+        v.append((EAGER, "eager"))
     return v
 
 
@@ -104,6 +107,10 @@ def parse_args():
     ap.add_argument("--lead", type=float, default=0.0,
                     help="also run a variant whose epoch 1 hints go out this many seconds "
                          "before epoch 1 starts")
+    ap.add_argument("--stage-ahead", type=int, default=0,
+                    help="also run a variant like hint one epoch ahead whose hints carry "
+                         "\"stage_ahead\": N (stage within N objects of the readers without "
+                         "waiting for Belady's moment; cache/HINTS.md)")
     ap.add_argument("--runs", type=int, default=3,
                     help="repetitions of (LRU, hint at start, hint ahead), alternated "
                     "(default 3)")
@@ -183,23 +190,29 @@ class Bench:
         return [o[r::R] for r in range(R)]
 
     def send_hints(self, e, tag):
-        """Every rank's ordered hint for epoch e; their job ids."""
+        """Every rank's ordered hint for epoch e; their job ids. In the
+        eager variant each carries stage_ahead."""
         jids = []
         for r, keys in enumerate(self.shares(e)):
-            ans = P.hint(BUCKET, {"keys": keys, "ordered": True, "epoch": e,
-                                  "consumer": "rank%d" % r})
+            hint = {"keys": keys, "ordered": True, "epoch": e, "consumer": "rank%d" % r}
+            if self.eager:
+                hint["stage_ahead"] = self.a.stage_ahead
+            ans = P.hint(BUCKET, hint)
             if ans.status != 202 or not (ans.json or {}).get("job"):
                 raise RuntimeError("[%s] epoch %d rank %d: hint refused: %r" % (tag, e, r, ans))
             jids.append(ans.json["job"])
         return jids
 
     def variant(self, name, hints, run):
-        """hints: "floor", None (LRU), "start", "ahead" or "lead"."""
+        """hints: "floor", None (LRU), "start", "ahead", "lead" or "eager"."""
         tag = "%s-%d" % (hints or "lru", run)
         floor = hints == "floor"
         if not floor:
             self.start_b(tag)
         self.next_jids = None
+        self.eager = hints == "eager"
+        if self.eager:
+            hints = "ahead"
         R, W = self.a.ranks, self.a.workers
         try:
             def client():
@@ -432,7 +445,7 @@ def reading(b, allrows):
                  "cache), epochs 2-%d: total wait per epoch %.3f-%.3f s (median %.3f s): "
                  "what the reader's own fetches cost." % (a.epochs, min(fw), max(fw),
                                                           statistics.median(fw)))
-    for v in [n for n in (AHEAD, LEAD) if n in names]:
+    for v in [n for n in (AHEAD, LEAD, EAGER) if n in names]:
         rs = of(v, 2)
         worst_cold = max(r["cold_bytes"] for r in rs) / (b.dataset - b.cache)
         worst_wait = max(r["wait"] - statistics.median(
@@ -503,7 +516,11 @@ def report(b, allrows, cmd, started, took):
         "the wait no cache can go below." % (
             (" *Lead*: as *hint ahead*, with epoch 1's and 2's hints sent %.1f s before "
              "epoch 1 starts (a hint at the dataset's set-up; that time is not counted as "
-             "wait, its cold bytes are counted in epoch 1)." % a.lead) if a.lead > 0 else ""),
+             "wait, its cold bytes are counted in epoch 1)." % a.lead) if a.lead > 0 else "")
+            + ((" *Stage ahead*: as *hint ahead*, each hint with `\"stage_ahead\": %d`: "
+                "within %d objects of the readers the gateway stages without waiting for "
+                "Belady's moment, in place of objects only the next epoch needs." % (
+                    a.stage_ahead, a.stage_ahead)) if a.stage_ahead > 0 else ""),
         "- The reader freezes boto3's objects out of Python's garbage collector and collects "
         "between epochs: a full collection once stalled a read by ~90 ms that the gateway's "
         "access log shows answered in 0.08 ms.",

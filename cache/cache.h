@@ -198,6 +198,8 @@ struct cache_hint {
                                  among the consumers being read) */
     unsigned window_objects;  /* ordered: 0 = no object limit */
     bool pin;
+    unsigned stage_ahead;     /* ordered: within this many objects of the readers, stage
+                                 without waiting for Belady's moment; 0 = exact */
 };
 
 #define CACHE_JOB_ID_LEN 17   /* 16 hex + NUL */
@@ -233,6 +235,7 @@ struct cache_job_info {
     double rate_bytes_s;      /* recent staging rate, 0 when idle */
     double eta_s;             /* < 0 when unknown */
     uint64_t position;        /* ordered: the first hinted object not read yet */
+    unsigned stage_ahead;     /* as hinted, 0 when not */
     struct cache_job_error errors[CACHE_JOB_ERRORS];
     size_t n_errors;
     struct timespec created, ended;   /* CLOCK_REALTIME; ended 0 while active */

@@ -73,6 +73,7 @@ struct job {
     uint64_t seq_base;          /* next use of key i is seq_base + i */
     uint64_t window_bytes;      /* 0: the default, a share of half the low watermark */
     unsigned window_objects;
+    unsigned stage_ahead;       /* 0: stage at Belady's moment only */
     unsigned inflight;
 
     uint64_t cached, staged, failed;
@@ -455,6 +456,42 @@ static uint64_t size_guess(const struct job *j, size_t i)
            : j->sizes_known ? j->bytes_known / j->sizes_known : 0;
 }
 
+/* The end of the hints being read on the use clock: a next use at or
+ * after it belongs to a queued next epoch. Under pf->wk.mu. */
+static uint64_t reading_end(struct cache_prefetch *pf)
+{
+    uint64_t end = 0;
+    for (struct job *o = pf->jobs; o; o = o->next)
+        if (o->ordered && !o->retired && chain_head(pf, o) == o && o->seq_base + o->n > end)
+            end = o->seq_base + o->n;
+    return end;
+}
+
+/* Whether key i of j, used at `use`, may be staged now in place of the
+ * object used next at `victim`, ahead of Belady's moment: the hint asked
+ * for it ("stage_ahead": a loader whose workers fetch ahead of the trainer),
+ * the key is within that many uses of the readers, and what goes is needed
+ * by a queued next epoch only - never by the hints being read (that would
+ * be a second cold read in this epoch), and not by nobody (there may be
+ * one such object only, where parallel fills would evict more).
+ *
+ * Why a hint may want it: Belady's moment for a key is often just after
+ * the reader has read the key before it (that key, once read, is the best
+ * victim), and a fill takes longer than a read (1 MiB: 26 ms over a 40 MB/s
+ * link, read in 17 ms at 60 MB/s). A loader that fetches its next shard
+ * while the trainer consumes this one then joins a staging fill that has
+ * just begun: 0.5 s of wait per later epoch in bench/epochs.py. Staged
+ * early and in parallel, the wait falls to the floor; the price is that
+ * the object evicted early may be one Belady's rule would have kept, so the
+ * cold reads may exceed Belady's count by a few and depend on the timing
+ * (tests/unit/test_cache_prefetch.c bounds them). Without stage_ahead the
+ * count stays exact. Under pf->wk.mu. */
+static bool stage_early(struct cache_prefetch *pf, const struct job *j, size_t i, uint64_t victim)
+{
+    return j->stage_ahead && j->seq_base + i < use_clock_now(pf) + j->stage_ahead &&
+           victim != CIDX_NEXT_USE_NONE && victim >= reading_end(pf);
+}
+
 /* May key i of an ordered job be staged now? Within the window, and making
  * room for it evicts nothing needed sooner. A default window (no
  * window_bytes) binds only when staging must evict: free space is filled
@@ -479,17 +516,21 @@ static bool ordered_may_stage(struct cache_prefetch *pf, struct job *j, size_t i
         return true;    /* room without evicting */
     if (!j->window_bytes && bytes_ahead(j, i, window) >= window)
         return false;
-    /* One staging fill at a time when it must evict: fills reserve their
-     * space only when they start, so several staged in one pass would all
-     * count on the same spare victim. */
-    unsigned limit;
-    if (cache_stage_inflight(pf->c, &limit) > 0)
-        return false;
     uint64_t victim;
     if (!cidx_victim_next_use(pf->idx, &victim))
         return false;   /* everything is pinned or filling */
     uint64_t use = j->seq_base + i;
-    return victim > use && !passed_keys_beat(pf, use, victim);
+    if (victim <= use)
+        return false;
+    if (stage_early(pf, j, i, victim))
+        return true;    /* as many at once as the background budget allows */
+    /* Otherwise one staging fill at a time when it must evict (fills
+     * reserve their space only when they start, so several staged in one
+     * pass would all count on the same spare victim), at Belady's moment. */
+    unsigned limit;
+    if (cache_stage_inflight(pf->c, &limit) > 0)
+        return false;
+    return !passed_keys_beat(pf, use, victim);
 }
 
 /* Moves j's cursor past keys that need nothing; whether the key there may
@@ -653,6 +694,7 @@ static void job_info(const struct job *j, struct cache_job_info *out)
         .bytes_total = j->bytes_known, .bytes_done = j->bytes_staged,
         .bytes_cached = j->bytes_cached,
         .position = j->position,
+        .stage_ahead = j->stage_ahead,
         .created = j->created, .ended = j->ended,
     };
     memcpy(out->id, j->id, sizeof out->id);
@@ -698,7 +740,7 @@ int cache_job_submit(struct cache *c, struct cache_hint *h, char id_out[CACHE_JO
         return -1;
     *j = (struct job){ .pf = pf, .ordered = h->ordered, .has_epoch = h->has_epoch,
                        .epoch = h->epoch, .pin = h->pin, .window_bytes = h->window_bytes,
-                       .window_objects = h->window_objects };
+                       .window_objects = h->window_objects, .stage_ahead = h->stage_ahead };
     j->bucket = strdup(h->bucket);
     j->consumer = h->consumer ? strdup(h->consumer) : NULL;
     j->n = h->n_keys;

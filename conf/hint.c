@@ -15,7 +15,7 @@
 #define ECHO_MAX 64
 
 #define ALLOWED_FIELDS "keys, prefix, template, ordered, epoch, consumer, window_bytes, " \
-                       "window_objects, pin"
+                       "window_objects, pin, stage_ahead"
 
 static int echo_len(size_t n)
 {
@@ -328,6 +328,7 @@ out:
 /* The fields as found, before the cross-field rules. */
 struct hint_fields {
     json_t *keys, *prefix, *tmpl, *ordered, *epoch, *consumer, *wbytes, *wobjects, *pin;
+    json_t *ahead;
 };
 
 static bool key_is(const char *k, size_t klen, const char *name)
@@ -352,6 +353,7 @@ static int fields_collect(json_t *root, struct hint_fields *f, char *err, size_t
             : key_is(k, klen, "window_bytes") ? &f->wbytes
             : key_is(k, klen, "window_objects") ? &f->wobjects
             : key_is(k, klen, "pin") ? &f->pin
+            : key_is(k, klen, "stage_ahead") ? &f->ahead
             : NULL;
         if (slot == NULL)
             return conf_fail(err, errlen, "unknown field \"%.*s\"; allowed: " ALLOWED_FIELDS,
@@ -482,10 +484,17 @@ static int hint_build(const struct hint_fields *f, const struct conf_hint_limits
             return -1;
         h->window_objects = (unsigned)u;
     }
+    if (f->ahead != NULL) {
+        if (get_uint(f->ahead, "stage_ahead", 1, CONF_HINT_WINDOW_OBJECTS_MAX, &u, err,
+                     errlen) != 0)
+            return -1;
+        h->stage_ahead = (unsigned)u;
+    }
     /* A window only means something relative to a reading order. */
-    if (!h->ordered && (f->wbytes != NULL || f->wobjects != NULL))
+    if (!h->ordered && (f->wbytes != NULL || f->wobjects != NULL || f->ahead != NULL))
         return conf_fail(err, errlen, "%s needs \"ordered\": true",
-                    f->wbytes != NULL ? "window_bytes" : "window_objects");
+                    f->wbytes != NULL ? "window_bytes"
+                    : f->wobjects != NULL ? "window_objects" : "stage_ahead");
 
     /* The key source last: a template is the expensive part. */
     if (f->keys != NULL)

@@ -25,6 +25,7 @@ struct conf_hint {
     uint64_t window_bytes;  /* 0 = not given */
     unsigned window_objects;/* 0 = not given; else 1..1,000,000 */
     bool pin;               /* "pin": default false */
+    unsigned stage_ahead;   /* "stage_ahead": 0 = not given; else 1..1,000,000 */
 };
 
 /* The gateway's limits on a hint, e.g. {1000000, 16 MiB} (prefetch_max_objects
@@ -38,7 +39,7 @@ struct conf_hint_limits { size_t max_objects; size_t max_body; };
  * allowed ones), a field of the wrong type or out of range, none or more than
  * one of keys/prefix/template, an empty key list or an empty/over-long/NUL key,
  * a bad template (see conf_hint_expand), more than lim->max_objects keys, and
- * window_bytes/window_objects without "ordered": true.
+ * window_bytes/window_objects/stage_ahead without "ordered": true.
  * Returns 0 with *out filled (returns new: free with conf_hint_free), or -1
  * with *out zeroed (conf_hint_free on it is harmless) and a one-line message
  * in `err` (always NUL-terminated when errlen > 0) naming the field, array

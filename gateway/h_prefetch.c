@@ -57,7 +57,10 @@ static int job_json(struct gw_buf *b, const struct cache_job_info *ji)
         rc |= gw_buf_printf(b, ",\"eta_s\":%.1f", ji->eta_s);
     else
         rc |= gw_buf_puts(b, ",\"eta_s\":null");
-    rc |= gw_buf_printf(b, ",\"position\":%llu,\"errors\":[", (unsigned long long)ji->position);
+    rc |= gw_buf_printf(b, ",\"position\":%llu", (unsigned long long)ji->position);
+    if (ji->stage_ahead)
+        rc |= gw_buf_printf(b, ",\"stage_ahead\":%u", ji->stage_ahead);
+    rc |= gw_buf_puts(b, ",\"errors\":[");
     for (size_t i = 0; i < ji->n_errors; i++) {
         rc |= gw_buf_puts(b, i ? ",{\"key\":" : "{\"key\":");
         rc |= gw_json_str(b, ji->errors[i].key);
@@ -176,7 +179,8 @@ static void submit(struct gw_req *r)
     struct cache_hint ch = { .bucket = r->bucket, .keys = h.keys, .n_keys = h.n_keys,
                              .ordered = h.ordered, .has_epoch = h.has_epoch, .epoch = h.epoch,
                              .consumer = h.consumer, .window_bytes = h.window_bytes,
-                             .window_objects = h.window_objects, .pin = h.pin };
+                             .window_objects = h.window_objects, .pin = h.pin,
+                             .stage_ahead = h.stage_ahead };
     h.keys = NULL;   /* moves to ch */
     h.n_keys = 0;
     if (h.prefix) {

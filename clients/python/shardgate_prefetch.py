@@ -178,7 +178,8 @@ class Prefetcher:
     # ------------------------------------------------------------ the API
 
     def hint(self, bucket, keys=None, prefix=None, template=None, ordered=False, epoch=None,
-             consumer=None, window_bytes=None, window_objects=None, pin=False):
+             consumer=None, window_bytes=None, window_objects=None, pin=False,
+             stage_ahead=None):
         """Sends one hint: exactly one of keys (an iterable, in reading order),
         prefix ("" = the whole bucket) or template. Returns the gateway's
         answer: {"job": ID, "bucket": ..., "objects": N, "state": "queued"}.
@@ -209,6 +210,8 @@ class Prefetcher:
             body["window_objects"] = window_objects
         if pin:
             body["pin"] = True
+        if stage_ahead is not None:
+            body["stage_ahead"] = stage_ahead
         data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
         return self._request("POST", bucket, "prefetch", data)
 

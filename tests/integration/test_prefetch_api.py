@@ -133,7 +133,8 @@ def template_hint(c, mc, sizes, ids):
     check("read after hint: all %d bodies byte-identical to moto (sha256)" % N, not bad, bad)
 
     # the same keys again: all cached, nothing staged
-    jid2, a = submit({"keys": KEYS, "consumer": "again"}, "same keys")
+    jid2, a = submit({"keys": KEYS, "consumer": "again", "ordered": True, "stage_ahead": 8},
+                     "same keys")
     if jid2:
         ids.append(jid2)
         po = P.Poller(BUCKET, jid2, "same keys")
@@ -143,7 +144,8 @@ def template_hint(c, mc, sizes, ids):
         eq("same keys: done, cached N, staged 0",
            ((j or {}).get("state"), o.get("cached"), o.get("staged"), o.get("failed")),
            ("done", N, 0, 0))
-        eq("same keys: consumer echoed", (j or {}).get("consumer"), "again")
+        eq("same keys: consumer and stage_ahead echoed",
+           ((j or {}).get("consumer"), (j or {}).get("stage_ahead")), ("again", 8))
     d = P.delta(s2, P.stats())
     eq("same keys: no fill, no backend GET", (d["fills"], d["backend_get"]), (0, 0))
 
@@ -231,6 +233,7 @@ def malformed():
         ("window_objects with ordered false", {"keys": ["a"], "ordered": False,
                                                "window_objects": 4}, ["window_objects"]),
         ("empty keys", {"keys": []}, ["keys"]),
+        ("stage_ahead without ordered", {"keys": ["a"], "stage_ahead": 8}, ["stage_ahead"]),
         ("negative epoch", {"keys": ["a"], "epoch": -1}, ["epoch"]),
         ("key over 1024 bytes", {"keys": ["k" * 1025]}, ["key"]),
         ("empty body", b"", []),

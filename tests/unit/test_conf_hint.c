@@ -181,7 +181,7 @@ static const struct bad_case BAD[] = {
     /* unknown fields */
     { "unknown_field", "{\"keys\": [\"a\"], \"order\": true}",
       "unknown field \"order\"; allowed: keys, prefix, template, ordered, epoch, consumer, "
-      "window_bytes, window_objects, pin" },
+      "window_bytes, window_objects, pin, stage_ahead" },
     { "unknown_field_case", "{\"Keys\": [\"a\"]}", "unknown field \"Keys\"" },
     /* jansson refuses a NUL in a field name itself, even with JSON_ALLOW_NUL */
     { "field_name_with_nul", "{\"keys\\u0000x\": [\"a\"]}", "NUL byte in object key" },
@@ -246,7 +246,28 @@ static const struct bad_case BAD[] = {
       "window_objects needs \"ordered\": true" },
     { "window_ordered_false", "{\"keys\": [\"a\"], \"ordered\": false, \"window_objects\": 10}",
       "window_objects needs \"ordered\": true" },
+    { "stage_ahead_unordered", "{\"keys\": [\"a\"], \"stage_ahead\": 64}",
+      "stage_ahead needs \"ordered\": true" },
+    { "stage_ahead_zero", "{\"keys\": [\"a\"], \"ordered\": true, \"stage_ahead\": 0}",
+      "stage_ahead must be an integer from 1 to 1000000, not 0" },
+    { "stage_ahead_string", "{\"keys\": [\"a\"], \"ordered\": true, \"stage_ahead\": \"8\"}",
+      "stage_ahead must be an integer" },
 };
+
+/* "stage_ahead" lands in the struct; absent, it is 0. */
+static void stage_ahead_parses(void)
+{
+    struct conf_hint h;
+    char err[512] = "";
+    CU_ASSERT_EQUAL(parse_str("{\"keys\": [\"a\"], \"ordered\": true, \"stage_ahead\": 64}",
+                              &LIM, &h, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(h.stage_ahead, 64);
+    conf_hint_free(&h);
+    CU_ASSERT_EQUAL(parse_str("{\"keys\": [\"a\"], \"ordered\": true}", &LIM, &h, err,
+                              sizeof err), 0);
+    CU_ASSERT_EQUAL(h.stage_ahead, 0);
+    conf_hint_free(&h);
+}
 
 static void bad_hints_name_the_problem(void)
 {
@@ -639,6 +660,7 @@ int register_tests(void)
     if (s == NULL
         || CU_add_test(s, "good_hints_parse_every_field", good_hints_parse_every_field) == NULL
         || CU_add_test(s, "bad_hints_name_the_problem", bad_hints_name_the_problem) == NULL
+        || CU_add_test(s, "stage_ahead_parses", stage_ahead_parses) == NULL
         || CU_add_test(s, "key_length_limit_is_1024_bytes", key_length_limit_is_1024_bytes) == NULL
         || CU_add_test(s, "body_over_max_body_refused_before_parsing",
                        body_over_max_body_refused_before_parsing) == NULL
