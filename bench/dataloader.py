@@ -19,8 +19,9 @@ Setup (everything on 127.0.0.1; the modules of tests/integration):
               boto3 client, opens each shard with tarfile and yields its
               samples; the main process checks every sample's sha256 and
               consumes at --reader-mbps MB/s (sleeps size/rate per sample).
-Variants, alternated per run: LRU (no hints), and ordered hints sent one
-epoch ahead with clients/python's Prefetcher (epochs 1 and 2 before epoch 1).
+Variants, alternated per run: LRU (no hints), ordered hints sent one epoch
+ahead with clients/python's Prefetcher (epochs 1 and 2 before epoch 1), and
+the same hints with "stage_ahead": --stage-ahead (cache/HINTS.md).
 Per epoch: cold MiB (B's shardgate_backend_bytes_total), the time the main
 process spent waiting in next(loader), wall time, samples checked and wrong.
 
@@ -44,6 +45,7 @@ sys.path.insert(0, os.path.join(ROOT, "clients", "python"))
 
 MiB = 1024 * 1024
 BUCKET = "shards"
+LRU, AHEAD, EAGER = "LRU (no hints)", "hints one epoch ahead", "hints one epoch ahead + stage_ahead"
 
 
 def parse_args():
@@ -57,6 +59,9 @@ def parse_args():
     ap.add_argument("--reader-mbps", type=float, default=60.0)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--stage-ahead", type=int, default=64,
+                    help="also run the hinted variant with \"stage_ahead\": N in its hints "
+                         "(0: not)")
     ap.add_argument("--bin", default=os.environ.get("SHARDGATE_BIN") or
                     os.path.join(ROOT, "build-epochs", "shardgate"))
     ap.add_argument("--out", default=os.path.join(HERE, "results", "dataloader.md"))
@@ -135,7 +140,10 @@ class Bench:
         H, C, P = self.H, self.C, self.P
         import torch.utils.data as tud
         from shardgate_prefetch import Prefetcher
-        tag = "%s-%d" % ("ahead" if hints else "lru", run)
+        eager = hints == "eager"
+        name = EAGER if eager else AHEAD if hints else LRU
+        tag = "%s-%d" % ("eager" if eager else "ahead" if hints else "lru", run)
+        more = {"stage_ahead": self.a.stage_ahead} if eager else {}
         C.start_cache(C.Cache("http://127.0.0.1:%d" % self.thr.port, C.COLD_ACCESS,
                               C.COLD_SECRET, size="%dMiB" % self.a.cache_mib,
                               config={"cache": {"high_watermark": 100, "low_watermark": 95}},
@@ -146,10 +154,11 @@ class Bench:
         try:
             for e in range(1, self.a.epochs + 1):
                 if hints and e == 1:
-                    pf.hint(BUCKET, keys=self.order(1), ordered=True, epoch=1, consumer="rank0")
+                    pf.hint(BUCKET, keys=self.order(1), ordered=True, epoch=1, consumer="rank0",
+                            **more)
                 if hints and e < self.a.epochs:
                     pf.hint(BUCKET, keys=self.order(e + 1), ordered=True, epoch=e + 1,
-                            consumer="rank0")
+                            consumer="rank0", **more)
                 s0 = P.stats()
                 loader = tud.DataLoader(make_dataset(self.order(e), H.S.endpoint,
                                                      H.ACCESS_KEY, H.SECRET_KEY),
@@ -170,7 +179,7 @@ class Bench:
                     time.sleep(size / rate)
                 wall = time.monotonic() - t0
                 d = P.delta(s0, P.stats())
-                rows.append({"variant": "hints one epoch ahead" if hints else "LRU (no hints)",
+                rows.append({"variant": name,
                              "run": run, "epoch": e, "cold": d["backend_bytes"], "wait": wait,
                              "wall": wall, "samples": n, "bad": bad})
                 print("# [%s] epoch %d: cold %.1f MiB, wait %.3f s, wall %.2f s, %d samples, "
@@ -203,7 +212,9 @@ def report(b, rows, cmd, took):
            "MB/s." % (a.workers, torch.__version__, platform.python_version(), a.workers,
                       a.reader_mbps),
            "- Hints: ordered, one per epoch, sent one epoch ahead with `clients/python` "
-           "(`Prefetcher.hint`); %d runs, the variants alternated." % a.runs, "",
+           "(`Prefetcher.hint`); %s%d runs, the variants alternated." % (
+               ("in the third variant with `\"stage_ahead\": %d`; " % a.stage_ahead)
+               if a.stage_ahead else "", a.runs), "",
            "## Per epoch", "",
            "| variant | run | epoch | cold MiB | wait s | wall s | samples | wrong |",
            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
@@ -212,7 +223,7 @@ def report(b, rows, cmd, took):
             r["variant"], r["run"], r["epoch"], r["cold"] / MiB, r["wait"], r["wall"],
             r["samples"], r["bad"]))
     out += ["", "## Reading", ""]
-    for v in ("LRU (no hints)", "hints one epoch ahead"):
+    for v in (LRU, AHEAD, EAGER):
         later = [r for r in rows if r["variant"] == v and r["epoch"] > 1]
         if later:
             out.append("- %s, epochs 2-%d: cold MiB per epoch %.1f-%.1f (%.2f-%.2f x dataset "
@@ -246,15 +257,16 @@ def main():
     b = Bench(a)
     b.C.init("bench_dataloader")
     cmd = ("/usr/bin/python3 bench/dataloader.py --shards %d --shard-kib %d --cache-mib %d "
-           "--epochs %d --workers %d --cold-mbps %g --reader-mbps %g --seed %d --runs %d" % (
+           "--epochs %d --workers %d --cold-mbps %g --reader-mbps %g --seed %d --runs %d "
+           "--stage-ahead %d" % (
                a.shards, a.shard_kib, a.cache_mib, a.epochs, a.workers, a.cold_mbps,
-               a.reader_mbps, a.seed, a.runs))
+               a.reader_mbps, a.seed, a.runs, a.stage_ahead))
     t0 = time.monotonic()
     rows = []
     try:
         b.setup()
         for run in range(1, a.runs + 1):
-            for hints in (False, True):
+            for hints in (False, True, "eager") if a.stage_ahead else (False, True):
                 rows += b.variant(hints, run)
     finally:
         b.teardown()

@@ -210,8 +210,10 @@ class Bench:
         if not floor:
             self.start_b(tag)
         self.next_jids = None
-        self.eager = hints == "eager"
-        if self.eager:
+        # the lead variant carries stage_ahead too when it is given: a hint at
+        # set-up is for the loader that also wants its later epochs unwaited
+        self.eager = hints == "eager" or (hints == "lead" and self.a.stage_ahead > 0)
+        if hints == "eager":
             hints = "ahead"
         R, W = self.a.ranks, self.a.workers
         try:
@@ -422,10 +424,11 @@ def reading(b, allrows):
         lines.append(
             "- Epoch 1 with a %.1f s lead: wall %s s, where the cold tier allows no less than "
             "max(ideal, (dataset - what %.1f s at %.0f MB/s stages, at most the cache) / %.0f "
-            "MB/s) = %.3f s; without the lead (hint one epoch ahead) %s s." % (
+            "MB/s) = %.3f s; without the lead (%s) %s s." % (
                 a.lead, spread([r["wall"] for r in of(LEAD, 1, 1)], "%.3f"), a.lead,
-                a.cold_mbps, a.cold_mbps, bound,
-                spread([r["wall"] for r in of(AHEAD, 1, 1)], "%.3f")))
+                a.cold_mbps, a.cold_mbps, bound, EAGER if a.stage_ahead > 0 else AHEAD,
+                spread([r["wall"] for r in of(EAGER if a.stage_ahead > 0 else AHEAD, 1, 1)],
+                       "%.3f")))
     for v in names[1:]:
         rs = of(v, 2)
         w = [r["wait"] for r in rs]
@@ -516,7 +519,9 @@ def report(b, allrows, cmd, started, took):
         "the wait no cache can go below." % (
             (" *Lead*: as *hint ahead*, with epoch 1's and 2's hints sent %.1f s before "
              "epoch 1 starts (a hint at the dataset's set-up; that time is not counted as "
-             "wait, its cold bytes are counted in epoch 1)." % a.lead) if a.lead > 0 else "")
+             "wait, its cold bytes are counted in epoch 1)%s." % (
+                 a.lead, ", and with `stage_ahead` as below" if a.stage_ahead > 0 else ""))
+            if a.lead > 0 else "")
             + ((" *Stage ahead*: as *hint ahead*, each hint with `\"stage_ahead\": %d`: "
                 "within %d objects of the readers the gateway stages without waiting for "
                 "Belady's moment, in place of objects only the next epoch needs." % (

@@ -192,6 +192,9 @@ enum cidx_policy cidx_get_policy(const struct cidx *x);
  * that staging an object needed at use N would only evict something needed
  * after N. Takes each shard lock in turn (a snapshot, not atomic). */
 bool cidx_victim_next_use(struct cidx *x, uint64_t *next_use);
+/* How many evictable entries have no declared next use, counted up to
+ * `limit` (walks at most that many). A snapshot, like the above. */
+unsigned cidx_unneeded(struct cidx *x, unsigned limit);
 
 /* used: bytes of READY entries; reserved: bytes reserved by fills; objects: READY. */
 void cidx_usage(struct cidx *x, uint64_t *used, uint64_t *reserved, uint64_t *objects);

@@ -62,6 +62,19 @@ bool cidx_victim_next_use(struct cidx *x, uint64_t *next_use)
     return any;
 }
 
+unsigned cidx_unneeded(struct cidx *x, unsigned limit)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < CIDX_NSHARD && n < limit; i++) {
+        struct cidx_shard *s = &x->shards[i];
+        pthread_mutex_lock(&s->mu);
+        for (const struct cidx_ent *e = s->plain.head; e && n < limit; e = e->next)
+            n++;
+        pthread_mutex_unlock(&s->mu);
+    }
+    return n;
+}
+
 /* ---- eviction ---- */
 
 /* Victim order key: smaller goes first. */

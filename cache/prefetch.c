@@ -472,8 +472,10 @@ static uint64_t reading_end(struct cache_prefetch *pf)
  * for it ("stage_ahead": a loader whose workers fetch ahead of the trainer),
  * the key is within that many uses of the readers, and what goes is needed
  * by a queued next epoch only - never by the hints being read (that would
- * be a second cold read in this epoch), and not by nobody (there may be
- * one such object only, where parallel fills would evict more).
+ * be a second cold read in this epoch) - or by nobody, while there are
+ * more such objects than staging fills in flight (each fill evicts its own;
+ * with one such object only, parallel fills would evict more, and in the
+ * last epoch, with no next epoch queued, these are the only victims).
  *
  * Why a hint may want it: Belady's moment for a key is often just after
  * the reader has read the key before it (that key, once read, is the best
@@ -488,8 +490,12 @@ static uint64_t reading_end(struct cache_prefetch *pf)
  * count stays exact. Under pf->wk.mu. */
 static bool stage_early(struct cache_prefetch *pf, const struct job *j, size_t i, uint64_t victim)
 {
-    return j->stage_ahead && j->seq_base + i < use_clock_now(pf) + j->stage_ahead &&
-           victim != CIDX_NEXT_USE_NONE && victim >= reading_end(pf);
+    if (!j->stage_ahead || j->seq_base + i >= use_clock_now(pf) + j->stage_ahead)
+        return false;
+    if (victim != CIDX_NEXT_USE_NONE)
+        return victim >= reading_end(pf);
+    unsigned limit, inflight = cache_stage_inflight(pf->c, &limit);
+    return cidx_unneeded(pf->idx, inflight + 1) > inflight;
 }
 
 /* May key i of an ordered job be staged now? Within the window, and making

@@ -562,6 +562,9 @@ static void next_use_policy_evicts_unhinted_then_furthest(void)
     for (unsigned i = 1; i < N; i += 2)
         get(x, i, NULL);
     cidx_set_policy(x, CIDX_POLICY_NEXT_USE);
+    /* the unhinted are the ones nobody needs: counted up to the limit asked */
+    CU_ASSERT_EQUAL(cidx_unneeded(x, 7), 7);
+    CU_ASSERT_EQUAL(cidx_unneeded(x, 1000), N / 2);
     uint64_t used, odd = 0;
     for (unsigned i = 1; i < N; i += 2)
         odd += size_of(i);
@@ -569,6 +572,7 @@ static void next_use_policy_evicts_unhinted_then_furthest(void)
     unsigned cnt;
     CU_ASSERT(cidx_evict(x, used - odd, NULL, &cnt) == CIDX_OK);
     CU_ASSERT(cnt == N / 2);
+    CU_ASSERT_EQUAL(cidx_unneeded(x, 1000), 0);
     unsigned wrong = 0;
     for (unsigned i = 0; i < N; i++)
         wrong += (get(x, i, NULL) == CIDX_OK) != (i % 2 == 0);
