@@ -141,7 +141,7 @@ class Bench:
         import torch.utils.data as tud
         from shardgate_prefetch import Prefetcher
         eager = hints == "eager"
-        name = EAGER if eager else AHEAD if hints else LRU
+        label = EAGER if eager else AHEAD if hints else LRU
         tag = "%s-%d" % ("eager" if eager else "ahead" if hints else "lru", run)
         more = {"stage_ahead": self.a.stage_ahead} if eager else {}
         C.start_cache(C.Cache("http://127.0.0.1:%d" % self.thr.port, C.COLD_ACCESS,
@@ -179,7 +179,7 @@ class Bench:
                     time.sleep(size / rate)
                 wall = time.monotonic() - t0
                 d = P.delta(s0, P.stats())
-                rows.append({"variant": name,
+                rows.append({"variant": label,
                              "run": run, "epoch": e, "cold": d["backend_bytes"], "wait": wait,
                              "wall": wall, "samples": n, "bad": bad})
                 print("# [%s] epoch %d: cold %.1f MiB, wait %.3f s, wall %.2f s, %d samples, "

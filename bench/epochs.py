@@ -573,6 +573,8 @@ def main():
         cmd += " --workers %d" % a.workers
     if a.lead > 0:
         cmd += " --lead %g" % a.lead
+    if a.stage_ahead > 0:
+        cmd += " --stage-ahead %d" % a.stage_ahead
     if os.path.abspath(a.bin) != os.path.join(ROOT, "build-epochs", "shardgate"):
         cmd += " --bin %s" % a.bin
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
