@@ -467,8 +467,8 @@ static uint64_t reading_end(struct cache_prefetch *pf)
     return end;
 }
 
-/* Whether key i of j, used at `use`, may be staged now in place of the
- * object used next at `victim`, ahead of Belady's moment: the hint asked
+/* Whether key i of j may be staged now in place of the object used next
+ * at `victim`, ahead of Belady's moment: the hint asked
  * for it ("stage_ahead": a loader whose workers fetch ahead of the trainer),
  * the key is within that many uses of the readers, and what goes is needed
  * by a queued next epoch only - never by the hints being read (that would

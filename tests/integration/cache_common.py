@@ -561,6 +561,13 @@ def tmpfs_unmount_all():
                           stderr=subprocess.DEVNULL).returncode != 0:
             subprocess.run(["umount", "-l", p], stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
+        # the harness removed its temporary tree while the mount was in it:
+        # what is left is the empty mount point and the tree's root
+        for d in (p, os.path.dirname(p)):
+            try:
+                os.rmdir(d)
+            except OSError:
+                break
 
 
 def wait_until(fn, timeout=30, step=0.05):
