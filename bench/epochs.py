@@ -422,11 +422,15 @@ def reading(b, allrows):
         pre = min(b.cache, a.lead * b.cold_rate)
         bound = max(ideal, (b.dataset - pre) / b.cold_rate)
         lines.append(
-            "- Epoch 1 with a %.1f s lead: wall %s s, where the cold tier allows no less than "
-            "max(ideal, (dataset - what %.1f s at %.0f MB/s stages, at most the cache) / %.0f "
-            "MB/s) = %.3f s; without the lead (%s) %s s." % (
-                a.lead, spread([r["wall"] for r in of(LEAD, 1, 1)], "%.3f"), a.lead,
-                a.cold_mbps, a.cold_mbps, bound, EAGER if a.stage_ahead > 0 else AHEAD,
+            "- Epoch 1 with a %.1f s lead: wall %s s (total wait %s s), where the cold tier "
+            "allows no less than max(ideal, (dataset - what %.1f s at %.0f MB/s stages, at "
+            "most the cache) / %.0f MB/s) = %.3f s and the readers' own pace (the floor's "
+            "epoch 1) is %s s; without the lead (%s) %s s." % (
+                a.lead, spread([r["wall"] for r in of(LEAD, 1, 1)], "%.3f"),
+                spread([r["wait"] for r in of(LEAD, 1, 1)], "%.3f"), a.lead,
+                a.cold_mbps, a.cold_mbps, bound,
+                spread([r["wall"] for r in of(FLOOR, 1, 1)], "%.3f"),
+                EAGER if a.stage_ahead > 0 else AHEAD,
                 spread([r["wall"] for r in of(EAGER if a.stage_ahead > 0 else AHEAD, 1, 1)],
                        "%.3f")))
     for v in names[1:]:

@@ -794,6 +794,26 @@ static unsigned run_paced(unsigned ranks, unsigned workers, bool settled, unsign
     return (unsigned)((s1.backend_bytes - s0.backend_bytes) / SHARD);
 }
 
+/* One configuration of run_paced. */
+struct paced_case {
+    unsigned ranks, workers;
+    bool settled;
+};
+
+/* Runs each case (hints carrying paced_stage_ahead): got[c], the cold
+ * reads of epochs 1-3, printed beside least[c], Belady's count for them. */
+static void run_paced_cases(const char *title, const struct paced_case *cases, size_t n,
+                            unsigned *got, unsigned *least)
+{
+    printf("\n    cold reads in epochs 1-3, %s (Belady's rule needs):\n", title);
+    for (size_t c = 0; c < n; c++) {
+        const struct paced_case *k = &cases[c];
+        got[c] = run_paced(k->ranks, k->workers, k->settled, &least[c]);
+        printf("    %u rank(s) x %u worker(s), %-13s %u (%u)\n", k->ranks, k->workers,
+               k->settled ? "settled reads" : "back to back", got[c], least[c]);
+    }
+}
+
 /* The stager stages an object only in place of one Belady's rule would
  * evict for it anyway: with hints one epoch ahead the later epochs cost the
  * fewest cold reads any cache of this size can make, however the reads are
@@ -807,18 +827,14 @@ static unsigned run_paced(unsigned ranks, unsigned workers, bool settled, unsign
  * count depended on the machine's pace. */
 static void hints_ahead_cost_what_belady_costs_however_reads_are_timed(void)
 {
-    static const struct {
-        unsigned ranks;
-        bool settled;
-    } cases[] = { { 1, true }, { 1, false }, { 2, true }, { 2, false } };
-    printf("\n    cold reads in epochs 1-3, hints one epoch ahead (Belady's rule needs):\n");
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        unsigned least = 0;
-        unsigned got = run_paced(cases[c].ranks, 1, cases[c].settled, &least);
-        printf("    %u rank(s), %-13s %u (%u)\n", cases[c].ranks,
-               cases[c].settled ? "settled reads" : "back to back", got, least);
-        CU_ASSERT_TRUE(got >= least);   /* nothing beats Belady: the count is real */
-        CU_ASSERT_TRUE(got <= (cases[c].ranks == 1 ? least + 1 : least + least / 50));
+    static const struct paced_case cases[] = { { 1, 1, true }, { 1, 1, false },
+                                               { 2, 1, true }, { 2, 1, false } };
+    enum { n = sizeof cases / sizeof cases[0] };
+    unsigned got[n], least[n];
+    run_paced_cases("hints one epoch ahead", cases, n, got, least);
+    for (size_t c = 0; c < n; c++) {
+        CU_ASSERT_TRUE(got[c] >= least[c]);   /* nothing beats Belady: the count is real */
+        CU_ASSERT_TRUE(got[c] <= (cases[c].ranks == 1 ? least[c] + 1 : least[c] + least[c] / 50));
     }
 }
 
@@ -829,20 +845,13 @@ static void hints_ahead_cost_what_belady_costs_however_reads_are_timed(void)
  * Belady's count for the hinted order. */
 static void loader_workers_cost_what_belady_costs(void)
 {
-    static const struct {
-        unsigned ranks, workers;
-        bool settled;
-    } cases[] = { { 1, 4, false }, { 1, 8, false }, { 1, 4, true }, { 2, 4, false } };
-    printf("\n    cold reads in epochs 1-3, loader workers, hints one epoch ahead "
-           "(Belady's rule needs):\n");
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        unsigned least = 0;
-        unsigned got = run_paced(cases[c].ranks, cases[c].workers, cases[c].settled, &least);
-        printf("    %u rank(s) x %u workers, %-13s %u (%u)\n", cases[c].ranks,
-               cases[c].workers, cases[c].settled ? "settled reads" : "back to back", got,
-               least);
-        CU_ASSERT_TRUE(got <= least + least / 50);
-    }
+    static const struct paced_case cases[] = { { 1, 4, false }, { 1, 8, false },
+                                               { 1, 4, true }, { 2, 4, false } };
+    enum { n = sizeof cases / sizeof cases[0] };
+    unsigned got[n], least[n];
+    run_paced_cases("loader workers, hints one epoch ahead", cases, n, got, least);
+    for (size_t c = 0; c < n; c++)
+        CU_ASSERT_TRUE(got[c] <= least[c] + least[c] / 50);
 }
 
 /* With "stage_ahead" the stager stages near the readers without waiting
@@ -850,26 +859,28 @@ static void loader_workers_cost_what_belady_costs(void)
  * queued next epoch needs (for a loader that fetches ahead: the reader's
  * wait is bench/epochs.py's to measure). The price is bounded: what it
  * evicts early is never needed again in the epoch being read, so the cold
- * reads stay within 2 % of Belady's count, however the reads are timed. */
+ * reads stay within 2 % of Belady's count, however the reads are timed;
+ * with four ranks, whose reads of a step share a place on the use clock
+ * (ties Belady's count orders and the stager cannot), within 3 %
+ * (measured 243-248 in 13 runs of each four-rank case, with and without
+ * sanitizers). stage_ahead counts the objects of all the ranks' hints
+ * together: counted in uses of the clock (one read of every rank each),
+ * four ranks asking for 64 staged 256 objects ahead, more than the cache
+ * holds, and four settled ranks read 256. */
 static void stage_ahead_stays_near_belady(void)
 {
-    static const struct {
-        unsigned ranks, workers;
-        bool settled;
-    } cases[] = { { 1, 1, true }, { 1, 1, false }, { 1, 4, false }, { 2, 4, false } };
-    printf("\n    cold reads in epochs 1-3, stage_ahead 64, hints one epoch ahead "
-           "(Belady's rule needs):\n");
+    static const struct paced_case cases[] = { { 1, 1, true }, { 1, 1, false },
+                                               { 1, 4, false }, { 2, 4, false },
+                                               { 4, 1, true }, { 4, 4, false } };
+    enum { n = sizeof cases / sizeof cases[0] };
+    unsigned got[n], least[n];
     paced_stage_ahead = 64;
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        unsigned least = 0;
-        unsigned got = run_paced(cases[c].ranks, cases[c].workers, cases[c].settled, &least);
-        printf("    %u rank(s) x %u workers, %-13s %u (%u)\n", cases[c].ranks,
-               cases[c].workers, cases[c].settled ? "settled reads" : "back to back", got,
-               least);
-        CU_ASSERT_TRUE(got >= least);
-        CU_ASSERT_TRUE(got <= least + least / 50);
-    }
+    run_paced_cases("stage_ahead 64, hints one epoch ahead", cases, n, got, least);
     paced_stage_ahead = 0;
+    for (size_t c = 0; c < n; c++) {
+        CU_ASSERT_TRUE(got[c] >= least[c]);
+        CU_ASSERT_TRUE(got[c] <= least[c] + least[c] * (cases[c].ranks >= 4 ? 3 : 2) / 100);
+    }
 }
 
 static void ordered_hints_read_dataset_minus_cache_per_epoch_lru_does_not(void)
