@@ -8,10 +8,13 @@
  * each shard was looked at (approximate under concurrent use, exact when quiet).
  * Only evictable entries (READY, unpinned) are in the lists/heap, so a victim is
  * always the head of a structure: no walk past pinned or filling entries. */
+#include <inttypes.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "cidx_int.h"
+#include "log.h"
 
 enum cidx_status cidx_set_next_use(struct cidx *x, uint64_t id, uint64_t next_use_seq)
 {
@@ -108,6 +111,17 @@ static struct cidx_ent *shard_victim(struct cidx_shard *s, int policy, struct vk
     return v;
 }
 
+/* At debug level, each eviction and the next use it went with: what an
+ * operator reads to see why an object left (bench/epochs.py's traces). */
+static void log_evicted(const struct cidx_ent *e)
+{
+    char nu[24] = "none";
+    if (e->next_use != CIDX_NEXT_USE_NONE)
+        snprintf(nu, sizeof nu, "%" PRIu64, e->next_use);
+    log_msg(LOG_LVL_DEBUG, "cache", "evicted %.*s/%.*s (%" PRIu64 " bytes, next use %s)",
+            (int)e->blen, e->kb, (int)e->klen, e->kb + e->blen, e->size, nu);
+}
+
 enum cidx_status cidx_evict(struct cidx *x, uint64_t target_used, uint64_t *freed,
                             unsigned *count)
 {
@@ -169,6 +183,8 @@ enum cidx_status cidx_evict(struct cidx *x, uint64_t target_used, uint64_t *free
             cache[best].valid = false;
         pthread_mutex_unlock(&s->mu);
         for (unsigned i = 0; i < nv; i++) {
+            if (log_get_level() >= LOG_LVL_DEBUG)
+                log_evicted(victims[i]);
             cidx_unlink_data(x, victims[i]->id);
             cidx_ent_free(x, victims[i]);
         }

@@ -29,6 +29,7 @@
  * Past 800 lines as one file: the jobs, their next uses and the stager are
  * one state under pf->wk.mu that every part reads through struct job; the stager
  * on its own would take struct job and ten of the statics into cache_int.h. */
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -513,6 +514,21 @@ static bool stage_early(struct cache_prefetch *pf, const struct job *j, size_t i
     return cidx_unneeded(pf->idx, inflight + 1) > inflight;
 }
 
+/* At debug level: key i of j is staged in place of an object used next at
+ * `victim`, and why it is staged now. Under pf->wk.mu. */
+static void log_staging(struct cache_prefetch *pf, const struct job *j, size_t i,
+                        uint64_t victim, const char *why)
+{
+    if (log_get_level() < LOG_LVL_DEBUG)
+        return;
+    char v[24] = "none";
+    if (victim != CIDX_NEXT_USE_NONE)
+        snprintf(v, sizeof v, "%" PRIu64, victim);
+    log_msg(LOG_LVL_DEBUG, "prefetch", "job %s stages %s/%s (use %" PRIu64 ", readers at %"
+            PRIu64 ") in place of next use %s: %s", j->id, j->bucket, j->keys[i],
+            j->seq_base + i, use_clock_now(pf), v, why);
+}
+
 /* May key i of an ordered job be staged now? Within the window, and making
  * room for it evicts nothing needed sooner. A default window (no
  * window_bytes) binds only when staging must evict: free space is filled
@@ -543,15 +559,18 @@ static bool ordered_may_stage(struct cache_prefetch *pf, struct job *j, size_t i
     uint64_t use = j->seq_base + i;
     if (victim <= use)
         return false;
-    if (stage_early(pf, j, i, victim))
+    if (stage_early(pf, j, i, victim)) {
+        log_staging(pf, j, i, victim, "early");
         return true;    /* as many at once as the background budget allows */
+    }
     /* Otherwise one staging fill at a time when it must evict (fills
      * reserve their space only when they start, so several staged in one
      * pass would all count on the same spare victim), at Belady's moment. */
     unsigned limit;
-    if (cache_stage_inflight(pf->c, &limit) > 0)
+    if (cache_stage_inflight(pf->c, &limit) > 0 || passed_keys_beat(pf, use, victim))
         return false;
-    return !passed_keys_beat(pf, use, victim);
+    log_staging(pf, j, i, victim, "at Belady's moment");
+    return true;
 }
 
 /* Moves j's cursor past keys that need nothing; whether the key there may
