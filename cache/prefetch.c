@@ -75,6 +75,8 @@ struct job {
     uint64_t window_bytes;      /* 0: the default, a share of half the low watermark */
     unsigned window_objects;
     unsigned stage_ahead;       /* 0: stage at Belady's moment only */
+    const char *why;            /* why the key at the cursor may be staged now, */
+    uint64_t why_victim;        /* in place of what (the debug log's) */
     unsigned inflight;
 
     uint64_t cached, staged, failed;
@@ -514,19 +516,29 @@ static bool stage_early(struct cache_prefetch *pf, const struct job *j, size_t i
     return cidx_unneeded(pf->idx, inflight + 1) > inflight;
 }
 
-/* At debug level: key i of j is staged in place of an object used next at
- * `victim`, and why it is staged now. Under pf->wk.mu. */
-static void log_staging(struct cache_prefetch *pf, const struct job *j, size_t i,
-                        uint64_t victim, const char *why)
+/* At debug level, a staging fill that starts: the key, its use, where the
+ * readers are, and why it starts now (in place of what). Under pf->wk.mu. */
+static void log_staging(struct cache_prefetch *pf, const struct job *j, size_t i)
 {
     if (log_get_level() < LOG_LVL_DEBUG)
         return;
     char v[24] = "none";
-    if (victim != CIDX_NEXT_USE_NONE)
-        snprintf(v, sizeof v, "%" PRIu64, victim);
-    log_msg(LOG_LVL_DEBUG, "prefetch", "job %s stages %s/%s (use %" PRIu64 ", readers at %"
-            PRIu64 ") in place of next use %s: %s", j->id, j->bucket, j->keys[i],
-            j->seq_base + i, use_clock_now(pf), v, why);
+    if (j->why_victim != CIDX_NEXT_USE_NONE)
+        snprintf(v, sizeof v, "%" PRIu64, j->why_victim);
+    if (j->why)
+        log_msg(LOG_LVL_DEBUG, "prefetch", "job %s stages %s/%s (use %" PRIu64 ", readers "
+                "at %" PRIu64 ") in place of next use %s: %s", j->id, j->bucket, j->keys[i],
+                j->seq_base + i, use_clock_now(pf), v, j->why);
+    else
+        log_msg(LOG_LVL_DEBUG, "prefetch", "job %s stages %s/%s", j->id, j->bucket, j->keys[i]);
+}
+
+/* Notes why key i may be staged now, for log_staging. */
+static bool staging_because(struct job *j, uint64_t victim, const char *why)
+{
+    j->why = why;
+    j->why_victim = victim;
+    return true;
 }
 
 /* May key i of an ordered job be staged now? Within the window, and making
@@ -550,7 +562,7 @@ static bool ordered_may_stage(struct cache_prefetch *pf, struct job *j, size_t i
     /* staging_bytes may count a fill that has reserved already: at worst
      * the last key that fits waits for the fills in flight to end */
     if (used + reserved + pf->staging_bytes + guess <= high)
-        return true;    /* room without evicting */
+        return staging_because(j, CIDX_NEXT_USE_NONE, "free space");   /* no eviction */
     if (!j->window_bytes && bytes_ahead(j, i, window) >= window)
         return false;
     uint64_t victim;
@@ -559,18 +571,15 @@ static bool ordered_may_stage(struct cache_prefetch *pf, struct job *j, size_t i
     uint64_t use = j->seq_base + i;
     if (victim <= use)
         return false;
-    if (stage_early(pf, j, i, victim)) {
-        log_staging(pf, j, i, victim, "early");
-        return true;    /* as many at once as the background budget allows */
-    }
+    if (stage_early(pf, j, i, victim))   /* as many at once as the budget allows */
+        return staging_because(j, victim, "stage_ahead");
     /* Otherwise one staging fill at a time when it must evict (fills
      * reserve their space only when they start, so several staged in one
      * pass would all count on the same spare victim), at Belady's moment. */
     unsigned limit;
     if (cache_stage_inflight(pf->c, &limit) > 0 || passed_keys_beat(pf, use, victim))
         return false;
-    log_staging(pf, j, i, victim, "at Belady's moment");
-    return true;
+    return staging_because(j, victim, "at Belady's moment");
 }
 
 /* Moves j's cursor past keys that need nothing; whether the key there may
@@ -584,6 +593,7 @@ static bool job_ready(struct cache_prefetch *pf, struct job *j)
     check_done(j);
     if (j->cursor >= j->n)
         return false;
+    j->why = NULL;
     return !j->ordered || ordered_may_stage(pf, j, j->cursor);
 }
 
@@ -615,6 +625,7 @@ static bool stage_one(struct cache_prefetch *pf, struct job *j)
         if (j->ordered)
             declare(pf, j->bucket, j->keys[i]);
     } else if (r == CACHE_STAGE_STARTED) {
+        log_staging(pf, j, i);
         j->st[i] = K_INFLIGHT;
         j->inflight++;
         o->guess = size_guess(j, i);
