@@ -218,7 +218,6 @@ void cache_stats_get(struct cache *c, struct cache_stats *out)
     memset(out, 0, sizeof *out);
     out->hits = atomic_load(&c->hits);
     out->misses = atomic_load(&c->misses);
-    out->passes = atomic_load(&c->passes);
     out->fills_started = atomic_load(&c->fills_started);
     out->fills_done = atomic_load(&c->fills_done);
     out->fills_failed = atomic_load(&c->fills_failed);

@@ -113,11 +113,8 @@ struct cache_waiter {
  * (caller clears) holds what the cold tier said of the object. On a miss
  * the fill is started (or joined) and, until its metadata is known, the
  * waiter is suspended (CACHE_AGAIN): call again after resume. CACHE_BACKEND
- * with *bst for NoSuchKey and other cold-tier errors. CACHE_END when the
- * object is not worth caching now (ordered hints need everything a fill
- * would evict sooner: cache_stats.passes): read it from the cold tier.
- * CACHE_IO when the cache cannot serve it: read from the cold tier too.
- * Callable from any thread. `w` must stay valid until resumed. */
+ * with *bst for NoSuchKey and other cold-tier errors. Callable from any
+ * thread. `w` must stay valid until resumed. */
 enum cache_status cache_obj_open(struct cache *c, const char *bucket, const char *key,
                                  struct cache_waiter *w, struct obj_meta *meta,
                                  enum backend_status *bst, struct cache_obj **out);
@@ -167,7 +164,6 @@ void cache_warm(struct cache *c, const char *bucket, const char *key);
 /* Counters for /metrics. */
 struct cache_stats {
     uint64_t hits, misses, fills_started, fills_done, fills_failed, fill_waiters;
-    uint64_t passes;      /* misses not cached: the hints need everything cached sooner */
     uint64_t evictions, bytes_used, objects, backend_bytes, revalidations;
     uint64_t capacity;
     const char *engine;   /* "io_uring" or "threads": the engine running fills (static) */
@@ -231,11 +227,9 @@ struct cache_job_info {
     enum cache_job_state state;
     bool ordered, has_epoch;
     uint64_t epoch;
-    uint64_t total, cached, staged, failed, passed, pending;
-    /* passed: read by the reader from the cold tier and not cached (needed
-     * later than everything cached: cache_stats.passes). bytes_total:
-     * sizes known so far (the rest estimated); done: staged by this job;
-     * cached: in the cache without it (before the hint, or the reader
+    uint64_t total, cached, staged, failed, pending;
+    /* total: sizes known so far (the rest estimated); done: staged by this
+     * job; cached: in the cache without it (before the hint, or the reader
      * fetched it first) */
     uint64_t bytes_total, bytes_done, bytes_cached;
     double rate_bytes_s;      /* recent staging rate, 0 when idle */

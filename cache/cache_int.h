@@ -126,7 +126,6 @@ struct cache {
     struct cache_dirwatch *watch;
 
     atomic_uint_fast64_t hits, misses, fills_started, fills_done, fills_failed;
-    atomic_uint_fast64_t passes;   /* misses read around the cache (cache_prefetch_admits) */
     atomic_uint_fast64_t waiters_now, backend_bytes, revalidations, evictions;
     struct cache_reval reval;    /* revalidate.c: deadline, hold-off, counters */
 };
@@ -250,11 +249,6 @@ const char *cache_dir_of(const struct cache *c);
 struct cache_prefetch *cache_prefetch_new(struct cache *c);
 void cache_prefetch_stop(struct cache_prefetch *pf);
 void cache_prefetch_free(struct cache_prefetch *pf);
-/* Whether a reader's miss on bucket/key should start a fill (true), or
- * read from the cold tier and leave the cache as it is, because ordered
- * hints need everything a fill would evict sooner than the key (Belady's
- * rule declines it). Any thread, no lock held. */
-bool cache_prefetch_admits(struct cache *c, const char *bucket, const char *key);
 /* A fill of bucket/key is about to be published as index entry id (still
  * FILLING): declares its next use if an ordered job will read it, and pins
  * it for pinned jobs. From the fill's worker, no lock held. */

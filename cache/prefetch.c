@@ -48,8 +48,7 @@ enum {
     STAGER_TICK_MS = 200,       /* the stager also wakes on every event */
 };
 
-/* K_PASSED: its reader read it from the cold tier, not cached (cache_prefetch_admits) */
-enum key_state { K_PENDING, K_INFLIGHT, K_CACHED, K_STAGED, K_FAILED, K_PASSED };
+enum key_state { K_PENDING, K_INFLIGHT, K_CACHED, K_STAGED, K_FAILED };
 
 struct job {
     struct job *next;
@@ -80,7 +79,7 @@ struct job {
     uint64_t why_victim;        /* in place of what (the debug log's) */
     unsigned inflight;
 
-    uint64_t cached, staged, failed, passed;
+    uint64_t cached, staged, failed;
     uint64_t bytes_known, bytes_cached, bytes_staged;   /* cached: not by this job */
     size_t sizes_known;
     struct cache_job_error errors[CACHE_JOB_ERRORS];
@@ -503,16 +502,7 @@ static uint64_t reading_end(struct cache_prefetch *pf)
  * read: one use of the clock is a read of every rank, so four ranks asking
  * for 64 uses staged 256 objects ahead, more than the cache held (256 cold
  * reads where Belady's rule needs 243; bench/epochs.py: 85 MiB per later
- * epoch where 84 is the goal).
- *
- * Not early: a key needed again (after this read) later than the victim.
- * Read, it is the next object to go, so the place it took from the victim
- * was lent for the time between staging and reading, and the victim, needed
- * sooner, is a second cold read. Near the end of a cold first epoch those
- * loans took the places of the next epoch's first objects (bench/epochs.py,
- * 4 ranks: 84-85 MiB in epoch 2). Such a key is staged at Belady's moment or
- * read past the cache by its reader (cache_prefetch_admits): 83-84 MiB, and
- * the readers wait at most 0.04 s more per epoch. Under pf->wk.mu. */
+ * epoch where 84 is the goal). Under pf->wk.mu. */
 static bool stage_early(struct cache_prefetch *pf, const struct job *j, size_t i, uint64_t victim)
 {
     if (!j->stage_ahead)
@@ -521,8 +511,7 @@ static bool stage_early(struct cache_prefetch *pf, const struct job *j, size_t i
     if (use >= now && (use - now) * chains_read(pf) >= j->stage_ahead)
         return false;
     if (victim != CIDX_NEXT_USE_NONE)
-        return victim >= reading_end(pf) &&
-               next_use_after(pf, j->bucket, j->keys[i], use) <= victim;
+        return victim >= reading_end(pf);
     unsigned limit, inflight = cache_stage_inflight(pf->c, &limit);
     return cidx_unneeded(pf->idx, inflight + 1) > inflight;
 }
@@ -552,19 +541,6 @@ static bool staging_because(struct job *j, uint64_t victim, const char *why)
     return true;
 }
 
-/* Whether `bytes` more fit under the high watermark without evicting:
- * counting what is cached, what fills in flight reserved, and what the
- * staging fills started will take (staging_bytes may count a fill that
- * has reserved already: at worst the last key that fits waits for the
- * fills in flight to end). Under pf->wk.mu. */
-static bool room_for(struct cache_prefetch *pf, uint64_t bytes)
-{
-    uint64_t used, reserved, objects;
-    cidx_usage(pf->idx, &used, &reserved, &objects);
-    uint64_t high = cache_capacity_of(pf->c) / 100 * cache_high_pct_of(pf->c);
-    return used + reserved + pf->staging_bytes + bytes <= high;
-}
-
 /* May key i of an ordered job be staged now? Within the window, and making
  * room for it evicts nothing needed sooner. A default window (no
  * window_bytes) binds only when staging must evict: free space is filled
@@ -578,7 +554,14 @@ static bool ordered_may_stage(struct cache_prefetch *pf, struct job *j, size_t i
     uint64_t window = window_of(pf, j);
     if (j->window_bytes && bytes_ahead(j, i, window) >= window)
         return false;
-    if (room_for(pf, size_guess(j, i)))
+    uint64_t used, reserved, objects;
+    cidx_usage(pf->idx, &used, &reserved, &objects);
+    uint64_t cap = cache_capacity_of(pf->c);
+    uint64_t high = cap / 100 * cache_high_pct_of(pf->c);
+    uint64_t guess = size_guess(j, i);
+    /* staging_bytes may count a fill that has reserved already: at worst
+     * the last key that fits waits for the fills in flight to end */
+    if (used + reserved + pf->staging_bytes + guess <= high)
         return staging_because(j, CIDX_NEXT_USE_NONE, "free space");   /* no eviction */
     if (!j->window_bytes && bytes_ahead(j, i, window) >= window)
         return false;
@@ -756,8 +739,7 @@ static void job_info(const struct job *j, struct cache_job_info *out)
         .state = j->state,
         .ordered = j->ordered, .has_epoch = j->has_epoch, .epoch = j->epoch,
         .total = j->n, .cached = j->cached, .staged = j->staged, .failed = j->failed,
-        .passed = j->passed,
-        .pending = j->n - j->cached - j->staged - j->failed - j->passed,
+        .pending = j->n - j->cached - j->staged - j->failed,
         /* sizes not known yet, of keys still to come, are estimated from
          * the known ones below (a failed key has no size and adds nothing) */
         .bytes_total = j->bytes_known, .bytes_done = j->bytes_staged,
@@ -992,23 +974,24 @@ static void job_advance(struct cache_prefetch *pf, struct job *j, size_t i)
     }
 }
 
-/* The hints a read of bucket/key belongs to, and where: the hints that
- * expected it soonest, counted from each one's position. A read belongs to
- * the hint of its chain being read, not to the next epoch's (which holds
- * the same keys); and when ranks cross an epoch boundary a step apart, the
- * last reads of one rank's epoch must not move another rank's next epoch,
- * where the same key waits further ahead (measured: that jump cleared the
- * next uses of keys the other rank was about to read, and they were
- * evicted; tests/unit/test_cache_prefetch.c, two ranks). Only a key no hint
- * being read still expects goes to a next epoch's hint, and only near its
- * start: a loader's first worker begins the next epoch while another still
- * reads this one's last key. Fills match[] and at[] (MAX_MATCH each);
- * returns how many. Under pf->wk.mu. */
-enum { MAX_MATCH = 64 };
-static size_t match_read(struct cache_prefetch *pf, const char *bucket, const char *key,
-                         struct job **match, size_t *at)
+void cache_note_read(struct cache *c, const char *bucket, const char *key)
 {
-    size_t n = 0, best = SIZE_MAX;
+    struct cache_prefetch *pf = cache_prefetch_of(c);
+    pthread_mutex_lock(&pf->wk.mu);
+    /* A read carries no consumer, only its key: it belongs to the hints
+     * that expected it soonest, counted from each one's position. A read
+     * belongs to the hint of its chain being read, not to the next epoch's
+     * (which holds the same keys); and when ranks cross an epoch boundary a
+     * step apart, the last reads of one rank's epoch must not move another
+     * rank's next epoch, where the same key waits further ahead (measured:
+     * that jump cleared the next uses of keys the other rank was about to
+     * read, and they were evicted; tests/unit/test_cache_prefetch.c, two
+     * ranks). Only a key no hint being read still expects goes to a next
+     * epoch's hint, and only near its start: a loader's first worker
+     * begins the next epoch while another still reads this one's last key. */
+    enum { MAX_MATCH = 64 };
+    struct job *match[MAX_MATCH];
+    size_t at[MAX_MATCH], n = 0, best = SIZE_MAX;
     for (int next_epoch = 0; next_epoch < 2 && n == 0; next_epoch++)
         for (struct job *j = pf->jobs; j; j = j->next) {
             if (!j->ordered || j->retired || strcmp(j->bucket, bucket) != 0 ||
@@ -1029,16 +1012,6 @@ static size_t match_read(struct cache_prefetch *pf, const char *bucket, const ch
                 at[n++] = i;
             }
         }
-    return n;
-}
-
-void cache_note_read(struct cache *c, const char *bucket, const char *key)
-{
-    struct cache_prefetch *pf = cache_prefetch_of(c);
-    pthread_mutex_lock(&pf->wk.mu);
-    struct job *match[MAX_MATCH];
-    size_t at[MAX_MATCH];
-    size_t n = match_read(pf, bucket, key, match, at);
     for (size_t k = 0; k < n; k++)
         job_advance(pf, match[k], at[k]);
     if (n) {
@@ -1047,62 +1020,6 @@ void cache_note_read(struct cache *c, const char *bucket, const char *key)
         pthread_cond_signal(&pf->wk.cv);
     }
     pthread_mutex_unlock(&pf->wk.mu);
-}
-
-/* Whether a reader's miss on bucket/key should fill the cache. While
- * ordered hints guide eviction and the cache is full, a fill evicts the
- * object needed furthest ahead; when the key itself is needed later than
- * that (or never again, as far as the hints say), Belady's rule keeps what
- * is cached and does not cache the key: the reader reads it from the cold
- * tier, which costs no more cold bytes than the fill, and nothing needed
- * sooner goes. Before, such a fill evicted an object a reader wanted
- * again: in the last epoch every miss did, and at the end of a cold first
- * epoch the loader's fills in flight took the places of objects the next
- * epoch read first (bench/results/loaders/README.md). A key no hint names
- * is cached as before. */
-bool cache_prefetch_admits(struct cache *c, const char *bucket, const char *key)
-{
-    struct cache_prefetch *pf = cache_prefetch_of(c);
-    if (cidx_get_policy(pf->idx) != CIDX_POLICY_NEXT_USE)
-        return true;
-    uint64_t used, reserved, objects;
-    cidx_usage(pf->idx, &used, &reserved, &objects);
-    pthread_mutex_lock(&pf->wk.mu);
-    /* a staging fill of the key may have begun since the reader looked:
-     * the reader joins it */
-    bool admit = room_for(pf, objects ? used / objects : 0) ||
-                 cidx_lookup(pf->idx, bucket, key, NULL) != CIDX_MISS;
-    if (!admit) {
-        struct job *match[MAX_MATCH];
-        size_t at[MAX_MATCH];
-        size_t n = match_read(pf, bucket, key, match, at);
-        uint64_t later = CIDX_NEXT_USE_NONE;
-        bool named = n > 0;
-        for (struct job *j = pf->jobs; j; j = j->next) {
-            if (!j->ordered || j->retired || strcmp(j->bucket, bucket) != 0)
-                continue;
-            size_t i = map_find(j, key);
-            if (i == SIZE_MAX || !unread(j, i))
-                continue;
-            named = true;
-            bool this_read = false;
-            for (size_t k = 0; k < n && !this_read; k++)
-                this_read = match[k] == j && at[k] == i;
-            if (!this_read && j->seq_base + i < later)
-                later = j->seq_base + i;
-        }
-        uint64_t victim;
-        admit = !named || !cidx_victim_next_use(pf->idx, &victim) ||
-                victim == CIDX_NEXT_USE_NONE || later <= victim;
-        /* the stager must not fetch it again while the reader reads it */
-        for (size_t k = 0; k < n && !admit; k++)
-            if (match[k]->st[at[k]] == K_PENDING) {
-                match[k]->st[at[k]] = K_PASSED;
-                match[k]->passed++;
-            }
-    }
-    pthread_mutex_unlock(&pf->wk.mu);
-    return admit;
 }
 
 /* ---- with the fill engine ---- */

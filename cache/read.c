@@ -219,10 +219,6 @@ static enum cache_status obj_open(struct cache *c, const char *bucket, const cha
     for (int attempt = 0; attempt < 4; attempt++) {
         struct cidx_info info;
         enum cidx_status is = cidx_lookup_pin(c->idx, bucket, key, &info);
-        if (is == CIDX_MISS && may_fill && !cache_prefetch_admits(c, bucket, key)) {
-            atomic_fetch_add(&c->passes, 1);
-            return CACHE_END;   /* not worth caching now: the reader goes to the cold tier */
-        }
         if (is == CIDX_OK) {
             /* a reader that waited on the fill that published this entry
              * was counted as a miss already */

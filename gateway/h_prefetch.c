@@ -45,10 +45,10 @@ static int job_json(struct gw_buf *b, const struct cache_job_info *ji)
     rc |= gw_buf_puts(b, ",\"consumer\":");
     rc |= ji->consumer ? gw_json_str(b, ji->consumer) : gw_buf_puts(b, "null");
     rc |= gw_buf_printf(b, ",\"objects\":{\"total\":%llu,\"cached\":%llu,\"staged\":%llu,"
-                           "\"failed\":%llu,\"passed\":%llu,\"pending\":%llu}",
+                           "\"failed\":%llu,\"pending\":%llu}",
                         (unsigned long long)ji->total, (unsigned long long)ji->cached,
                         (unsigned long long)ji->staged, (unsigned long long)ji->failed,
-                        (unsigned long long)ji->passed, (unsigned long long)ji->pending);
+                        (unsigned long long)ji->pending);
     rc |= gw_buf_printf(b, ",\"bytes\":{\"total\":%llu,\"done\":%llu,\"cached\":%llu}",
                         (unsigned long long)ji->bytes_total, (unsigned long long)ji->bytes_done,
                         (unsigned long long)ji->bytes_cached);

@@ -143,9 +143,6 @@ void gw_h_metrics(struct gw_req *r)
           offsetof(struct cache_stats, hits) },
         { "shardgate_cache_misses_total", "counter", "Reads that started a fill.",
           offsetof(struct cache_stats, misses) },
-        { "shardgate_cache_passes_total", "counter", "Reads of objects not cached, read from the "
-          "cold tier: ordered hints need everything a fill would evict sooner.",
-          offsetof(struct cache_stats, passes) },
         { "shardgate_cache_bytes", "gauge", "Bytes of cached object data.",
           offsetof(struct cache_stats, bytes_used) },
         { "shardgate_cache_capacity_bytes", "gauge", "The cache's capacity.",

@@ -60,39 +60,8 @@ static void sw_wait(struct sync_waiter *s)
     pthread_mutex_unlock(&s->mu);
 }
 
-/* Object bytes read from the cold tier so far: by fills, and by readers
- * the cache sent around itself (read_around). */
-static uint64_t cold_bytes(void)
-{
-    struct backend_stats b;
-    backend_stats_get(&b);
-    return b.bytes_read;
-}
-
-/* Reads bucket/key whole from the cold tier, as the gateway does when the
- * cache declines an object; returns bytes read. */
-static uint64_t read_around(const char *key)
-{
-    struct obj_meta m;
-    memset(&m, 0, sizeof m);
-    struct backend_obj *bo = NULL;
-    uint64_t total = 0;
-    if (backend_object_open(cold, "data", key, &m, &bo) != BACKEND_OK)
-        return 0;
-    char *buf = malloc(MIB);
-    size_t got = 1;
-    while (buf && total < m.size && got > 0 &&
-           backend_obj_read(bo, total, buf, MIB, &got) == BACKEND_OK)
-        total += got;
-    free(buf);
-    backend_obj_close(bo);
-    obj_meta_clear(&m);
-    return total;
-}
-
-/* Reads bucket/key whole through the cache, as the gateway does (from the
- * cold tier when the cache declines it); returns bytes read (the reader
- * tells the cache, like a GET). */
+/* Reads bucket/key whole through the cache, as the gateway does; returns
+ * bytes read (the reader tells the cache, like a GET). */
 static uint64_t read_object(const char *key)
 {
     struct sync_waiter s;
@@ -110,13 +79,6 @@ static uint64_t read_object(const char *key)
     while ((st = cache_obj_open(cache, "data", key, &s.w, &m, &bst, &o)) == CACHE_AGAIN)
         sw_wait(&s);
     uint64_t total = 0;
-    if (st == CACHE_END) {
-        if (note_at_open)
-            cache_note_read(cache, "data", key);
-        total = read_around(key);
-        if (!note_at_open)
-            cache_note_read(cache, "data", key);
-    }
     if (st == CACHE_OK && note_at_open)
         cache_note_read(cache, "data", key);
     if (st == CACHE_OK) {
@@ -137,7 +99,7 @@ static uint64_t read_object(const char *key)
         if (!note_at_open)
             cache_note_read(cache, "data", key);
     }
-    if (st != CACHE_END || total == 0)
+    if (st != CACHE_END)
         fprintf(stderr, "read_object(%s): %s after %llu bytes\n", key, cache_status_name(st),
                 (unsigned long long)total);
     obj_meta_clear(&m);
@@ -521,8 +483,8 @@ static void run_epochs(enum hints_mode mode, uint64_t out[4], unsigned first_hit
             if (e + 1 < 4)   /* a loader knows its last epoch */
                 submit_epoch(orders[e + 1], N, e + 1, FIRST);
         }
-        struct cache_stats s1, h0, h1;
-        uint64_t cold0 = cold_bytes();
+        struct cache_stats s0, s1, h0, h1;
+        cache_stats_get(cache, &s0);
         first_hits[e] = 0;
         for (unsigned i = 0; i < N; i++) {
             if (i == N - FIRST)
@@ -537,7 +499,7 @@ static void run_epochs(enum hints_mode mode, uint64_t out[4], unsigned first_hit
         }
         quiesce();   /* staging started by the epoch's reads is counted in it */
         cache_stats_get(cache, &s1);
-        out[e] = cold_bytes() - cold0;
+        out[e] = s1.backend_bytes - s0.backend_bytes;
         CU_ASSERT_TRUE(s1.bytes_used <= CACHE_BYTES);
     }
     teardown();
@@ -576,68 +538,6 @@ static void a_hint_sent_before_the_reader_fills_the_cache(void)
     }
     cache_stats_get(cache, &s1);
     CU_ASSERT_EQUAL(s1.hits - s0.hits, s0.objects);
-    teardown();
-}
-
-/* Submits an ordered hint of shards first..last-1 for consumer rank0. */
-static void hint_range(unsigned first, unsigned last, uint64_t epoch)
-{
-    char **keys = calloc(last - first, sizeof *keys);
-    for (unsigned i = first; i < last; i++)
-        keys[i - first] = shard_name(i);
-    struct cache_hint h = { .bucket = "data", .keys = keys, .n_keys = last - first,
-                            .ordered = true, .has_epoch = true, .epoch = epoch,
-                            .consumer = "rank0" };
-    char id[CACHE_JOB_ID_LEN];
-    CU_ASSERT_EQUAL_FATAL(cache_job_submit(cache, &h, id), 0);
-}
-
-/* A miss on a key the hints need later than everything cached is read
- * from the cold tier and not cached: caching it would evict an object
- * needed sooner (Belady's rule keeps the cache as it is). A key no hint
- * names is cached as before. Epoch 0's hint (shards 0-99) fills the cache
- * with its first 79 keys; epoch 1's hint (shards 0-159) is queued, and
- * shard 150 is its 151st key: needed after every cached object. */
-static void a_miss_needed_after_everything_cached_is_not_cached(void)
-{
-    setup(CACHE_BYTES, 100, 95, 4);
-    for (unsigned i = 0; i < N; i++) {
-        char *k = shard_name(i);
-        put(k, SHARD);
-        free(k);
-    }
-    put("unhinted.tar", SHARD);
-    hint_range(0, 100, 0);
-    hint_range(0, N, 1);
-    quiesce();
-    struct cache_stats s0, s1, s2;
-    cache_stats_get(cache, &s0);
-    /* full: one more object would take it over the high watermark (100 %,
-     * of capacity / 100 * 100 bytes) */
-    CU_ASSERT_FATAL(s0.objects > 0);
-    CU_ASSERT_TRUE(s0.bytes_used + s0.bytes_used / s0.objects > CACHE_BYTES / 100 * 100);
-    uint64_t cold0 = cold_bytes();
-    char *k = shard_name(150);
-    CU_ASSERT_EQUAL(read_object(k), SHARD);
-    free(k);
-    quiesce();
-    cache_stats_get(cache, &s1);
-    printf("\n    shard 150: %llu passed, %llu fills, %llu evictions, %llu cold bytes\n",
-           (unsigned long long)(s1.passes - s0.passes),
-           (unsigned long long)(s1.fills_started - s0.fills_started),
-           (unsigned long long)(s1.evictions - s0.evictions),
-           (unsigned long long)(cold_bytes() - cold0));
-    CU_ASSERT_EQUAL(s1.passes - s0.passes, 1);
-    CU_ASSERT_EQUAL(s1.fills_started, s0.fills_started);
-    CU_ASSERT_EQUAL(s1.evictions, s0.evictions);
-    CU_ASSERT_EQUAL(s1.objects, s0.objects);
-    CU_ASSERT_EQUAL(cold_bytes() - cold0, SHARD);   /* read once, from the cold tier */
-    CU_ASSERT_EQUAL(read_object("unhinted.tar"), SHARD);
-    quiesce();
-    cache_stats_get(cache, &s2);
-    CU_ASSERT_EQUAL(s2.passes, s1.passes);
-    CU_ASSERT_EQUAL(s2.misses - s1.misses, 1);
-    CU_ASSERT_TRUE(s2.evictions > s1.evictions);
     teardown();
 }
 
@@ -687,8 +587,8 @@ static void run_two_ranks(uint64_t out[4], unsigned first_hits[4])
                 char id[CACHE_JOB_ID_LEN];
                 CU_ASSERT_EQUAL_FATAL(cache_job_submit(cache, &h, id), 0);
             }
-        struct cache_stats s1, h0, h1;
-        uint64_t cold0 = cold_bytes();
+        struct cache_stats s0, s1, h0, h1;
+        cache_stats_get(cache, &s0);
         first_hits[e] = 0;
         for (unsigned i = 0; i < N; i++) {   /* read i is rank (i % 2)'s read i / 2 */
             if (i == N - 2 * FIRST)
@@ -703,7 +603,7 @@ static void run_two_ranks(uint64_t out[4], unsigned first_hits[4])
         }
         quiesce();
         cache_stats_get(cache, &s1);
-        out[e] = cold_bytes() - cold0;
+        out[e] = s1.backend_bytes - s0.backend_bytes;
         CU_ASSERT_TRUE(s1.bytes_used <= CACHE_BYTES);
     }
     teardown();
@@ -849,13 +749,13 @@ static unsigned run_paced(unsigned ranks, unsigned workers, bool settled, unsign
             orders[e][j] = t;
         }
     }
-    uint64_t cold0 = 0;
+    struct cache_stats s0, s1;
     uint64_t held = 0;
     for (int e = 0; e < 4; e++) {
         /* counted from the end of epoch 0, when its staging has settled:
          * not after the next hint, whose staging may or may not have begun */
         if (e == 1)
-            cold0 = cold_bytes();
+            cache_stats_get(cache, &s0);
         for (int ahead = e == 0 ? 0 : 1; ahead <= 1 && e + ahead < 4; ahead++)
             for (unsigned r = 0; r < ranks; r++) {
                 unsigned n = 0;
@@ -889,10 +789,10 @@ static unsigned run_paced(unsigned ranks, unsigned workers, bool settled, unsign
         if (e == 0)
             held = now.objects;
     }
-    uint64_t cold1 = cold_bytes();
+    cache_stats_get(cache, &s1);
     teardown();
     *least = belady_misses(&orders[0][0], 4 * N, N, (unsigned)held);
-    return (unsigned)((cold1 - cold0) / SHARD);
+    return (unsigned)((s1.backend_bytes - s0.backend_bytes) / SHARD);
 }
 
 /* One configuration of run_paced. */
@@ -1081,8 +981,6 @@ int register_tests(void)
                 a_hint_sent_before_the_reader_fills_the_cache);
     CU_add_test(s, "ordered_hints_read_dataset_minus_cache_per_epoch_lru_does_not",
                 ordered_hints_read_dataset_minus_cache_per_epoch_lru_does_not);
-    CU_add_test(s, "a_miss_needed_after_everything_cached_is_not_cached",
-                a_miss_needed_after_everything_cached_is_not_cached);
     CU_add_test(s, "two_ranks_in_step_are_staged_alike", two_ranks_in_step_are_staged_alike);
     CU_add_test(s, "hints_ahead_cost_what_belady_costs_however_reads_are_timed",
                 hints_ahead_cost_what_belady_costs_however_reads_are_timed);
