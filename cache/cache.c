@@ -221,6 +221,7 @@ void cache_stats_get(struct cache *c, struct cache_stats *out)
     out->fills_started = atomic_load(&c->fills_started);
     out->fills_done = atomic_load(&c->fills_done);
     out->fills_failed = atomic_load(&c->fills_failed);
+    out->fills_withdrawn = atomic_load(&c->fills_withdrawn);
     out->fill_waiters = atomic_load(&c->waiters_now);
     out->evictions = atomic_load(&c->evictions);
     out->backend_bytes = atomic_load(&c->backend_bytes);

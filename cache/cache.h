@@ -164,6 +164,8 @@ void cache_warm(struct cache *c, const char *bucket, const char *key);
 /* Counters for /metrics. */
 struct cache_stats {
     uint64_t hits, misses, fills_started, fills_done, fills_failed, fill_waiters;
+    uint64_t fills_withdrawn;   /* of fills_failed: staging fills given up before their first
+                                   byte, as room for them would evict an object needed sooner */
     uint64_t evictions, bytes_used, objects, backend_bytes, revalidations;
     uint64_t capacity;
     const char *engine;   /* "io_uring" or "threads": the engine running fills (static) */

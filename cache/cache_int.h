@@ -90,6 +90,8 @@ struct fill {
     struct backend_cold_error cold; /* bst == BACKEND_COLD_ERROR: the cold tier's answer,
                                        handed to each reader's thread */
     char why[CACHE_JOB_MSG_LEN]; /* FILL_FAILED on the cache side: a sentence for jobs */
+    bool withdrawn;              /* FILL_FAILED: a staging fill given up before its first
+                                    byte (fill_worker.c evicts_sooner): stage it later */
     struct cache_waiter *waiters;
 };
 
@@ -126,6 +128,7 @@ struct cache {
     struct cache_dirwatch *watch;
 
     atomic_uint_fast64_t hits, misses, fills_started, fills_done, fills_failed;
+    atomic_uint_fast64_t fills_withdrawn;   /* of fills_failed: staging fills given up */
     atomic_uint_fast64_t waiters_now, backend_bytes, revalidations, evictions;
     struct cache_reval reval;    /* revalidate.c: deadline, hold-off, counters */
 };
@@ -211,6 +214,8 @@ struct cache_stage_end {
     enum backend_status bst;
     const char *why;             /* !ok: a sentence on a cache-side failure, or ""; valid
                                     during the call */
+    bool withdrawn;              /* !ok: not a failure - making room would have evicted an
+                                    object needed sooner than the observers' use: try later */
 };
 
 /* Told when a staged object's fill ends. Called from a fill worker with no
@@ -220,6 +225,8 @@ struct cache_stage_obs {
     struct cache_stage_obs *next;   /* private to the engine (fill.c, stage.c) */
     void *job;
     size_t index;
+    uint64_t use;                   /* the key's next use on the use clock, or
+                                       CIDX_NEXT_USE_NONE (unordered jobs) */
 };
 
 enum cache_stage_result {

@@ -201,6 +201,7 @@ void cache_fill_retire(struct cache *c, struct fill *f)
     end.size = f->meta_known ? f->meta.size : 0;
     end.err = f->state == FILL_FAILED ? f->err : CACHE_OK;
     end.bst = f->state == FILL_FAILED ? f->bst : BACKEND_OK;
+    end.withdrawn = f->state == FILL_FAILED && f->withdrawn;
     memcpy(why, f->why, sizeof why);
     pthread_mutex_unlock(&f->mu);
     pthread_mutex_lock(&c->mu);

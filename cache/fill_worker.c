@@ -175,6 +175,41 @@ static void make_room(struct cache *c, bool staging)
     atomic_fetch_add(&c->evictions, count);
 }
 
+/* Whether making room for staging fill f now would evict an object needed
+ * sooner than f's key. The stager checked that when it started the fill,
+ * but a staging fill queues behind reader misses, whose fills reserve
+ * space meanwhile: the room counted as free may be gone when its worker
+ * gets to it. Evicting the object needed furthest ahead then evicts one
+ * the readers want before the staged key (seen with four ranks at the end
+ * of a cold first epoch: keys of epoch 3, staged into "free space", evicted
+ * epoch 2's; bench/results/loaders/README.md). Such a fill is withdrawn
+ * before it reads a byte, and the stager stages the key again at its
+ * moment. Not when a reader has joined the fill (it is wanted now). */
+static bool evicts_sooner(struct cache *c, struct fill *f)
+{
+    if (cidx_get_policy(c->idx) != CIDX_POLICY_NEXT_USE)
+        return false;
+    uint64_t use = CIDX_NEXT_USE_NONE;
+    pthread_mutex_lock(&c->mu);
+    bool readers = f->refs > 2;   /* beyond the table's and the worker's */
+    for (const struct cache_stage_obs *o = f->observers; o; o = o->next)
+        if (o->use < use)
+            use = o->use;
+    pthread_mutex_unlock(&c->mu);
+    if (readers || use == CIDX_NEXT_USE_NONE)
+        return false;
+    /* asked before the cold GET (no request is spent on a withdrawn fill):
+     * the object's size is not known yet, so a typical cached object's */
+    uint64_t used, reserved, objects, victim;
+    cidx_usage(c->idx, &used, &reserved, &objects);
+    uint64_t high = c->cf.capacity / 100 * c->cf.high_pct;
+    uint64_t typical = objects ? used / objects : 0;
+    if (used + reserved + typical + backend_wb_dirty_bytes(c->cold) <= high)
+        return false;   /* no eviction needed */
+    return cidx_victim_next_use(c->idx, &victim) && victim != CIDX_NEXT_USE_NONE &&
+           victim <= use;
+}
+
 /* The disk filled up below the configured capacity (another tenant, or a
  * capacity larger than the disk): free a quarter of what is cached so the
  * next fills have room, instead of failing every fill from now on. */
@@ -201,6 +236,18 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
     uint8_t *hdr = NULL;
 
     char why[CACHE_JOB_MSG_LEN];
+    pthread_mutex_lock(&c->mu);
+    bool staging = f->background;
+    pthread_mutex_unlock(&c->mu);
+    if (staging && evicts_sooner(c, f)) {
+        pthread_mutex_lock(&f->mu);
+        f->withdrawn = true;
+        pthread_mutex_unlock(&f->mu);
+        atomic_fetch_add(&c->fills_withdrawn, 1);
+        cache_fill_fail(c, f, CACHE_IO, BACKEND_OK, "withdrawn: room for it would evict an "
+                        "object needed sooner");
+        goto out;
+    }
     enum backend_status bs = backend_object_open(c->cold, f->bucket, f->key, &meta, &bo);
     if (bs != BACKEND_OK) {
         cache_fill_fail(c, f, CACHE_BACKEND, bs, NULL);
@@ -220,7 +267,7 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
         goto out;
     }
     pthread_mutex_lock(&c->mu);
-    bool staging = f->background;
+    staging = f->background;
     pthread_mutex_unlock(&c->mu);
     make_room(c, staging);
     fd = cache_open_data(c, f->id, O_WRONLY | O_CREAT | O_TRUNC);

@@ -361,7 +361,12 @@ static void stage_done(struct cache_stage_obs *base, const struct cache_stage_en
     pthread_mutex_lock(&pf->wk.mu);
     j->inflight--;
     pf->staging_bytes -= o->guess;
-    if (j->st[i] == K_INFLIGHT) {
+    if (j->st[i] == K_INFLIGHT && end->withdrawn) {
+        /* room was taken meanwhile: the key waits for its moment again */
+        j->st[i] = K_PENDING;
+        if (j->cursor > i)
+            j->cursor = i;
+    } else if (j->st[i] == K_INFLIGHT) {
         if (ok) {
             j->st[i] = K_STAGED;
             j->staged++;
@@ -608,6 +613,7 @@ static bool stage_one(struct cache_prefetch *pf, struct job *j)
     o->base.done = stage_done;
     o->base.job = j;
     o->base.index = i;
+    o->base.use = j->ordered ? j->seq_base + i : CIDX_NEXT_USE_NONE;
     o->job = j;
     uint64_t size = 0;
     struct cache_stage_end err = { .err = CACHE_IO, .why = "" };

@@ -132,6 +132,7 @@ void cache_warm(struct cache *c, const char *bucket, const char *key)
     if (!obs)
         return;
     obs->done = warm_done;
+    obs->use = CIDX_NEXT_USE_NONE;   /* no hint: never withdrawn for room */
     uint64_t size;
     if (cache_stage(c, bucket, key, obs, &size, NULL) != CACHE_STAGE_STARTED)
         free(obs);

@@ -858,16 +858,15 @@ static void loader_workers_cost_what_belady_costs(void)
 /* With "stage_ahead" the stager stages near the readers without waiting
  * for Belady's moment, several fills at once, evicting only objects the
  * queued next epoch needs (for a loader that fetches ahead: the reader's
- * wait is bench/epochs.py's to measure). The price is bounded: what it
- * evicts early is never needed again in the epoch being read, so the cold
- * reads stay within 2 % of Belady's count, however the reads are timed;
- * with four ranks, whose reads of a step share a place on the use clock
- * (ties Belady's count orders and the stager cannot), within 3 %
- * (measured 243-248 in 20 runs of each four-rank case, with and without
- * sanitizers). stage_ahead counts the objects of all the ranks' hints
- * together: counted in uses of the clock (one read of every rank each),
- * four ranks asking for 64 staged 256 objects ahead, more than the cache
- * holds, and four settled ranks read 256. */
+ * wait is bench/epochs.py's to measure). The cold reads stay at Belady's
+ * count, at most 2 over it, however the reads are timed and for four
+ * ranks too (measured: 0, once 1, in 18 runs of each case, three at once
+ * under sanitizers). Two causes of more, each asserted here: stage_ahead
+ * counted in uses of the clock (one read of every rank each), so four
+ * ranks asking for 64 staged 256 objects ahead, more than the cache holds
+ * (256 cold reads where 243 suffice); and a staging fill that found its
+ * room taken by reader fills when its worker got to it evicted an object
+ * needed sooner than its own key (fill_worker.c evicts_sooner; 246-248). */
 static void stage_ahead_stays_near_belady(void)
 {
     static const struct paced_case cases[] = { { 1, 1, true }, { 1, 1, false },
@@ -880,7 +879,7 @@ static void stage_ahead_stays_near_belady(void)
     paced_stage_ahead = 0;
     for (size_t c = 0; c < n; c++) {
         CU_ASSERT_TRUE(got[c] >= least[c]);
-        CU_ASSERT_TRUE(got[c] <= least[c] + least[c] * (cases[c].ranks >= 4 ? 3 : 2) / 100);
+        CU_ASSERT_TRUE(got[c] <= least[c] + 2);
     }
 }
 
