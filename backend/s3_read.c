@@ -28,6 +28,8 @@ struct s3_stream {
     uint64_t recvd;             /* body bytes received */
     uint64_t last_ms;           /* when a byte last arrived (or we resumed) */
     bool paused;                /* the write callback paused: ring full */
+    size_t want;                /* what the reader asked for: once the ring
+                                   holds that much, the transfer pauses */
     bool done;                  /* the transfer ended; rc says how */
     CURLcode rc;
     bool overrun, nomem;        /* why the write callback failed */
@@ -155,7 +157,12 @@ static size_t on_stream_body(char *buf, size_t size, size_t n, void *arg)
         t->overrun = true;   /* more than Content-Length said */
         return 0;
     }
-    if (!s3_ring_put(&t->ring, buf, len)) {
+    /* Once the ring holds what the reader asked for, the transfer pauses
+     * until the next read: curl would otherwise drain a fast cold tier's
+     * socket into the ring (up to S3_STREAM_RING) inside one perform, and
+     * the bytes already here would reach the cache and its readers only
+     * after that (a 64 MiB fill's first byte came ~10 ms late here). */
+    if (t->ring.len >= t->want || !s3_ring_put(&t->ring, buf, len)) {
         t->paused = true;
         return CURL_WRITEFUNC_PAUSE;
     }
@@ -248,6 +255,7 @@ static enum backend_status stream_start(struct s3_obj *o)
     t->ring.head = t->ring.len = 0;
     t->pos = t->recvd = 0;
     t->paused = t->done = t->overrun = t->nomem = false;
+    t->want = 1;   /* open returns once the headers and a first chunk are in */
     t->rc = CURLE_OK;
     t->fail = BACKEND_OK;
     CURLMcode mc = curl_multi_add_handle(t->multi, t->h);
@@ -346,6 +354,7 @@ static enum backend_status stream_take(struct s3_obj *o, void *buf, size_t len, 
     *got = 0;
     if (t->fail != BACKEND_OK)
         return t->fail;
+    t->want = len ? len : 1;
     if (!t->done && !t->paused && (st = stream_step(t, 0)) != BACKEND_OK)
         return stream_failed(o, st);
     uint64_t wait_start = s3_now_ms();

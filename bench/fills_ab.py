@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""A/B two shardgate binaries on the fill path (cold misses), side by side.
+
+  python3 bench/fills_ab.py BIN_A BIN_B [--reps N] [--out FILE]
+
+One cold tier (nginx static over warm files, as in bench/run.sh) and the two
+gateways on 127.0.0.1, each with its own cache directory. Every run reads
+keys neither gateway has seen (hard links of one source file per size), so
+every GET is a miss: 20 objects of 1 MiB, then 2 of 64 MiB, one client,
+keep-alive, sequential. Runs alternate A/B (B first on odd runs); a direct
+GET from the cold tier runs beside them as the ceiling. Reports per arm the
+median [min-max] of MB/s, the time to the first body byte, the gateway's CPU
+per object (utime + stime of its process), and the per-run ratio B/A.
+Used for issue 14's fill-path changes (bench/results/fills-ab-*.md)."""
+import argparse
+import os
+import shutil
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from procs import CLK, cpu_ticks, free_port, log, pairs, run_getc, start_nginx, start_shardgate, stop_all  # noqa: E402
+from report import MiB, fmt, summary  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SIZES = (("1 MiB", MiB, 20), ("64 MiB", 64 * MiB, 2))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("bin_a")
+    ap.add_argument("bin_b")
+    ap.add_argument("--reps", type=int, default=6)
+    ap.add_argument("--getc", default=os.path.join(ROOT, "build-bench", "bench-getc"))
+    ap.add_argument("--out", help="also write the table to this file")
+    a = ap.parse_args()
+    work = os.environ.get("BENCH_WORK", "/tmp/shardgate-bench-fills-ab")
+    shutil.rmtree(work, ignore_errors=True)
+    data = os.path.join(work, "data", "bench")
+    os.makedirs(data)
+    env_ = dict(work=work, getc=a.getc)
+    try:
+        cp = free_port(int(os.environ.get("BENCH_PORT_BASE", "27700")))
+        cold = start_nginx("nginx-cold", os.path.join(work, "ngx"), """
+  server {{ listen 127.0.0.1:{p}; root {root};
+    location ~ ^/[^/]+/?$ {{ return 200; }} }}""".format(p=cp, root=os.path.dirname(data)), cp)
+        gw = {}
+        for arm, binp in (("A", a.bin_a), ("B", a.bin_b)):
+            env_["bin"] = binp
+            port = free_port(cp + 1 + len(gw) * 10)
+            gw[arm] = start_shardgate(env_, "sg-" + arm, port, cp, os.path.join(work, "cache-" + arm))
+        rows = []
+        for name, size, count in SIZES:
+            src = os.path.join(work, "src-%d" % size)
+            with open(src, "wb") as f:
+                for _ in range(size // MiB):
+                    f.write(os.urandom(MiB))
+            log("fills A/B: %s, %d objects x %d runs" % (name, count, a.reps))
+
+            def keys(arm, r):
+                d = os.path.join(data, "%d-%s-%d" % (size, arm, r))
+                os.makedirs(d, exist_ok=True)
+                for i in range(count):
+                    os.link(src, os.path.join(d, "%04d" % i))
+                paths = ["/bench/%d-%s-%d/%04d" % (size, arm, r, i) for i in range(count)]
+                # the cold tier's page cache is warm for every arm
+                run_getc(env_, cold.port, paths)
+                return paths
+
+            def arm_run(arm):
+                def f(r):
+                    paths = keys(arm, r)
+                    srv = gw.get(arm)
+                    c0 = cpu_ticks(srv.pids()) if srv else 0
+                    got = run_getc(env_, srv.port if srv else cold.port, paths)
+                    c1 = cpu_ticks(srv.pids()) if srv else 0
+                    t = sum(x["total"] for x in got) / 1e3
+                    return dict(MBps=size * count / t / 1e6,
+                                body_ms=summary([x["ttbody"] for x in got])["med"],
+                                cpu_ms=(c1 - c0) / CLK * 1e3 / count)
+                return f
+            A, B = pairs(a.reps, arm_run("A"), arm_run("B"))
+            D = [arm_run("direct")(r) for r in range(a.reps)]
+            rows.append((name, A, B, D))
+    finally:
+        stop_all()
+    L = ["A = `%s`, B = `%s`; %d runs each, alternating; medians [min-max]; ratio = per-run B / A." % (
+        a.bin_a, a.bin_b, a.reps), "",
+         "| size | arm | MB/s | first body byte ms | CPU ms per object |",
+         "| --- | --- | --- | --- | --- |"]
+    for name, A, B, D in rows:
+        for arm, runs in (("A", A), ("B", B), ("direct GET", D)):
+            L.append("| %s | %s | %s | %s | %s |" % (name, arm, fmt(summary([x["MBps"] for x in runs])),
+                     fmt(summary([x["body_ms"] for x in runs])),
+                     "-" if arm.startswith("direct") else fmt(summary([x["cpu_ms"] for x in runs]))))
+        L.append("| %s | **B / A** | **%s** | %s | %s |" % (
+            name, fmt(summary([b["MBps"] / x["MBps"] for x, b in zip(A, B)]), 2),
+            fmt(summary([b["body_ms"] / x["body_ms"] for x, b in zip(A, B)]), 2),
+            fmt(summary([b["cpu_ms"] / x["cpu_ms"] for x, b in zip(A, B) if x["cpu_ms"]]), 2)))
+    txt = "\n".join(L) + "\n"
+    print(txt)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(txt)
+
+
+if __name__ == "__main__":
+    main()
