@@ -61,6 +61,7 @@ struct cache_conf {
     unsigned wait_timeout_ms;     /* a reader waits at most this long for bytes (30000) */
     unsigned revalidate_timeout_ms; /* a hit's check against the cold tier (0: 1000) */
     bool read_uring;              /* cache_obj_read reads through io_uring, not pread */
+    uint64_t memory;              /* bytes of small objects also kept in memory (0: none) */
     enum cache_engine engine;     /* AUTO (0) by default */
     unsigned dirwatch_ms;         /* how often the cache directory is checked (0: 1000) */
     unsigned job_keep_s;          /* ended prefetch jobs are kept this long (0: 3600) */
@@ -135,11 +136,15 @@ bool cache_obj_complete(const struct cache_obj *o);
 int cache_obj_fd(const struct cache_obj *o);
 uint64_t cache_obj_data_offset(const struct cache_obj *o);
 
-/* A small complete hit was read whole with its header: returns that
- * allocation (the caller frees it) and sets *body to the object's first
- * byte (cache_obj_read's offset 0); NULL otherwise, or when taken already.
- * The object stays usable through its descriptor either way. */
+/* A small complete hit was read whole with its header (from the file, or
+ * from memory: cache.memory): returns that buffer, which the caller gives
+ * back with cache_body_release once sent, and sets *body to the object's
+ * first byte (cache_obj_read's offset 0); NULL otherwise, or when taken
+ * already. cache_obj_read does not work on a hit once its body is taken. */
 void *cache_obj_take_body(struct cache_obj *o, const uint8_t **body);
+/* Gives back a buffer from cache_obj_take_body (a libmicrohttpd free
+ * callback); any thread. */
+void cache_body_release(void *body);
 
 /* Reads up to len bytes at off. CACHE_OK with *got > 0; CACHE_AGAIN when
  * the fill has not reached off yet (w suspended); CACHE_END at the end; an
@@ -172,6 +177,8 @@ struct cache_stats {
     uint64_t dir_resets;  /* the cache directory was recreated or taken back (index dropped) */
     uint64_t revalidation_timeouts;   /* checks that timed out: the copy was served */
     uint64_t revalidations_skipped;   /* checks skipped just after such a timeout */
+    uint64_t memory_hits;     /* hits served from the memory tier (no file read) */
+    uint64_t memory_bytes, memory_objects;   /* held in the memory tier now */
 };
 void cache_stats_get(struct cache *c, struct cache_stats *out);
 

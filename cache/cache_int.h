@@ -22,6 +22,10 @@
 #define CACHE_HDR_MAGIC "SGC1"
 #define CACHE_HDR_ALIGN 4096u
 #define CACHE_HDR_MAX (64u * 1024)
+/* A hit on an object this small reads header and body in one pread, sends
+ * the body from memory with the response headers, and keeps the buffer in
+ * the memory tier (read.c, memtier.c). */
+#define CACHE_INLINE_MAX (16u * 1024)
 
 /* Encodes m into buf (cap bytes); *len gets the header's length (the data
  * starts at cache_hdr_data_offset(*len)). 0, or -1 when it does not fit. */
@@ -126,12 +130,30 @@ struct cache {
     bool reaper_started;
     enum cache_engine engine;    /* URING or THREADS: decided once at open */
     struct cache_dirwatch *watch;
+    struct cache_mem *mem;       /* small objects in memory (NULL: cache.memory 0) */
 
     atomic_uint_fast64_t hits, misses, fills_started, fills_done, fills_failed;
     atomic_uint_fast64_t fills_withdrawn;   /* of fills_failed: staging fills given up */
     atomic_uint_fast64_t waiters_now, backend_bytes, revalidations, evictions;
     struct cache_reval reval;    /* revalidate.c: deadline, hold-off, counters */
 };
+
+/* memtier.c: small cached objects kept in memory, by entry id. A blob is
+ * a reference-counted buffer (header block and body of a data file);
+ * cache_mem_get returns one with a reference taken, or NULL; cache_mem_put
+ * takes a reference of its own when it keeps b. Any thread. */
+struct cache_mem;
+struct cache_blob;
+struct cache_blob *cache_blob_new(size_t len);
+/* Gives back all but len bytes of a blob nobody else holds yet (may move it). */
+struct cache_blob *cache_blob_shrink(struct cache_blob *b, size_t len);
+uint8_t *cache_blob_data(struct cache_blob *b);
+void cache_blob_unref(struct cache_blob *b);
+struct cache_mem *cache_mem_new(uint64_t capacity);   /* NULL for 0 */
+struct cache_blob *cache_mem_get(struct cache_mem *m, uint64_t id);
+void cache_mem_put(struct cache_mem *m, uint64_t id, struct cache_blob *b);
+void cache_mem_stats(struct cache_mem *m, uint64_t *hits, uint64_t *bytes, uint64_t *objects);
+void cache_mem_free(struct cache_mem *m);
 
 /* revalidate.c: must a READY entry of bucket, validated at at_ms (cidx_wall_ms),
  * be checked against the cold tier before it is served? Any thread. */

@@ -25,19 +25,9 @@
 #include "hash.h"
 #include "log.h"
 
-static uint64_t mix64(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ULL;
-    h ^= h >> 33;
-    return h;
-}
-
 uint64_t cidx_key_hash(const char *b, size_t bl, const char *k, size_t kl)
 {
-    return mix64(sg_fnv1a_pair(b, bl, k, kl));
+    return sg_mix64(sg_fnv1a_pair(b, bl, k, kl));
 }
 
 /* The shard is the hash's top bits, the table slot its low bits. */
@@ -53,7 +43,7 @@ unsigned cidx_id_shard(uint64_t id)
 
 static uint64_t id_hash(uint64_t id)
 {
-    return mix64(id >> CIDX_SHARD_BITS);
+    return sg_mix64(id >> CIDX_SHARD_BITS);
 }
 
 void cidx_data_name(uint64_t id, char out[CIDX_NAME_MAX])

@@ -25,19 +25,20 @@
 struct cache_obj {
     struct cache *c;
     struct fill *f;              /* NULL for a hit */
-    int fd;                      /* the data file, read-only */
+    int fd;                      /* the data file, read-only (-1: a hit from memory) */
     uint64_t data_off, size;
     uint64_t id;
     bool pinned;                 /* a hit pins its entry against eviction */
-    uint8_t *inline_buf;         /* a small hit: the file's first bytes, body included */
+    struct cache_blob *blob;     /* a small hit: the file's first bytes, body included */
 };
 
-/* A hit on an object this small reads header and body in one pread, and
- * the gateway sends the body from memory together with the response
- * headers: one syscall and one wakeup of the client instead of a send of
- * the headers, a sendfile and a dup/close of the descriptor
- * (bench/results/ab-small-hits.md). Data starts at CACHE_HDR_ALIGN. */
-enum { INLINE_MAX = 16 * 1024 };
+/* A hit on an object of at most CACHE_INLINE_MAX bytes reads header and
+ * body in one pread, and the gateway sends the body from memory together
+ * with the response headers: one syscall and one wakeup of the client
+ * instead of a send of the headers, a sendfile and a dup/close of the
+ * descriptor (bench/results/ab-small-hits.md). Data starts at
+ * CACHE_HDR_ALIGN. The buffer stays in the memory tier (memtier.c) for the
+ * next hit. */
 
 /* Reads and decodes the header block of an open data file: one read of
  * cap bytes into buf (the header is usually well under 1 KiB), and a second
@@ -106,31 +107,60 @@ static enum cache_status open_hit(struct cache *c, const char *bucket, const cha
                     "cached copy", bucket, key, backend_status_name(st));
         }
     }
-    int fd = cache_open_data(c, info->id, O_RDONLY);
-    int open_err = fd < 0 ? errno : 0;
     struct obj_meta m;
     memset(&m, 0, sizeof m);
     uint64_t data_off = 0;
-    uint8_t small[2048];
-    uint8_t *first = small;
-    size_t cap = sizeof small, got = 0;
-    if (info->size <= INLINE_MAX && !c->cf.read_uring) {
-        cap = CACHE_HDR_ALIGN + (size_t)info->size;
-        first = malloc(cap);
-        if (!first) {
-            first = small;
-            cap = sizeof small;
+    bool small_hit = info->size <= CACHE_INLINE_MAX && !c->cf.read_uring;
+    /* a small object read before: header and body from memory, no file */
+    struct cache_blob *blob = small_hit ? cache_mem_get(c->mem, info->id) : NULL;
+    int fd = -1, open_err = 0;
+    bool bad;
+    if (blob) {
+        /* the header, then the body right after it (see below) */
+        const uint8_t *d = cache_blob_data(blob);
+        size_t need = cache_hdr_length(d, CACHE_HDR_ALIGN);
+        bad = need == 0 || need > CACHE_HDR_ALIGN || cache_hdr_decode(d, need, &m) != 0 ||
+              m.size != info->size;
+        data_off = need;
+    } else {
+        fd = cache_open_data(c, info->id, O_RDONLY);
+        open_err = fd < 0 ? errno : 0;
+        uint8_t small[2048];
+        uint8_t *first = small;
+        size_t cap = sizeof small, got = 0;
+        if (small_hit) {
+            cap = CACHE_HDR_ALIGN + (size_t)info->size;
+            blob = cache_blob_new(cap);
+            if (blob)
+                first = cache_blob_data(blob);
+            else
+                cap = sizeof small;
+        }
+        /* A file shorter than its header says (damaged, or truncated while
+         * the gateway was down) is found at open's background sweep - and
+         * here, for a hit that comes first: served, its body would end
+         * short after a full Content-Length, and the client would wait for
+         * the rest (seen: test_cache_basics under load, a 60 s client
+         * timeout). */
+        struct stat fst;
+        bad = fd < 0 || read_header(fd, first, cap, &got, &m, &data_off) != 0 ||
+              m.size != info->size || fstat(fd, &fst) != 0 ||
+              (uint64_t)fst.st_size < data_off + m.size;
+        if (blob && (bad || data_off + m.size > got)) {
+            cache_blob_unref(blob);   /* a long header: the body was not in the read */
+            blob = NULL;
+        }
+        if (blob && c->mem) {
+            /* kept without the padding of the header block: the body moves
+             * up to the header's end (a 4 KiB object takes 4 KiB and its
+             * header, not 8 KiB) */
+            size_t need = cache_hdr_length(first, got);
+            memmove(first + need, first + data_off, (size_t)m.size);
+            data_off = need;
+            blob = cache_blob_shrink(blob, need + (size_t)m.size);
+            cache_mem_put(c->mem, info->id, blob);
         }
     }
-    /* A file shorter than its header says (damaged, or truncated while the
-     * gateway was down) is found at open's background sweep - and here,
-     * for a hit that comes first: served, its body would end short after
-     * a full Content-Length, and the client would wait for the rest
-     * (seen: test_cache_basics under load, a 60 s client timeout). */
-    struct stat fst;
-    bool bad = fd < 0 || read_header(fd, first, cap, &got, &m, &data_off) != 0 ||
-               m.size != info->size || fstat(fd, &fst) != 0 ||
-               (uint64_t)fst.st_size < data_off + m.size;
     bool retagged = !bad && revalidated && cache_reval_tags_differ(&cold, &m);
     obj_meta_clear(&cold);
     if (bad || retagged) {
@@ -139,32 +169,28 @@ static enum cache_status open_hit(struct cache *c, const char *bucket, const cha
                     "cached copy is dropped", bucket, key);
         else
             log_msg(LOG_LVL_WARN, "cache", "entry %s/%s has no usable data file (%s): "
-                    "dropped", bucket, key, fd < 0 ? strerror(open_err) : "bad header or short file");
+                    "dropped", bucket, key, fd < 0 && !blob ? strerror(open_err) :
+                    "bad header or short file");
         if (fd >= 0)
             close(fd);
-        if (first != small)
-            free(first);
+        cache_blob_unref(blob);
         obj_meta_clear(&m);
         cidx_unpin(c->idx, info->id);
         cidx_invalidate(c->idx, bucket, key);
         return CACHE_AGAIN;
     }
-    if (first != small && data_off + m.size > got) {
-        free(first);    /* a long header: the body was not in the read */
-        first = small;
-    }
     struct cache_obj *o = calloc(1, sizeof *o);
     if (!o) {
-        close(fd);
-        if (first != small)
-            free(first);
+        if (fd >= 0)
+            close(fd);
+        cache_blob_unref(blob);
         obj_meta_clear(&m);
         cidx_unpin(c->idx, info->id);
         return CACHE_NOMEM;
     }
     o->c = c;
     o->fd = fd;
-    o->inline_buf = first != small ? first : NULL;
+    o->blob = blob;
     o->data_off = data_off;
     o->size = m.size;
     o->id = info->id;
@@ -358,6 +384,13 @@ bool cache_reads_uring(const struct cache *c)
 static enum cache_status read_file(struct cache_obj *o, uint64_t off, void *buf, size_t len,
                                    size_t *got)
 {
+    if (o->blob) {   /* a small hit holds the whole object */
+        memcpy(buf, cache_blob_data(o->blob) + o->data_off + off, len);
+        *got = len;
+        return CACHE_OK;
+    }
+    if (o->fd < 0)
+        return CACHE_IO;   /* a hit from memory whose buffer was taken */
     /* cache.read_path io_uring reads through the engine's ring; the threads
      * engine (no io_uring here) reads with pread whatever the setting */
     enum cache_engine k = o->c->cf.read_uring ? o->c->engine : CACHE_ENGINE_THREADS;
@@ -424,18 +457,18 @@ void cache_obj_cancel_wait(struct cache_obj *o, struct cache_waiter *w)
 
 void *cache_obj_take_body(struct cache_obj *o, const uint8_t **body)
 {
-    void *buf = o->inline_buf;
-    if (buf)
-        *body = o->inline_buf + o->data_off;
-    o->inline_buf = NULL;
-    return buf;
+    struct cache_blob *b = o->blob;
+    if (b)
+        *body = cache_blob_data(b) + o->data_off;
+    o->blob = NULL;
+    return b;
 }
 
 void cache_obj_close(struct cache_obj *o)
 {
     if (!o)
         return;
-    free(o->inline_buf);
+    cache_blob_unref(o->blob);
     if (o->fd >= 0)
         close(o->fd);
     if (o->pinned)

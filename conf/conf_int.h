@@ -34,6 +34,7 @@
 #define REVALIDATE_MAX_MS 60000u         /* a hit waits at most this for its check */
 #define RETRIES_MAX 10u                  /* each retry holds a client waiting */
 #define CACHE_SIZE_MIN ((uint64_t)MIB)   /* below this the cache holds almost nothing */
+#define CACHE_MEMORY_MAX ((uint64_t)64 << 30)   /* small objects in memory: 64 GiB */
 #define FILL_WORKERS_MAX 256u            /* same bound as threads, for the same reason */
 #define WAIT_MIN_MS 100u                 /* shorter makes readers give up on any fill */
 #define WAIT_MAX_MS 600000u              /* ten minutes of a client waiting is enough */
@@ -54,6 +55,8 @@
 #define SIZE_HELP "must be at least 1 MiB: a number of bytes (1073741824) or a string with a " \
                   "unit (\"512M\", \"64MiB\", \"10G\", \"1.5GiB\", \"2T\"; K/M/G/T and "        \
                   "KiB/MiB/GiB/TiB are powers of 1024, KB/MB/GB/TB powers of 1000)"
+#define MEMORY_HELP "must be 0 (off) or a size up to 64 GiB: a number of bytes (67108864) " \
+                    "or a string with a unit (\"64MiB\", \"1G\")"
 #define CONSISTENCY_HELP "must be \"immutable\", \"always\" or \"ttl:SECONDS\" with SECONDS " \
                          "from 1 to %u"
 #define ACCESS_KEY_HELP "must be non-empty, without '/', ',', spaces or control characters"

@@ -378,9 +378,9 @@ static struct MHD_Response *object_body(struct gw_req *r, struct body_src *src,
         void *whole = cache_obj_take_body(src->co, &body);
         if (whole) {
             struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback_cls(
-                len, (void *)(body + off), free, whole);
+                len, (void *)(body + off), cache_body_release, whole);
             if (!resp)
-                free(whole);
+                cache_body_release(whole);
             return resp;
         }
     }

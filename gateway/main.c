@@ -280,6 +280,7 @@ static int serve(int argc, char **argv)
             .fill_workers = c.cache_fill_workers,
             .wait_timeout_ms = c.cache_wait_ms,
             .revalidate_timeout_ms = c.cache_revalidate_ms,
+            .memory = c.cache_memory,
             .read_uring = c.cache_read_path != CONF_READ_SENDFILE,
             .engine = engine_of[c.cache_engine],
             .job_keep_s = c.prefetch_keep_s,

@@ -176,6 +176,13 @@ void gw_h_metrics(struct gw_req *r)
         { "shardgate_revalidations_skipped_total", "counter",
           "Revalidations skipped for 5 s after one timed out; the cached copy was served.",
           offsetof(struct cache_stats, revalidations_skipped) },
+        { "shardgate_cache_memory_hits_total", "counter",
+          "Hits of small objects served from memory (cache.memory), without a file read; "
+          "also counted in shardgate_cache_hits_total.",
+          offsetof(struct cache_stats, memory_hits) },
+        { "shardgate_cache_memory_bytes", "gauge",
+          "Bytes of small objects kept in memory (cache.memory).",
+          offsetof(struct cache_stats, memory_bytes) },
     };
     for (size_t i = 0; i < sizeof cache_metrics / sizeof cache_metrics[0]; i++) {
         uint64_t v;

@@ -383,6 +383,7 @@ def bstats():
              "fills_done": "shardgate_cache_fills_done_total",
              "waiters": "shardgate_fill_waiters",
              "revalidations": "shardgate_cache_revalidations_total",
+             "memory_hits": "shardgate_cache_memory_hits_total",
              "backend_bytes": "shardgate_backend_bytes_total"}
     out = {k: (metric_sum(m, v) or 0.0) for k, v in names.items()}
     out["backend_get"] = metric_sum(m, "shardgate_backend_requests_total", op="get") or 0.0

@@ -130,7 +130,9 @@ def suite(tag, cold, tp):
           C.bstats()["hits"] - h4 >= len(ranges), "hits +%d" % (C.bstats()["hits"] - h4))
 
     # --- small objects: a hit up to 16 KiB is read whole with its header and
-    # sent from memory with the response headers; one byte more goes by sendfile
+    # sent from memory with the response headers, and kept in the memory tier
+    # (cache.memory, 64 MiB by default): the hits after it read no file. One
+    # byte more goes by sendfile.
     for size in (0, 1, 4096, 16384, 16385):
         small = os.urandom(size)
         key = "small-%d" % size
@@ -145,6 +147,13 @@ def suite(tag, cold, tp):
               g.status == 200 and g.body == small and g.clen() == size
               and g.headers.get("content-type") == "application/x-small"
               and C.bstats()["hits"] == h0 + 1, (g.status, g.n, g.headers))
+        m0 = C.bstats()["memory_hits"]
+        g = C.bget("/%s/%s" % (b, key), keep=True)
+        from_memory = C.bstats()["memory_hits"] - m0
+        check("[%s] small %d B: the next hit %s, same bytes" % (
+                  tag, size, "from memory" if size <= 16384 else "from the file"),
+              g.status == 200 and g.body == small
+              and from_memory == (1 if size <= 16384 else 0), (g.status, from_memory))
         if size < 2:
             continue
         for lo, hi in ((0, 0), (1, size - 1), (size // 2, size - 1), (size - 1, size - 1)):

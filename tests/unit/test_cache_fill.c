@@ -3,7 +3,7 @@
  * readers share one fill, bytes that do not match the cold tier's ETag are
  * never published, the waiter protocol (suspend before AGAIN, one resume),
  * a failed fill (its readers get the failure, the next reader a new fill),
- * and the data-file header codec. */
+ * small hits from the memory tier, and the data-file header codec. */
 #include <CUnit/CUnit.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
@@ -74,6 +74,7 @@ static char data_dir[64], cache_dir[64];
 static struct backend *cold;
 static struct cache *cache;
 static bool read_uring;   /* setup() opens the cache with cache.read_path io_uring */
+static uint64_t memory;   /* setup() opens the cache with this cache.memory (0: off) */
 
 static void rm_rf(const char *dir)
 {
@@ -116,7 +117,8 @@ static void setup(unsigned workers)
     CU_ASSERT_EQUAL_FATAL(backend_bucket_create(cold, "bkt"), BACKEND_OK);
     struct cache_conf cc = { .dir = cache_dir, .capacity = 256u << 20, .high_pct = 90,
                              .low_pct = 80, .fill_workers = workers, .wait_timeout_ms = 5000,
-                             .default_consistency = CACHE_IMMUTABLE, .read_uring = read_uring };
+                             .default_consistency = CACHE_IMMUTABLE, .read_uring = read_uring,
+                             .memory = memory };
     CU_ASSERT_EQUAL_FATAL(cache_open(&cc, cold, &cache), 0);
     CU_ASSERT_EQUAL(cache_reads_uring(cache), read_uring);
 }
@@ -733,6 +735,169 @@ static void warm_brings_an_object_in_without_a_reader(void)
     teardown();
 }
 
+/* ---- the memory tier (cache.memory) ---- */
+
+static void wait_fills_done(uint64_t n)
+{
+    struct cache_stats s;
+    for (int i = 0; i < 1000 && (cache_stats_get(cache, &s), s.fills_done < n); i++)
+        usleep(10000);
+    CU_ASSERT_EQUAL_FATAL(s.fills_done, n);
+}
+
+/* Opens a published key (a hit) and checks its body, taken as the gateway
+ * takes it, against src; returns whether the hit came from memory. */
+static bool hit_matches(const char *key, const unsigned char *src, size_t n)
+{
+    struct cache_stats before, after;
+    cache_stats_get(cache, &before);
+    struct obj_meta m;
+    memset(&m, 0, sizeof m);
+    struct cache_obj *o = NULL;
+    enum backend_status bst;
+    int waits;
+    CU_ASSERT_EQUAL_FATAL(open_wait(key, &m, &o, &bst, &waits), CACHE_OK);
+    CU_ASSERT_EQUAL(waits, 0);
+    CU_ASSERT_EQUAL(m.size, n);
+    CU_ASSERT_STRING_EQUAL(obj_meta_get_hdr(&m, "x-amz-meta-epoch"), "7");
+    const uint8_t *body = NULL;
+    void *whole = cache_obj_take_body(o, &body);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(whole);
+    CU_ASSERT_EQUAL(memcmp(body, src, n), 0);
+    cache_stats_get(cache, &after);
+    CU_ASSERT_EQUAL(after.hits, before.hits + 1);
+    bool from_memory = after.memory_hits == before.memory_hits + 1;
+    /* a hit from memory opened no file */
+    CU_ASSERT_EQUAL(cache_obj_fd(o) < 0, from_memory);
+    cache_body_release(whole);
+    cache_obj_close(o);
+    obj_meta_clear(&m);
+    return from_memory;
+}
+
+static void small_hits_come_from_memory_after_the_first(void)
+{
+    memory = 1u << 20;
+    setup(1);
+    unsigned char *src = pattern(4096, 7);
+    put_object("small", src, 4096);
+    struct obj_meta m;
+    memset(&m, 0, sizeof m);
+    struct cache_obj *o = NULL;
+    enum backend_status bst;
+    int waits;
+    CU_ASSERT_EQUAL_FATAL(open_wait("small", &m, &o, &bst, &waits), CACHE_OK);
+    free(read_all(o, 4096));
+    cache_obj_close(o);
+    obj_meta_clear(&m);
+    wait_fills_done(1);
+    CU_ASSERT_FALSE(hit_matches("small", src, 4096));   /* read from the file, kept */
+    CU_ASSERT_TRUE(hit_matches("small", src, 4096));
+    CU_ASSERT_TRUE(hit_matches("small", src, 4096));
+    /* a hit from memory also reads through cache_obj_read (a range) */
+    CU_ASSERT_EQUAL_FATAL(open_wait("small", &m, &o, &bst, &waits), CACHE_OK);
+    unsigned char *got = read_all(o, 4096);
+    CU_ASSERT_EQUAL(memcmp(got, src, 4096), 0);
+    free(got);
+    cache_obj_close(o);
+    obj_meta_clear(&m);
+    /* written again: the old bytes in memory are never served */
+    unsigned char *src2 = pattern(4096, 8);
+    put_object("small", src2, 4096);
+    cache_invalidate(cache, "bkt", "small");
+    CU_ASSERT_EQUAL_FATAL(open_wait("small", &m, &o, &bst, &waits), CACHE_OK);
+    got = read_all(o, 4096);
+    CU_ASSERT_EQUAL(memcmp(got, src2, 4096), 0);
+    free(got);
+    cache_obj_close(o);
+    obj_meta_clear(&m);
+    wait_fills_done(2);
+    CU_ASSERT_FALSE(hit_matches("small", src2, 4096));
+    CU_ASSERT_TRUE(hit_matches("small", src2, 4096));
+    struct cache_stats s;
+    cache_stats_get(cache, &s);
+    CU_ASSERT_EQUAL(s.memory_hits, 4);
+    CU_ASSERT_EQUAL(s.memory_objects, 2);   /* the stale copy waits to be the oldest */
+    free(src);
+    free(src2);
+    teardown();
+    /* cache.memory 0: every hit reads the file */
+    memory = 0;
+    setup(1);
+    src = pattern(100, 9);
+    put_object("small", src, 100);
+    CU_ASSERT_EQUAL_FATAL(open_wait("small", &m, &o, &bst, &waits), CACHE_OK);
+    free(read_all(o, 100));
+    cache_obj_close(o);
+    obj_meta_clear(&m);
+    wait_fills_done(1);
+    CU_ASSERT_FALSE(hit_matches("small", src, 100));
+    CU_ASSERT_FALSE(hit_matches("small", src, 100));
+    cache_stats_get(cache, &s);
+    CU_ASSERT_EQUAL(s.memory_bytes, 0);
+    free(src);
+    teardown();
+}
+
+/* The tier holds at most cache.memory bytes, forgets the least recently
+ * used first, and a body taken by a response outlives its eviction from
+ * the tier (reference counted: ASan would see a use after free). */
+static void memory_tier_is_bounded_and_keeps_bodies_being_sent(void)
+{
+    memory = 40u << 10;   /* about 9 buffers of a 4 KiB body and its header */
+    setup(2);
+    enum { N = 20 };
+    unsigned char *src[N];
+    char key[16];
+    for (int i = 0; i < N; i++) {
+        src[i] = pattern(4096, 100 + (unsigned)i);
+        snprintf(key, sizeof key, "k%02d", i);
+        put_object(key, src[i], 4096);
+        struct obj_meta m;
+        memset(&m, 0, sizeof m);
+        struct cache_obj *o = NULL;
+        enum backend_status bst;
+        int waits;
+        CU_ASSERT_EQUAL_FATAL(open_wait(key, &m, &o, &bst, &waits), CACHE_OK);
+        free(read_all(o, 4096));
+        cache_obj_close(o);
+        obj_meta_clear(&m);
+    }
+    wait_fills_done(N);
+    CU_ASSERT_FALSE(hit_matches("k00", src[0], 4096));
+    struct obj_meta m;
+    memset(&m, 0, sizeof m);
+    struct cache_obj *o = NULL;
+    enum backend_status bst;
+    int waits;
+    CU_ASSERT_EQUAL_FATAL(open_wait("k00", &m, &o, &bst, &waits), CACHE_OK);
+    const uint8_t *body = NULL;
+    void *held = cache_obj_take_body(o, &body);   /* from memory, still being "sent" */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(held);
+    cache_obj_close(o);
+    obj_meta_clear(&m);
+    struct cache_stats s;
+    for (int round = 0; round < 2; round++)
+        for (int i = 1; i < N; i++) {
+            snprintf(key, sizeof key, "k%02d", i);
+            hit_matches(key, src[i], 4096);
+            cache_stats_get(cache, &s);
+            CU_ASSERT(s.memory_bytes <= memory);
+        }
+    /* full, and no buffer took its header block's 4 KiB of padding */
+    CU_ASSERT(s.memory_objects >= 9 && s.memory_objects < N - 1);
+    CU_ASSERT(s.memory_bytes > memory - 4600);
+    CU_ASSERT_EQUAL(memcmp(body, src[0], 4096), 0);   /* out of the tier, still whole */
+    cache_body_release(held);
+    /* k00 was pushed out: its next hit reads the file, the one after is memory */
+    CU_ASSERT_FALSE(hit_matches("k00", src[0], 4096));
+    CU_ASSERT_TRUE(hit_matches("k00", src[0], 4096));
+    for (int i = 0; i < N; i++)
+        free(src[i]);
+    memory = 0;
+    teardown();
+}
+
 /* A hit decodes its stored headers from the cache file; a header block
  * longer than the first small read must come back whole. */
 static void long_stored_headers_survive_a_hit(void)
@@ -843,6 +1008,10 @@ int register_tests(void)
     CU_add_test(s, "warm_brings_an_object_in_without_a_reader",
                 warm_brings_an_object_in_without_a_reader);
     CU_add_test(s, "long_stored_headers_survive_a_hit", long_stored_headers_survive_a_hit);
+    CU_add_test(s, "small_hits_come_from_memory_after_the_first",
+                small_hits_come_from_memory_after_the_first);
+    CU_add_test(s, "memory_tier_is_bounded_and_keeps_bodies_being_sent",
+                memory_tier_is_bounded_and_keeps_bodies_being_sent);
     CU_add_test(s, "uring_read_path_serves_the_same_bytes", uring_read_path_serves_the_same_bytes);
     CU_add_test(s, "header_codec_round_trips", header_codec_round_trips);
     return CU_get_error() == CUE_SUCCESS ? 0 : -1;
