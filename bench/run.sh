@@ -10,6 +10,7 @@
 #         nginx with aio threads + directio, fio on the same files
 #   fills: the cold-miss cases alone, 5 runs: shardgate, a direct GET and nginx
 #          proxy_cache filling the same objects (throughput, CPU per object)
+#   mixed: 4 KiB hits alone vs while 2 throttled 64 MiB misses stream in, 5 runs
 # Builds shardgate (Release) in build-bench/ and bench/clients/getc; needs wrk, nginx,
 # curl, python3 (gnuplot-nox for the plots). Results: bench/results/report-MODE.{md,json,png}.
 # BENCH_WORK (default /tmp/shardgate-bench-MODE) holds data and caches;
@@ -19,7 +20,7 @@
 #            shardgate, on 4 KiB c=64 and 64 MiB c=8 -> bench/results/profile/
 set -euo pipefail
 mode="${1:-quick}"
-case "$mode" in smoke|quick|full|profile|memory|fills|nvme) ;; *) echo "usage: $0 smoke|quick|full|profile|memory|fills|nvme" >&2; exit 2 ;; esac
+case "$mode" in smoke|quick|full|profile|memory|fills|nvme|mixed) ;; *) echo "usage: $0 smoke|quick|full|profile|memory|fills|nvme|mixed" >&2; exit 2 ;; esac
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
 build="${BENCH_BUILD_DIR:-$root/build-bench}"

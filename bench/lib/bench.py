@@ -53,8 +53,15 @@ MODES = {
                   epoch=False),
     # nvme: hits from the disk alone (page cache dropped before each run), vs
     # nginx with aio threads + directio and fio on the same files
+    # (with cache.memory 0: every hit reads the cache file, as nginx reads its files;
+    # in quick and full the 4 KiB rows' "sg disk" column shows what memory served)
     "nvme": dict(reps=3, dur=1, sizes=[("4k", 4096, 200)], conc=[8], cold=False, lj=False,
-                 mixed=False, bipolar=False, memory=False, threads=False, epoch=False, nvme=True),
+                 mixed=False, bipolar=False, memory=False, threads=False, epoch=False, nvme=True,
+                 sg_memory=0),
+    # mixed: 4 KiB hits alone vs while 2 throttled 64 MiB misses stream in
+    # (the hits-next-to-fills case of quick, 5 runs), for work on fill priority
+    "mixed": dict(reps=5, dur=3, sizes=[("4k", 4096, 2000)], conc=[8], cold=False, lj=False,
+                  mixed=True, bipolar=False, memory=False, threads=False, epoch=False),
     # memory: only the memory / restart case, with 1,000,000 small objects
     "memory": dict(reps=1, dur=1, sizes=[("4k", 4096, 2000)], conc=[8], cold=False, lj=False, mixed=False,
                    bipolar=False, memory=True, small_n=1000000, idle_conns=1000, threads=False, epoch=False),
@@ -704,7 +711,8 @@ def main():
             access="access_log %s;" % env_["cold_log"])
         # shardgate in front of it
         env_["cache"] = os.path.join(work, "cache")
-        env_["sg"] = start_shardgate(env_, "sg", free_port(cp + 1), cp, env_["cache"])
+        env_["sg"] = start_shardgate(env_, "sg", free_port(cp + 1), cp, env_["cache"],
+                                     memory=mode.get("sg_memory"))
         # nginx static over the same files
         sp = free_port(env_["sg"].port + 1)
         env_["ngx_static"] = start_nginx("nginx-static", os.path.join(work, "ngx-static"), """

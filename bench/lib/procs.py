@@ -195,7 +195,7 @@ def start_nginx(name, dir_, body, port, workers=2, access="access_log off;"):
                   nginx=True).start()
 
 
-def start_shardgate(env_, name, port, cold_port, cache_dir, threads=0, extra=None):
+def start_shardgate(env_, name, port, cold_port, cache_dir, threads=0, extra=None, memory=None):
     d = os.path.join(env_["work"], name)
     os.makedirs(d, exist_ok=True)
     os.makedirs(cache_dir, exist_ok=True)
@@ -203,6 +203,8 @@ def start_shardgate(env_, name, port, cold_port, cache_dir, threads=0, extra=Non
            "spool_dir": os.path.join(env_["work"], "spool"),
            "cache": {"dir": cache_dir, "size": "200GiB", "fill_workers": 8},
            "buckets": {"bench": {"public_read": True, "consistency": "immutable"}}}
+    if memory is not None:   # cache.memory: small objects also in memory (0: off)
+        cfg["cache"]["memory"] = memory
     os.makedirs(cfg["spool_dir"], exist_ok=True)
     cp = os.path.join(d, "shardgate.json")
     with open(cp, "w") as f:

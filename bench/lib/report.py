@@ -289,7 +289,10 @@ def report(mode_name, mode, res, env_):
         A("")
     section("Setup")
     A("- shardgate: `%s`, Release build, `--cold` = the cold tier, `--cache-dir` on the same disk, log level warn "
-      "(nginx has access_log off), %s threads (one per core)." % (env_["bin"], os.cpu_count()))
+      "(nginx has access_log off), %s threads (one per core), `cache.memory` %s." % (
+          env_["bin"], os.cpu_count(),
+          "0 (off: every hit reads its cache file)" if mode.get("sg_memory") == 0
+          else "64 MiB (default: hits of objects up to 16 KiB after their first come from memory)"))
     A("- cold tier: nginx static over the dataset directory (2 workers), `/bench/slow/` throttled with "
       "`limit_rate 100m` and `sendfile_max_chunk 256k` (100 MiB/s per connection; nginx does not delay a "
       "response's first chunk, so a 4 MiB object comes at about 125 MiB/s), WebDAV PUT for write-through; "
