@@ -56,7 +56,10 @@ def drop_cached(dirs):
 
 
 def run_fio(dir_, bs, depth, dur):
+    # 40,000 files: fio keeps at most 256 open at once (it cannot open them all)
+    # and picks a random one for each read, as the random keys of the servers
     out = subprocess.run(["fio", "--name=nvme", "--opendir=%s" % dir_, "--rw=randread", "--bs=%d" % bs,
+                          "--openfiles=256", "--file_service_type=random",
                           "--direct=1", "--ioengine=io_uring", "--iodepth=%d" % depth,
                           "--runtime=%d" % dur, "--time_based", "--output-format=json"],
                          capture_output=True, text=True, timeout=dur + 120)
