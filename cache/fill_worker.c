@@ -153,6 +153,12 @@ static bool stopping(struct cache *c)
     return s;
 }
 
+/* pct percent of the cache's capacity: its high and low watermarks. */
+static uint64_t watermark(const struct cache *c, unsigned pct)
+{
+    return c->cf.capacity / 100 * pct;
+}
+
 /* Makes room once a reservation takes usage above the high watermark. With
  * LRU, eviction goes down to the low watermark (in batches, so a burst of
  * misses does not evict one object per fill). While ordered hints guide
@@ -166,13 +172,13 @@ static void make_room(struct cache *c, bool staging)
     uint64_t used, reserved, objects;
     cidx_usage(c->idx, &used, &reserved, &objects);
     uint64_t pinned = backend_wb_dirty_bytes(c->cold);
-    uint64_t high = c->cf.capacity / 100 * c->cf.high_pct;
+    uint64_t high = watermark(c, c->cf.high_pct);
     if (used + reserved + pinned <= high)
         return;
     uint64_t freed = 0;
     unsigned count = 0;
     bool exact = staging || cidx_get_policy(c->idx) == CIDX_POLICY_NEXT_USE;
-    uint64_t target = exact ? high : c->cf.capacity / 100 * c->cf.low_pct;
+    uint64_t target = exact ? high : watermark(c, c->cf.low_pct);
     cidx_evict(c->idx, target > pinned ? target - pinned : 0, &freed, &count);
     atomic_fetch_add(&c->evictions, count);
 }
@@ -204,7 +210,7 @@ static bool evicts_sooner(struct cache *c, struct fill *f)
      * the object's size is not known yet, so a typical cached object's */
     uint64_t used, reserved, objects, victim;
     cidx_usage(c->idx, &used, &reserved, &objects);
-    uint64_t high = c->cf.capacity / 100 * c->cf.high_pct;
+    uint64_t high = watermark(c, c->cf.high_pct);
     uint64_t typical = objects ? used / objects : 0;
     if (used + reserved + typical + backend_wb_dirty_bytes(c->cold) <= high)
         return false;   /* no eviction needed */
