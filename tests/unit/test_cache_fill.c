@@ -745,6 +745,33 @@ static void wait_fills_done(uint64_t n)
     CU_ASSERT_EQUAL_FATAL(s.fills_done, n);
 }
 
+/* Opens key as a reader would (*m cleared first, the caller clears it);
+ * *waits: how often the open waited for a fill. */
+static struct cache_obj *open_key(const char *key, struct obj_meta *m, int *waits)
+{
+    memset(m, 0, sizeof *m);
+    struct cache_obj *o = NULL;
+    enum backend_status bst;
+    CU_ASSERT_EQUAL_FATAL(open_wait(key, m, &o, &bst, waits), CACHE_OK);
+    return o;
+}
+
+/* Reads key whole through the cache (a miss fills it), checking it against
+ * src when given. */
+static void read_through(const char *key, const unsigned char *src, size_t n)
+{
+    struct obj_meta m;
+    int waits;
+    struct cache_obj *o = open_key(key, &m, &waits);
+    CU_ASSERT_EQUAL(m.size, n);
+    unsigned char *got = read_all(o, n);
+    if (src)
+        CU_ASSERT_EQUAL(memcmp(got, src, n), 0);
+    free(got);
+    cache_obj_close(o);
+    obj_meta_clear(&m);
+}
+
 /* Opens a published key (a hit) and checks its body, taken as the gateway
  * takes it, against src; returns whether the hit came from memory. */
 static bool hit_matches(const char *key, const unsigned char *src, size_t n)
@@ -752,11 +779,8 @@ static bool hit_matches(const char *key, const unsigned char *src, size_t n)
     struct cache_stats before, after;
     cache_stats_get(cache, &before);
     struct obj_meta m;
-    memset(&m, 0, sizeof m);
-    struct cache_obj *o = NULL;
-    enum backend_status bst;
     int waits;
-    CU_ASSERT_EQUAL_FATAL(open_wait(key, &m, &o, &bst, &waits), CACHE_OK);
+    struct cache_obj *o = open_key(key, &m, &waits);
     CU_ASSERT_EQUAL(waits, 0);
     CU_ASSERT_EQUAL(m.size, n);
     CU_ASSERT_STRING_EQUAL(obj_meta_get_hdr(&m, "x-amz-meta-epoch"), "7");
@@ -781,36 +805,18 @@ static void small_hits_come_from_memory_after_the_first(void)
     setup(1);
     unsigned char *src = pattern(4096, 7);
     put_object("small", src, 4096);
-    struct obj_meta m;
-    memset(&m, 0, sizeof m);
-    struct cache_obj *o = NULL;
-    enum backend_status bst;
-    int waits;
-    CU_ASSERT_EQUAL_FATAL(open_wait("small", &m, &o, &bst, &waits), CACHE_OK);
-    free(read_all(o, 4096));
-    cache_obj_close(o);
-    obj_meta_clear(&m);
+    read_through("small", src, 4096);
     wait_fills_done(1);
     CU_ASSERT_FALSE(hit_matches("small", src, 4096));   /* read from the file, kept */
     CU_ASSERT_TRUE(hit_matches("small", src, 4096));
     CU_ASSERT_TRUE(hit_matches("small", src, 4096));
     /* a hit from memory also reads through cache_obj_read (a range) */
-    CU_ASSERT_EQUAL_FATAL(open_wait("small", &m, &o, &bst, &waits), CACHE_OK);
-    unsigned char *got = read_all(o, 4096);
-    CU_ASSERT_EQUAL(memcmp(got, src, 4096), 0);
-    free(got);
-    cache_obj_close(o);
-    obj_meta_clear(&m);
+    read_through("small", src, 4096);
     /* written again: the old bytes in memory are never served */
     unsigned char *src2 = pattern(4096, 8);
     put_object("small", src2, 4096);
     cache_invalidate(cache, "bkt", "small");
-    CU_ASSERT_EQUAL_FATAL(open_wait("small", &m, &o, &bst, &waits), CACHE_OK);
-    got = read_all(o, 4096);
-    CU_ASSERT_EQUAL(memcmp(got, src2, 4096), 0);
-    free(got);
-    cache_obj_close(o);
-    obj_meta_clear(&m);
+    read_through("small", src2, 4096);
     wait_fills_done(2);
     CU_ASSERT_FALSE(hit_matches("small", src2, 4096));
     CU_ASSERT_TRUE(hit_matches("small", src2, 4096));
@@ -826,10 +832,7 @@ static void small_hits_come_from_memory_after_the_first(void)
     setup(1);
     src = pattern(100, 9);
     put_object("small", src, 100);
-    CU_ASSERT_EQUAL_FATAL(open_wait("small", &m, &o, &bst, &waits), CACHE_OK);
-    free(read_all(o, 100));
-    cache_obj_close(o);
-    obj_meta_clear(&m);
+    read_through("small", src, 100);
     wait_fills_done(1);
     CU_ASSERT_FALSE(hit_matches("small", src, 100));
     CU_ASSERT_FALSE(hit_matches("small", src, 100));
@@ -853,24 +856,13 @@ static void memory_tier_is_bounded_and_keeps_bodies_being_sent(void)
         src[i] = pattern(4096, 100 + (unsigned)i);
         snprintf(key, sizeof key, "k%02d", i);
         put_object(key, src[i], 4096);
-        struct obj_meta m;
-        memset(&m, 0, sizeof m);
-        struct cache_obj *o = NULL;
-        enum backend_status bst;
-        int waits;
-        CU_ASSERT_EQUAL_FATAL(open_wait(key, &m, &o, &bst, &waits), CACHE_OK);
-        free(read_all(o, 4096));
-        cache_obj_close(o);
-        obj_meta_clear(&m);
+        read_through(key, src[i], 4096);
     }
     wait_fills_done(N);
     CU_ASSERT_FALSE(hit_matches("k00", src[0], 4096));
     struct obj_meta m;
-    memset(&m, 0, sizeof m);
-    struct cache_obj *o = NULL;
-    enum backend_status bst;
     int waits;
-    CU_ASSERT_EQUAL_FATAL(open_wait("k00", &m, &o, &bst, &waits), CACHE_OK);
+    struct cache_obj *o = open_key("k00", &m, &waits);
     const uint8_t *body = NULL;
     void *held = cache_obj_take_body(o, &body);   /* from memory, still being "sent" */
     CU_ASSERT_PTR_NOT_NULL_FATAL(held);
