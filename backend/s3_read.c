@@ -27,7 +27,8 @@ struct s3_stream {
     uint64_t pos;               /* offset of the next byte handed out */
     uint64_t recvd;             /* body bytes received */
     uint64_t last_ms;           /* when a byte last arrived (or we resumed) */
-    bool paused;                /* the write callback paused: ring full */
+    bool paused;                /* the write callback paused: the ring holds `want`
+                                   or is full */
     size_t want;                /* what the reader asked for: once the ring
                                    holds that much, the transfer pauses */
     bool done;                  /* the transfer ended; rc says how */

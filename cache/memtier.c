@@ -30,7 +30,6 @@ struct cache_blob {
     size_t len;                  /* bytes of data held (header block and body) */
     struct cache_blob *hnext;    /* hash chain */
     struct cache_blob *prev, *next;   /* recency list, most recent first */
-    bool in_tier;
     uint8_t data[];
 };
 
@@ -52,7 +51,6 @@ struct cache_blob *cache_blob_new(size_t len)
     b->id = 0;
     b->len = len;
     b->hnext = b->prev = b->next = NULL;
-    b->in_tier = false;
     return b;
 }
 
@@ -145,7 +143,6 @@ static void tier_remove(struct cache_mem *m, struct cache_blob *b)
     *pp = b->hnext;
     b->hnext = NULL;
     list_unlink(m, b);
-    b->in_tier = false;
     m->bytes -= b->len;
     m->objects--;
 }
@@ -188,7 +185,6 @@ void cache_mem_put(struct cache_mem *m, uint64_t id, struct cache_blob *b)
             gone = old;
         }
         b->id = id;
-        b->in_tier = true;
         atomic_fetch_add(&b->refs, 1);
         size_t s = slot(m, id);
         b->hnext = m->table[s];
