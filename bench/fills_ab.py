@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """A/B two shardgate binaries on the fill path (cold misses), side by side.
 
-  python3 bench/fills_ab.py BIN_A BIN_B [--reps N] [--out FILE]
+  python3 bench/fills_ab.py BIN_A BIN_B [--reps N] [--cold nginx|shardgate] [--out FILE]
 
-One cold tier (nginx static over warm files, as in bench/run.sh) and the two
-gateways on 127.0.0.1, each with its own cache directory. Every run reads
+One cold tier and the two gateways on 127.0.0.1, each with its own cache
+directory. The cold tier is nginx static over warm files, as in
+bench/run.sh (its ETags are not MD5s: a fill checks nothing), or with
+--cold shardgate a shardgate --data over the same files, an S3 server whose
+objects carry what S3's do: an MD5 ETag and the CRC32 boto3 sent with the
+PUT (x-amz-checksum-crc32), so a fill checks one of them. Every run reads
 keys neither gateway has seen (hard links of one source file per size), so
 every GET is a miss: 20 objects of 1 MiB, then 2 of 64 MiB, one client,
 keep-alive, sequential. Runs alternate A/B (B first on odd runs); a direct
@@ -20,9 +24,25 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from procs import CLK, cpu_ticks, free_port, log, pairs, run_getc, start_nginx, start_shardgate, stop_all  # noqa: E402
 from report import MiB, fmt, summary  # noqa: E402
+from bench import start_cold_s3  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZES = (("1 MiB", MiB, 20), ("64 MiB", 64 * MiB, 2))
+
+
+def put_through_s3(port, path, data, key):
+    """PUTs the file as bench/key with boto3 (which adds x-amz-checksum-crc32);
+    returns the object's file in the cold tier's directory."""
+    import boto3
+    from botocore.config import Config
+    s3 = boto3.client("s3", endpoint_url="http://127.0.0.1:%d" % port, aws_access_key_id="bench",
+                      aws_secret_access_key="bench-secret", region_name="us-east-1",
+                      config=Config(s3={"addressing_style": "path"}))
+    with open(path, "rb") as f:
+        s3.put_object(Bucket="bench", Key=key, Body=f)
+    h = s3.head_object(Bucket="bench", Key=key, ChecksumMode="ENABLED")
+    log("cold object %s: ETag %s, CRC32 %s" % (key, h["ETag"], h.get("ChecksumCRC32")))
+    return os.path.join(data, key)
 
 
 def main():
@@ -31,16 +51,22 @@ def main():
     ap.add_argument("bin_b")
     ap.add_argument("--reps", type=int, default=6)
     ap.add_argument("--getc", default=os.path.join(ROOT, "build-bench", "bench-getc"))
+    ap.add_argument("--cold", choices=("nginx", "shardgate"), default="nginx")
     ap.add_argument("--out", help="also write the table to this file")
     a = ap.parse_args()
     work = os.environ.get("BENCH_WORK", "/tmp/shardgate-bench-fills-ab")
     shutil.rmtree(work, ignore_errors=True)
     data = os.path.join(work, "data", "bench")
     os.makedirs(data)
-    env_ = dict(work=work, getc=a.getc)
+    base = int(os.environ.get("BENCH_PORT_BASE", "27700"))
+    env_ = dict(work=work, getc=a.getc, port_base=base, bin=a.bin_b)
     try:
-        cp = free_port(int(os.environ.get("BENCH_PORT_BASE", "27700")))
-        cold = start_nginx("nginx-cold", os.path.join(work, "ngx"), """
+        if a.cold == "shardgate":
+            cold = start_cold_s3(env_, public_bucket="bench")
+            cp = cold.port
+        else:
+            cp = free_port(base)
+            cold = start_nginx("nginx-cold", os.path.join(work, "ngx"), """
   server {{ listen 127.0.0.1:{p}; root {root};
     location ~ ^/[^/]+/?$ {{ return 200; }} }}""".format(p=cp, root=os.path.dirname(data)), cp)
         gw = {}
@@ -54,6 +80,10 @@ def main():
             with open(src, "wb") as f:
                 for _ in range(size // MiB):
                     f.write(os.urandom(MiB))
+            if a.cold == "shardgate":
+                # through S3, so the file has the object's metadata (its
+                # xattr), which the hard links below share
+                src = put_through_s3(cp, src, data, "src-%d" % size)
             log("fills A/B: %s, %d objects x %d runs" % (name, count, a.reps))
 
             def keys(arm, r):
@@ -83,8 +113,8 @@ def main():
             rows.append((name, A, B, D))
     finally:
         stop_all()
-    L = ["A = `%s`, B = `%s`; %d runs each, alternating; medians [min-max]; ratio = per-run B / A." % (
-        a.bin_a, a.bin_b, a.reps), "",
+    L = ["A = `%s`, B = `%s`; cold tier %s; %d runs each, alternating; medians [min-max]; "
+         "ratio = per-run B / A." % (a.bin_a, a.bin_b, a.cold, a.reps), "",
          "| size | arm | MB/s | first body byte ms | CPU ms per object |",
          "| --- | --- | --- | --- | --- |"]
     for name, A, B, D in rows:

@@ -166,6 +166,14 @@ void cache_invalidate(struct cache *c, const char *bucket, const char *key);
  * nothing when the staging budget is used up. */
 void cache_warm(struct cache *c, const char *bucket, const char *key);
 
+/* What a fill checked the cold tier's bytes against (cache/verify.c). */
+enum cache_check {
+    CACHE_CHECK_NONE,        /* nothing offered: a multipart ETag, no full-object checksum */
+    CACHE_CHECK_CHECKSUM,    /* a full-object x-amz-checksum-* (CRC, else SHA) */
+    CACHE_CHECK_MD5,         /* the ETag, the body's MD5 */
+    CACHE_CHECKS
+};
+
 /* Counters for /metrics. */
 struct cache_stats {
     uint64_t hits, misses, fills_started, fills_done, fills_failed, fill_waiters;
@@ -179,6 +187,7 @@ struct cache_stats {
     uint64_t revalidations_skipped;   /* checks skipped just after such a timeout */
     uint64_t memory_hits;     /* hits served from the memory tier (no file read) */
     uint64_t memory_bytes, memory_objects;   /* held in the memory tier now */
+    uint64_t fill_checks[CACHE_CHECKS];      /* fills that began their bytes, by check */
 };
 void cache_stats_get(struct cache *c, struct cache_stats *out);
 

@@ -14,6 +14,7 @@
 
 #include "backend.h"
 #include "cache.h"
+#include "checksum.h"
 
 /* A cache data file: [header block, padded to 4 KiB][object bytes]. The
  * header holds what a hit needs to answer like the cold tier (size, ETag,
@@ -39,6 +40,27 @@ uint64_t cache_hdr_data_offset(size_t hdr_len);
 
 /* Is etag (bare) a plain MD5 - 32 hex digits - that a fill can verify? */
 int cache_etag_is_md5(const char *etag);
+
+/* ---- what a fill checks the cold tier's bytes against (verify.c) ---- */
+
+#define CACHE_VERIFY_VALUE 96   /* a checksum's base64 or an MD5's hex, with NUL */
+
+struct cache_verify {
+    enum cache_check kind;
+    struct sg_ck ck;                  /* CACHE_CHECK_CHECKSUM */
+    struct evp_md_ctx_st *md5;        /* CACHE_CHECK_MD5 */
+    char want[CACHE_VERIFY_VALUE];    /* the cold tier's value */
+    char what[16];                    /* "crc64nvme", "md5": for the log */
+};
+
+/* Picks the cheapest check the object's metadata offers (a full-object CRC,
+ * else an MD5 ETag, else a full-object SHA, else none). 0, or -1 when out
+ * of memory. */
+int cache_verify_begin(struct cache_verify *v, const struct obj_meta *m);
+int cache_verify_update(struct cache_verify *v, const void *buf, size_t n);   /* 0 / -1 */
+/* Do the bytes match? `got` receives what they gave (empty for none). */
+bool cache_verify_end(struct cache_verify *v, char got[CACHE_VERIFY_VALUE]);
+void cache_verify_free(struct cache_verify *v);
 
 /* ---- revalidation of a hit (revalidate.c), embedded in struct cache ---- */
 
@@ -134,6 +156,7 @@ struct cache {
 
     atomic_uint_fast64_t hits, misses, fills_started, fills_done, fills_failed;
     atomic_uint_fast64_t fills_withdrawn;   /* of fills_failed: staging fills given up */
+    atomic_uint_fast64_t fill_checks[CACHE_CHECKS];
     atomic_uint_fast64_t waiters_now, backend_bytes, revalidations, evictions;
     struct cache_reval reval;    /* revalidate.c: deadline, hold-off, counters */
 };

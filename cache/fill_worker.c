@@ -18,13 +18,11 @@
  * the cold tier overlaps writing the last one. */
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -240,7 +238,8 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
     memset(&meta, 0, sizeof meta);
     struct backend_obj *bo = NULL;
     int fd = -1;
-    EVP_MD_CTX *md5 = NULL;
+    struct cache_verify verify;
+    memset(&verify, 0, sizeof verify);
     uint8_t *hdr = NULL;
 
     char why[CACHE_JOB_MSG_LEN];
@@ -305,9 +304,7 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
     f->state = FILL_RUNNING;
     cache_waiters_wake(c, f);
     uint64_t size = f->meta.size;
-    bool verify = cache_etag_is_md5(f->meta.etag);
-    char want_md5[72];
-    memcpy(want_md5, f->meta.etag, sizeof want_md5);
+    int vrc = cache_verify_begin(&verify, &f->meta);
     pthread_mutex_unlock(&f->mu);
     /* the header block goes through the engine like every other write, padded
      * to where the data starts: the file's size is then always data_off +
@@ -317,11 +314,11 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
     if (rc < 0)
         goto io_fail;
 
-    md5 = verify ? EVP_MD_CTX_new() : NULL;
-    if (verify && (!md5 || !EVP_DigestInit_ex(md5, EVP_md5(), NULL))) {
+    if (vrc != 0) {
         cache_fill_fail(c, f, CACHE_NOMEM, BACKEND_OK, "out of memory");
         goto out;
     }
+    atomic_fetch_add(&c->fill_checks[verify.kind], 1);
     unsigned next_buf = 0;
     /* The first pieces are small so the first reader's first byte does not
      * wait for a whole megabyte of a slow cold tier (20 ms at 100 MiB/s);
@@ -357,7 +354,7 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
             got += n;
         }
         atomic_fetch_add(&c->backend_bytes, got);
-        if (md5 && !EVP_DigestUpdate(md5, io->buf[b], got)) {
+        if (cache_verify_update(&verify, io->buf[b], got) != 0) {
             cache_fill_fail(c, f, CACHE_NOMEM, BACKEND_OK, "out of memory");
             goto out;
         }
@@ -370,19 +367,14 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
     while (io->count)
         if ((rc = reap_one(c, f, io, fd)) < 0)
             goto io_fail;
-    if (md5) {
-        unsigned char d[16];
-        unsigned dl = 0;
-        char hex[33];
-        EVP_DigestFinal_ex(md5, d, &dl);
-        for (int i = 0; i < 16; i++)
-            snprintf(hex + 2 * i, 3, "%02x", d[i]);
-        if (strcasecmp(hex, want_md5) != 0) {
-            log_msg(LOG_LVL_ERROR, "cache", "%s/%s: bytes from the cold tier do not match its "
-                    "ETag (md5 %s, etag %s): not cached", f->bucket, f->key, hex, want_md5);
-            cache_fill_fail(c, f, CACHE_BACKEND, BACKEND_IO, NULL);
-            goto out;
-        }
+    char got_sum[CACHE_VERIFY_VALUE];
+    if (!cache_verify_end(&verify, got_sum)) {
+        log_msg(LOG_LVL_ERROR, "cache", "%s/%s: bytes from the cold tier do not match its "
+                "%s (%s %s, the cold tier says %s): not cached", f->bucket, f->key,
+                verify.kind == CACHE_CHECK_MD5 ? "ETag" : "checksum", verify.what, got_sum,
+                verify.want);
+        cache_fill_fail(c, f, CACHE_BACKEND, BACKEND_IO, NULL);
+        goto out;
     }
     /* durable before published: a published entry always has its bytes */
     if ((rc = cache_eng_datasync(io->eng, fd)) < 0)
@@ -425,8 +417,7 @@ io_fail:
     cache_dirwatch_report(c->watch, -rc);
 out:
     drain(io);   /* before the buffers are reused and the file closed */
-    if (md5)
-        EVP_MD_CTX_free(md5);
+    cache_verify_free(&verify);
     free(hdr);
     if (fd >= 0)
         close(fd);

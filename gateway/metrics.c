@@ -193,6 +193,18 @@ void gw_h_metrics(struct gw_req *r)
                             (unsigned long long)v);
     }
     if (r->cache)
+        rc |= gw_buf_printf(&b, "# HELP shardgate_cache_fill_checks_total Fills by what their "
+                                "bytes were checked against before publishing: checksum (the "
+                                "cold tier's full-object CRC, else SHA), md5 (the ETag), none "
+                                "(a multipart ETag without a full-object checksum).\n"
+                                "# TYPE shardgate_cache_fill_checks_total counter\n"
+                                "shardgate_cache_fill_checks_total{check=\"checksum\"} %llu\n"
+                                "shardgate_cache_fill_checks_total{check=\"md5\"} %llu\n"
+                                "shardgate_cache_fill_checks_total{check=\"none\"} %llu\n",
+                            (unsigned long long)cs.fill_checks[CACHE_CHECK_CHECKSUM],
+                            (unsigned long long)cs.fill_checks[CACHE_CHECK_MD5],
+                            (unsigned long long)cs.fill_checks[CACHE_CHECK_NONE]);
+    if (r->cache)
         rc |= gw_buf_printf(&b, "# HELP shardgate_cache_engine The engine of cache fills: "
                                 "io_uring, or threads (pread/pwrite, io_uring blocked).\n"
                                 "# TYPE shardgate_cache_engine gauge\n"

@@ -265,17 +265,21 @@ def case_mixed(env_, mode, res):
     res["mixed"] = dict(with_cold=A, alone=B)
 
 
-def start_cold_s3(env_):
+def start_cold_s3(env_, public_bucket=None):
     """A shardgate --data over the dataset directory: an S3-complete cold tier
     (shardgate writes big PUTs through as multipart uploads, which nginx's
-    WebDAV cannot take)."""
+    WebDAV cannot take). public_bucket: a bucket anyone may read (a client
+    that does not sign, as bench-getc)."""
     port = free_port(env_["port_base"] + 80)
     d = os.path.join(env_["work"], "cold-s3")
     os.makedirs(d, exist_ok=True)
     cp = os.path.join(d, "cold.json")
     with open(cp, "w") as f:
-        json.dump({"listen": "127.0.0.1:%d" % port, "log_level": "warn",
-                   "spool_dir": os.path.join(env_["work"], "spool")}, f)
+        cfg = {"listen": "127.0.0.1:%d" % port, "log_level": "warn",
+               "spool_dir": os.path.join(env_["work"], "spool")}
+        if public_bucket:
+            cfg["buckets"] = {public_bucket: {"public_read": True}}
+        json.dump(cfg, f)
     os.chmod(cp, 0o600)
     e = dict(os.environ, SHARDGATE_ACCESS_KEY="bench", SHARDGATE_SECRET_KEY="bench-secret")
     return Server("cold-s3", [env_["bin"], "serve", "--config", cp, "--data", os.path.join(env_["work"], "data")],

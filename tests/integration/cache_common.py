@@ -388,6 +388,9 @@ def bstats():
     out = {k: (metric_sum(m, v) or 0.0) for k, v in names.items()}
     out["backend_get"] = metric_sum(m, "shardgate_backend_requests_total", op="get") or 0.0
     out["backend_head"] = metric_sum(m, "shardgate_backend_requests_total", op="head") or 0.0
+    for check in ("checksum", "md5", "none"):
+        out["checked_" + check] = metric_sum(m, "shardgate_cache_fill_checks_total",
+                                             check=check) or 0.0
     return out
 
 

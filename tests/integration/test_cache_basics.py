@@ -83,6 +83,11 @@ def suite(tag, cold, tp):
     eq("[%s] first GET is a miss" % tag, s1["misses"] - s0["misses"], 1)
     check("[%s] first GET went to the cold tier" % tag, c1 > c0, "%r -> %r" % (c0, c1))
     eq("[%s] miss headers equal the cold tier's" % tag, obj_headers(g1.headers), cold_h)
+    # boto3 sends x-amz-checksum-crc32 with a PUT and the cold tier keeps it:
+    # the fill checks its bytes against that CRC, not the MD5 ETag
+    eq("[%s] the fill checked the cold tier's CRC (fill checks by checksum, md5)" % tag,
+       (s1["checked_checksum"] - s0["checked_checksum"], s1["checked_md5"] - s0["checked_md5"]),
+       (1, 0))
     g2 = C.bget("/%s/obj" % b)
     s2, c2 = C.bstats(), count_cold(cold, tp)
     eq("[%s] second GET bytes (sha256)" % tag, g2.sha, want)
@@ -97,6 +102,21 @@ def suite(tag, cold, tp):
     eq("[%s] boto3 GET from the cache: metadata" % tag,
        (r["ContentType"], r["Metadata"], r["CacheControl"]),
        ("application/x-shard", {"color": "blue", "epoch": "3"}, "max-age=7"))
+
+    # an object stored without a checksum: the MD5 ETag is checked
+    plain = os.urandom(MB + 5)
+    eq("[%s] PUT without a checksum to the cold tier" % tag,
+       C.request(cold.port, "PUT", "/%s/plain" % b, body=plain, access=cold.access,
+                 secret=cold.secret).status, 200)
+    p0 = C.bstats()
+    g = C.bget("/%s/plain" % b)
+    check("[%s] object without a checksum: miss 200, published" % tag,
+          g.status == 200 and g.sha == H.sha256(plain) and published(p0["objects"] + 1),
+          g.status)
+    p1 = C.bstats()
+    eq("[%s] ... and the fill checked its MD5 ETag (fill checks by checksum, md5)" % tag,
+       (p1["checked_checksum"] - p0["checked_checksum"], p1["checked_md5"] - p0["checked_md5"]),
+       (0, 1))
 
     # --- HEAD after GET: no cold GET
     c3 = count_cold(cold, tp)

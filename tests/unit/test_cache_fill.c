@@ -18,6 +18,8 @@
 #include "backend_int.h"
 #include "cache.h"
 #include "cache_int.h"
+#include "checksum.h"
+#include "encoding.h"
 
 /* A waiter that blocks a test thread until the cache resumes it. */
 struct test_waiter {
@@ -92,18 +94,40 @@ static void md5_hex(const void *p, size_t n, char out[33])
         snprintf(out + 2 * i, 3, "%02x", d[i]);
 }
 
-static void put_object(const char *key, const void *p, size_t n)
+/* Stores key with ETag `etag` (NULL: the body's MD5) and, when ck is not
+ * SG_CK_NONE, the body's full-object checksum of that algorithm. */
+static void put_object_as(const char *key, const void *p, size_t n, const char *etag,
+                          enum sg_ck_algo ck)
 {
     struct backend_put *bp;
     CU_ASSERT_EQUAL_FATAL(backend_put_begin(cold, "bkt", key, &bp), BACKEND_OK);
     CU_ASSERT_EQUAL_FATAL(backend_put_write(bp, p, n), BACKEND_OK);
     struct obj_meta m;
     memset(&m, 0, sizeof m);
-    md5_hex(p, n, m.etag);
+    if (etag)
+        snprintf(m.etag, sizeof m.etag, "%s", etag);
+    else
+        md5_hex(p, n, m.etag);
     obj_meta_add_hdr(&m, "content-type", "application/x-tar");
     obj_meta_add_hdr(&m, "x-amz-meta-epoch", "7");
+    if (ck != SG_CK_NONE) {
+        struct sg_ck c;
+        uint8_t d[32];
+        char b64[64];
+        CU_ASSERT_EQUAL_FATAL(sg_ck_init(&c, ck), 0);
+        sg_ck_update(&c, p, n);
+        sg_b64_encode(d, sg_ck_final(&c, d), b64);
+        sg_ck_free(&c);
+        obj_meta_add_hdr(&m, sg_ck_header(ck), b64);
+        obj_meta_add_hdr(&m, "x-amz-checksum-type", "FULL_OBJECT");
+    }
     CU_ASSERT_EQUAL_FATAL(backend_put_commit(bp, &m, NULL), BACKEND_OK);
     obj_meta_clear(&m);
+}
+
+static void put_object(const char *key, const void *p, size_t n)
+{
+    put_object_as(key, p, n, NULL, SG_CK_NONE);
 }
 
 static void setup(unsigned workers)
@@ -305,14 +329,29 @@ static void missing_key_is_a_backend_error_and_caches_nothing(void)
     teardown();
 }
 
-static void bytes_not_matching_the_etag_are_never_published(void)
+/* The cache's counters once at least `failed` fills failed and `objects`
+ * are published (or after 10 s). */
+static struct cache_stats stats_reaching(uint64_t failed, uint64_t objects)
+{
+    struct cache_stats s;
+    for (int i = 0; i < 1000; i++) {
+        cache_stats_get(cache, &s);
+        if (s.fills_failed >= failed && s.objects >= objects)
+            break;
+        usleep(10000);
+    }
+    return s;
+}
+
+/* The cold copy of "k" changes behind the store's back, keeping its size
+ * and its recorded ETag and checksum: the fill must notice and refuse to
+ * publish. */
+static void corrupted_cold_copy_is_never_published(const char *etag, enum sg_ck_algo ck)
 {
     setup(1);
     size_t n = 300000;
     unsigned char *src = pattern(n, 3);
-    put_object("k", src, n);
-    /* corrupt the cold copy behind the store's back, keeping its size and
-     * its recorded ETag: the fill must notice and refuse to publish */
+    put_object_as("k", src, n, etag, ck);
     char path[128];
     snprintf(path, sizeof path, "%s/bkt/k", data_dir);
     int fd = open(path, O_WRONLY);
@@ -350,17 +389,37 @@ static void bytes_not_matching_the_etag_are_never_published(void)
         cache_obj_close(o);
     }
     obj_meta_clear(&m);
-    struct cache_stats s;
-    for (int i = 0; i < 1000; i++) {
-        cache_stats_get(cache, &s);
-        if (s.fills_failed)
-            break;
-        usleep(10000);
-    }
+    struct cache_stats s = stats_reaching(1, 0);
     CU_ASSERT_EQUAL(s.fills_failed, 1);
     CU_ASSERT_EQUAL(s.objects, 0);
+    /* the same object, unchanged, passes the same check */
+    put_object_as("ok", src, n, etag, ck);
+    CU_ASSERT_EQUAL_FATAL(open_wait("ok", &m, &o, &bst, &waits), CACHE_OK);
+    unsigned char *back = read_all(o, n);
+    CU_ASSERT_EQUAL(memcmp(back, src, n), 0);
+    free(back);
+    cache_obj_close(o);
+    obj_meta_clear(&m);
+    s = stats_reaching(1, 1);
+    CU_ASSERT_EQUAL(s.objects, 1);
+    CU_ASSERT_EQUAL(s.fills_failed, 1);
     free(src);
     teardown();
+}
+
+static void bytes_not_matching_the_etag_are_never_published(void)
+{
+    corrupted_cold_copy_is_never_published(NULL, SG_CK_NONE);
+}
+
+/* A multipart ETag says nothing about the bytes: the full-object CRC the
+ * cold tier keeps beside it (S3: CRC64NVME) is what catches the change. */
+static void bytes_not_matching_a_full_object_crc_are_never_published(void)
+{
+    corrupted_cold_copy_is_never_published("0123456789abcdef0123456789abcdef-3",
+                                           SG_CK_CRC64NVME);
+    corrupted_cold_copy_is_never_published("0123456789abcdef0123456789abcdef-3",
+                                           SG_CK_CRC32C);
 }
 
 /* ---- a cold tier whose opens and reads fail on demand, and which can hold
@@ -988,6 +1047,8 @@ int register_tests(void)
                 missing_key_is_a_backend_error_and_caches_nothing);
     CU_add_test(s, "bytes_not_matching_the_etag_are_never_published",
                 bytes_not_matching_the_etag_are_never_published);
+    CU_add_test(s, "bytes_not_matching_a_full_object_crc_are_never_published",
+                bytes_not_matching_a_full_object_crc_are_never_published);
     CU_add_test(s, "readers_waiting_for_a_failed_fill_get_its_failure",
                 readers_waiting_for_a_failed_fill_get_its_failure);
     CU_add_test(s, "a_reader_woken_for_metadata_takes_the_failure_that_followed",
