@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """A/B two shardgate binaries on the fill path (cold misses), side by side.
 
-  python3 bench/fills_ab.py BIN_A BIN_B [--reps N] [--cold nginx|shardgate] [--out FILE]
+  python3 bench/fills_ab.py BIN_A BIN_B [--reps N] [--cold nginx|shardgate|dir] [--out FILE]
 
 One cold tier and the two gateways on 127.0.0.1, each with its own cache
 directory. The cold tier is nginx static over warm files, as in
 bench/run.sh (its ETags are not MD5s: a fill checks nothing), or with
 --cold shardgate a shardgate --data over the same files, an S3 server whose
 objects carry what S3's do: an MD5 ETag and the CRC32 boto3 sent with the
-PUT (x-amz-checksum-crc32), so a fill checks one of them. Every run reads
+PUT (x-amz-checksum-crc32), so a fill checks one of them. With --cold dir
+each gateway's cold tier is a directory store of its own (--data, plain
+files, as a dataset directory or a parallel file system mount), and the
+direct GET is nginx static over A's directory. Every run reads
 keys neither gateway has seen (hard links of one source file per size), so
 every GET is a miss: 20 objects of 1 MiB, then 2 of 64 MiB, one client,
 keep-alive, sequential. Runs alternate A/B (B first on odd runs); a direct
@@ -51,13 +54,23 @@ def main():
     ap.add_argument("bin_b")
     ap.add_argument("--reps", type=int, default=6)
     ap.add_argument("--getc", default=os.path.join(ROOT, "build-bench", "bench-getc"))
-    ap.add_argument("--cold", choices=("nginx", "shardgate"), default="nginx")
+    ap.add_argument("--cold", choices=("nginx", "shardgate", "dir"), default="nginx")
     ap.add_argument("--out", help="also write the table to this file")
     a = ap.parse_args()
     work = os.environ.get("BENCH_WORK", "/tmp/shardgate-bench-fills-ab")
     shutil.rmtree(work, ignore_errors=True)
     data = os.path.join(work, "data", "bench")
     os.makedirs(data)
+    # --cold dir: each gateway locks its data directory, so each has its own
+    # (hard links of the same files); the direct GETs read A's
+    dirs = {arm: os.path.join(work, "dir-" + arm) for arm in ("A", "B")}
+
+    def data_of(arm):
+        if a.cold != "dir":
+            return data
+        return os.path.join(dirs["B" if arm == "B" else "A"], "bench")
+    for arm in dirs:
+        os.makedirs(data_of(arm), exist_ok=True)
     base = int(os.environ.get("BENCH_PORT_BASE", "27700"))
     env_ = dict(work=work, getc=a.getc, port_base=base, bin=a.bin_b)
     try:
@@ -68,12 +81,13 @@ def main():
             cp = free_port(base)
             cold = start_nginx("nginx-cold", os.path.join(work, "ngx"), """
   server {{ listen 127.0.0.1:{p}; root {root};
-    location ~ ^/[^/]+/?$ {{ return 200; }} }}""".format(p=cp, root=os.path.dirname(data)), cp)
+    location ~ ^/[^/]+/?$ {{ return 200; }} }}""".format(p=cp, root=os.path.dirname(data_of("A"))), cp)
         gw = {}
         for arm, binp in (("A", a.bin_a), ("B", a.bin_b)):
             env_["bin"] = binp
             port = free_port(cp + 1 + len(gw) * 10)
-            gw[arm] = start_shardgate(env_, "sg-" + arm, port, cp, os.path.join(work, "cache-" + arm))
+            gw[arm] = start_shardgate(env_, "sg-" + arm, port, cp, os.path.join(work, "cache-" + arm),
+                                      data_dir=dirs[arm] if a.cold == "dir" else None)
         rows = []
         for name, size, count in SIZES:
             src = os.path.join(work, "src-%d" % size)
@@ -87,13 +101,19 @@ def main():
             log("fills A/B: %s, %d objects x %d runs" % (name, count, a.reps))
 
             def keys(arm, r):
-                d = os.path.join(data, "%d-%s-%d" % (size, arm, r))
+                d = os.path.join(data_of(arm), "%d-%s-%d" % (size, arm, r))
                 os.makedirs(d, exist_ok=True)
                 for i in range(count):
                     os.link(src, os.path.join(d, "%04d" % i))
                 paths = ["/bench/%d-%s-%d/%04d" % (size, arm, r, i) for i in range(count)]
-                # the cold tier's page cache is warm for every arm
-                run_getc(env_, cold.port, paths)
+                # the cold tier's page cache is warm for every arm (in dir
+                # mode every key is a link of src: reading src warms them)
+                if a.cold == "dir":
+                    with open(src, "rb") as f:
+                        while f.read(1 << 20):
+                            pass
+                else:
+                    run_getc(env_, cold.port, paths)
                 return paths
 
             def arm_run(arm):

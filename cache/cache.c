@@ -225,6 +225,7 @@ void cache_stats_get(struct cache *c, struct cache_stats *out)
     out->fills_done = atomic_load(&c->fills_done);
     out->fills_failed = atomic_load(&c->fills_failed);
     out->fills_withdrawn = atomic_load(&c->fills_withdrawn);
+    out->kernel_copied = atomic_load(&c->kernel_copied);
     for (int i = 0; i < CACHE_CHECKS; i++)
         out->fill_checks[i] = atomic_load(&c->fill_checks[i]);
     out->fill_waiters = atomic_load(&c->waiters_now);

@@ -157,6 +157,7 @@ struct cache {
     atomic_uint_fast64_t hits, misses, fills_started, fills_done, fills_failed;
     atomic_uint_fast64_t fills_withdrawn;   /* of fills_failed: staging fills given up */
     atomic_uint_fast64_t fill_checks[CACHE_CHECKS];
+    atomic_uint_fast64_t kernel_copied;     /* bytes fills copied by copy_file_range */
     atomic_uint_fast64_t waiters_now, backend_bytes, revalidations, evictions;
     struct cache_reval reval;    /* revalidate.c: deadline, hold-off, counters */
 };

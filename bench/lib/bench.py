@@ -128,29 +128,55 @@ def case_hits(env_, mode, res):
         raise RuntimeError("hit case was not all hits: hits +%d, backend gets +%d" % (hits, bget))
 
 
+# The cold-miss rows: tag, object size, objects per run, clients at once, and
+# the cold tier: "nginx" (static over warm files, the gateway's --cold) or
+# "dir" (the same files as the gateway's own --data directory store, the
+# direct reference being nginx static over that directory).
+COLD_ROWS = (("1m", MiB, "cold1m", 1, "nginx"), ("64m", 64 * MiB, "cold64m", 1, "nginx"),
+             ("slow/64m", 64 * MiB, 1, 1, "nginx"),
+             ("8x1m", MiB, 64, 8, "nginx"), ("8x64m", 64 * MiB, 8, 8, "nginx"),
+             ("dir/1m", MiB, "cold1m", 1, "dir"), ("dir/64m", 64 * MiB, "cold64m", 1, "dir"))
+
+
+def cold_rows(mode):
+    for tag, size, count, conc, tier in COLD_ROWS:
+        if conc > 1 and not mode.get("cold_conc", True):
+            continue
+        yield tag, size, mode[count] if isinstance(count, str) else count, conc, tier
+
+
 def case_cold(env_, mode, res):
     sg, cold = env_["sg"], env_["cold"]
     out = []
-    for tag, size, count in (("1m", MiB, mode["cold1m"]), ("64m", 64 * MiB, mode["cold64m"]),
-                             ("slow/64m", 64 * MiB, 1)):
+    for tag, size, count, conc, tier in cold_rows(mode):
         src = env_["src1"] if size == MiB else env_["src64"]
+        sub = "c" + tag.replace("/", "")
         for r in range(mode["reps"]):
             for i in range(count):
-                link(src, os.path.join(env_["data"], "c%s" % tag, "r%d" % r, "%06d" % i))
+                link(src, os.path.join(env_["data"], sub, "r%d" % r, "%06d" % i))
         if tag.startswith("slow/"):  # the cold tier's /bench/slow/ is 100 MiB/s
             for r in range(mode["reps"]):
                 for i in range(count):
                     link(src, os.path.join(env_["data"], "slow", "c64m", "r%d" % r, "%06d" % i))
-        log("cold miss %s: %d objects x %d reps, alternating direct / through shardgate" % (tag, count, mode["reps"]))
+        log("cold miss %s: %d objects x %d reps, %d at once, alternating direct / through shardgate" % (
+            tag, count, mode["reps"], conc))
+        if tier == "dir" and "sg_dir" not in env_:
+            # a second gateway whose cold tier is the dataset directory itself
+            env_["sg_dir"] = start_shardgate(env_, "sg-dir", free_port(env_["port_base"] + 90), None,
+                                             os.path.join(env_["work"], "cache-dir"),
+                                             memory=mode.get("sg_memory"), data_dir=env_["data"])
 
         def one(port, srv):
             def f(r):
-                paths = [("/bench/slow/c64m/r%d/%06d" if tag.startswith("slow/") else "/bench/c" + tag + "/r%d/%06d")
+                paths = [("/bench/slow/c64m/r%d/%06d" if tag.startswith("slow/") else "/bench/" + sub + "/r%d/%06d")
                          % (r, i) for i in range(count)]
                 c0 = cpu_ticks(srv.pids())
-                rows = run_getc(env_, port, paths, conc=1)
+                rows = run_getc(env_, port, paths, conc=conc)
                 c1 = cpu_ticks(srv.pids())
-                t = sum(x["total"] for x in rows) / 1e3
+                if conc == 1:
+                    t = sum(x["total"] for x in rows) / 1e3
+                else:   # the clients overlap: from the first start to the last end
+                    t = (max(x["start"] + x["total"] for x in rows) - min(x["start"] for x in rows)) / 1e3
                 return dict(MBps=sum(x["bytes"] for x in rows) / t / 1e6,
                             ttfb_ms=med([x["ttfb"] for x in rows]),
                             ttbody_ms=med([x["ttbody"] for x in rows]),
@@ -158,12 +184,15 @@ def case_cold(env_, mode, res):
             return f
         # nginx proxy_cache fills the same objects (its own cache: they are
         # misses for it too): the reference for CPU per MiB filled
-        px = env_.get("ngx_proxy")
-        m0 = metrics(sg.port)
-        arms = [one(sg.port, sg), one(cold.port, cold)] + ([one(px.port, px)] if px else [])
+        # (for the directory store there is no proxy_cache equivalent)
+        px = env_.get("ngx_proxy") if tier == "nginx" else None
+        gw, direct = (sg, cold) if tier == "nginx" else (env_["sg_dir"], env_["ngx_static"])
+        m0 = metrics(gw.port)
+        arms = [one(gw.port, gw), one(direct.port, direct)] + ([one(px.port, px)] if px else [])
         got = rounds(mode["reps"], *arms)
-        m1 = metrics(sg.port)
-        out.append(dict(size=tag, sg=got[0], direct=got[1], proxy=got[2] if px else None,
+        m1 = metrics(gw.port)
+        out.append(dict(size=tag, count=count, conc=conc, sg=got[0], direct=got[1],
+                        proxy=got[2] if px else None,
                         misses=m1["shardgate_cache_misses_total"] - m0["shardgate_cache_misses_total"]))
     res["cold"] = out
 
@@ -677,9 +706,9 @@ def main():
     binp = sys.argv[2]
     getc = sys.argv[3]
     work = os.environ.get("BENCH_WORK", "/tmp/shardgate-bench-%s" % mode_name)
-    for d in ("cache", "cache-t1", "cache-t4", "cache-mem", "ngx-proxy/cache", "spool"):
+    for d in ("cache", "cache-t1", "cache-t4", "cache-mem", "cache-dir", "ngx-proxy/cache", "spool"):
         shutil.rmtree(os.path.join(work, d), ignore_errors=True)
-    for d in ("ckpt", "slow", "tiny", "c1m", "c64m"):  # per-run objects (cold again)
+    for d in ("ckpt", "slow", "tiny", "c1m", "c64m", "c8x1m", "c8x64m", "cdir1m", "cdir64m"):  # per-run objects (cold again)
         shutil.rmtree(os.path.join(work, "data", "bench", d), ignore_errors=True)
     os.makedirs(work, exist_ok=True)
     os.makedirs(RESULTS, exist_ok=True)

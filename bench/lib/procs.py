@@ -195,7 +195,10 @@ def start_nginx(name, dir_, body, port, workers=2, access="access_log off;"):
                   nginx=True).start()
 
 
-def start_shardgate(env_, name, port, cold_port, cache_dir, threads=0, extra=None, memory=None):
+def start_shardgate(env_, name, port, cold_port, cache_dir, threads=0, extra=None, memory=None,
+                    data_dir=None):
+    """A caching gateway on 127.0.0.1:port in front of the S3 cold tier on
+    cold_port, or of the directory store data_dir (--data) when given."""
     d = os.path.join(env_["work"], name)
     os.makedirs(d, exist_ok=True)
     os.makedirs(cache_dir, exist_ok=True)
@@ -210,7 +213,8 @@ def start_shardgate(env_, name, port, cold_port, cache_dir, threads=0, extra=Non
     with open(cp, "w") as f:
         json.dump(cfg, f)
     os.chmod(cp, 0o600)
-    argv = [env_["bin"], "serve", "--config", cp, "--cold", "http://127.0.0.1:%d" % cold_port]
+    argv = [env_["bin"], "serve", "--config", cp]
+    argv += ["--data", data_dir] if data_dir else ["--cold", "http://127.0.0.1:%d" % cold_port]
     if threads:
         argv += ["--threads", str(threads)]
     if extra:
