@@ -3,12 +3,10 @@
  * s3.c). No logic lives here. */
 #include "backend_int.h"
 
-#include <errno.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <time.h>
-#include <unistd.h>
 
 /* ---- the cold tier's own error, per thread (backend_cold_error_take) ---- */
 
@@ -173,23 +171,6 @@ enum backend_status backend_obj_read(struct backend_obj *o, uint64_t off, void *
     if (st == BACKEND_OK)
         atomic_fetch_add(&st_bytes, *got);
     return st;
-}
-
-ssize_t backend_obj_copy_to(struct backend_obj *o, uint64_t off, int fd, uint64_t fd_off,
-                            size_t len)
-{
-    int src = o->ops->obj_fd(o);
-    if (src < 0)
-        return -EOPNOTSUPP;
-    loff_t in = (loff_t)off, out = (loff_t)fd_off;
-    ssize_t n;
-    do
-        n = copy_file_range(src, &in, fd, &out, len, 0);
-    while (n < 0 && errno == EINTR);
-    if (n < 0)
-        return -errno;
-    atomic_fetch_add(&st_bytes, (uint64_t)n);
-    return n;
 }
 
 void backend_obj_close(struct backend_obj *o)

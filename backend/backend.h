@@ -10,7 +10,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
 #include <time.h>
 
 struct backend;            /* opaque: one cold tier */
@@ -368,12 +367,6 @@ int backend_obj_fd(const struct backend_obj *o);
 /* Reads up to len bytes at off; *got = 0 means end of object. */
 enum backend_status backend_obj_read(struct backend_obj *o, uint64_t off, void *buf,
                                      size_t len, size_t *got);
-/* Copies up to len bytes at off into file fd at fd_off inside the kernel
- * (copy_file_range) when the object is a local file: no user buffer. The
- * bytes copied, 0 at the end of the object, or a negative errno (-EXDEV,
- * -EOPNOTSUPP...: the caller reads with backend_obj_read instead). */
-ssize_t backend_obj_copy_to(struct backend_obj *o, uint64_t off, int fd, uint64_t fd_off,
-                            size_t len);
 void backend_obj_close(struct backend_obj *o);
 
 /* Where part `part_no` of an object lies (GET/HEAD ?partNumber=N). */

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A/B two shardgate binaries on the fill path (cold misses), side by side.
 
-  python3 bench/fills_ab.py BIN_A BIN_B [--reps N] [--cold nginx|shardgate|dir] [--out FILE]
+  python3 bench/fills_ab.py BIN_A BIN_B [--reps N] [--cold nginx|shardgate|dir] [--conc N]
+                            [--out FILE]
 
 One cold tier and the two gateways on 127.0.0.1, each with its own cache
 directory. The cold tier is nginx static over warm files, as in
@@ -11,7 +12,9 @@ objects carry what S3's do: an MD5 ETag and the CRC32 boto3 sent with the
 PUT (x-amz-checksum-crc32), so a fill checks one of them. With --cold dir
 each gateway's cold tier is a directory store of its own (--data, plain
 files, as a dataset directory or a parallel file system mount), and the
-direct GET is nginx static over A's directory. Every run reads
+direct GET is nginx static over A's directory. With --conc N, N clients
+read at once (N times the objects per run; MB/s is the aggregate, from the
+first request's start to the last one's end). Every run reads
 keys neither gateway has seen (hard links of one source file per size), so
 every GET is a miss: 20 objects of 1 MiB, then 2 of 64 MiB, one client,
 keep-alive, sequential. Runs alternate A/B (B first on odd runs); a direct
@@ -55,6 +58,7 @@ def main():
     ap.add_argument("--reps", type=int, default=6)
     ap.add_argument("--getc", default=os.path.join(ROOT, "build-bench", "bench-getc"))
     ap.add_argument("--cold", choices=("nginx", "shardgate", "dir"), default="nginx")
+    ap.add_argument("--conc", type=int, default=1, help="clients at once")
     ap.add_argument("--out", help="also write the table to this file")
     a = ap.parse_args()
     work = os.environ.get("BENCH_WORK", "/tmp/shardgate-bench-fills-ab")
@@ -90,6 +94,7 @@ def main():
                                       data_dir=dirs[arm] if a.cold == "dir" else None)
         rows = []
         for name, size, count in SIZES:
+            count *= a.conc
             src = os.path.join(work, "src-%d" % size)
             with open(src, "wb") as f:
                 for _ in range(size // MiB):
@@ -121,9 +126,13 @@ def main():
                     paths = keys(arm, r)
                     srv = gw.get(arm)
                     c0 = cpu_ticks(srv.pids()) if srv else 0
-                    got = run_getc(env_, srv.port if srv else cold.port, paths)
+                    got = run_getc(env_, srv.port if srv else cold.port, paths, conc=a.conc)
                     c1 = cpu_ticks(srv.pids()) if srv else 0
-                    t = sum(x["total"] for x in got) / 1e3
+                    if a.conc == 1:
+                        t = sum(x["total"] for x in got) / 1e3
+                    else:
+                        t = (max(x["start"] + x["total"] for x in got) -
+                             min(x["start"] for x in got)) / 1e3
                     return dict(MBps=size * count / t / 1e6,
                                 body_ms=summary([x["ttbody"] for x in got])["med"],
                                 cpu_ms=(c1 - c0) / CLK * 1e3 / count)
@@ -133,8 +142,8 @@ def main():
             rows.append((name, A, B, D))
     finally:
         stop_all()
-    L = ["A = `%s`, B = `%s`; cold tier %s; %d runs each, alternating; medians [min-max]; "
-         "ratio = per-run B / A." % (a.bin_a, a.bin_b, a.cold, a.reps), "",
+    L = ["A = `%s`, B = `%s`; cold tier %s; %d client(s) at once; %d runs each, alternating; "
+         "medians [min-max]; ratio = per-run B / A." % (a.bin_a, a.bin_b, a.cold, a.conc, a.reps), "",
          "| size | arm | MB/s | first body byte ms | CPU ms per object |",
          "| --- | --- | --- | --- | --- |"]
     for name, A, B, D in rows:

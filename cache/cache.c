@@ -148,6 +148,8 @@ int cache_open(const struct cache_conf *cf, struct backend *cold, struct cache *
         c->n_workers++;
     }
     c->reaper_started = pthread_create(&c->reaper, NULL, cache_reaper_main, c) == 0;
+    if (cache_publisher_start(c) != 0)   /* the workers then finish their own fills */
+        log_msg(LOG_LVL_WARN, "cache", "no publisher thread: fill workers sync their files");
     /* Staging uses at most half the workers, so reader misses always find one. */
     c->bg_limit = c->n_workers > 1 ? c->n_workers / 2 : 1;
     c->pf = cache_prefetch_new(c);
@@ -193,6 +195,7 @@ void cache_stop(struct cache *c)
     for (unsigned i = 0; i < c->n_workers; i++)
         pthread_join(c->workers[i], NULL);
     c->n_workers = 0;
+    cache_publisher_stop(c);   /* after the workers: it finishes what they queued */
     if (c->reaper_started)
         pthread_join(c->reaper, NULL);
     c->reaper_started = false;
@@ -210,6 +213,8 @@ void cache_close(struct cache *c)
     sg_dirlock_release(c->lock);   /* after the index is persisted */
     free(c->workers);
     cache_mem_free(c->mem);
+    pthread_cond_destroy(&c->pub_cv);
+    pthread_mutex_destroy(&c->pub_mu);
     pthread_cond_destroy(&c->work);
     pthread_mutex_destroy(&c->mu);
     free(c->dir);
@@ -225,7 +230,6 @@ void cache_stats_get(struct cache *c, struct cache_stats *out)
     out->fills_done = atomic_load(&c->fills_done);
     out->fills_failed = atomic_load(&c->fills_failed);
     out->fills_withdrawn = atomic_load(&c->fills_withdrawn);
-    out->kernel_copied = atomic_load(&c->kernel_copied);
     for (int i = 0; i < CACHE_CHECKS; i++)
         out->fill_checks[i] = atomic_load(&c->fill_checks[i]);
     out->fill_waiters = atomic_load(&c->waiters_now);

@@ -188,7 +188,6 @@ struct cache_stats {
     uint64_t memory_hits;     /* hits served from the memory tier (no file read) */
     uint64_t memory_bytes, memory_objects;   /* held in the memory tier now */
     uint64_t fill_checks[CACHE_CHECKS];      /* fills that began their bytes, by check */
-    uint64_t kernel_copied;   /* bytes fills copied file to file (copy_file_range) */
 };
 void cache_stats_get(struct cache *c, struct cache_stats *out);
 

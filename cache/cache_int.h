@@ -41,6 +41,21 @@ uint64_t cache_hdr_data_offset(size_t hdr_len);
 /* Is etag (bare) a plain MD5 - 32 hex digits - that a fill can verify? */
 int cache_etag_is_md5(const char *etag);
 
+/* ---- the end of a fill, off its worker (publish.c, fill_worker.c) ---- */
+
+struct fill;
+
+/* fdatasyncs a fill's complete, checked data file, publishes it to the
+ * index and retires the fill (or fails it when the sync fails); closes fd.
+ * Blocks for the sync. */
+void cache_fill_finish(struct cache *c, struct fill *f, int fd);
+/* Hands that to a publisher thread: true when one took it (it owns f's
+ * retirement and fd from here), false when the queue is full or stopped
+ * (the caller finishes the fill itself). */
+bool cache_publish_later(struct cache *c, struct fill *f, int fd);
+int cache_publisher_start(struct cache *c);   /* 0, or -1: no thread started */
+void cache_publisher_stop(struct cache *c);   /* finishes what is queued, joins */
+
 /* ---- what a fill checks the cold tier's bytes against (verify.c) ---- */
 
 #define CACHE_VERIFY_VALUE 96   /* a checksum's base64 or an MD5's hex, with NUL */
@@ -119,6 +134,9 @@ struct fill {
     bool withdrawn;              /* FILL_FAILED: a staging fill given up before its first
                                     byte (fill_worker.c evicts_sooner): stage it later */
     struct cache_waiter *waiters;
+    /* waiting for its sync and publish (publish.c); under c->pub_mu */
+    struct fill *pub_next;
+    int pub_fd;
 };
 
 struct cache {
@@ -150,6 +168,14 @@ struct cache {
     unsigned n_workers;
     pthread_t reaper;
     bool reaper_started;
+    /* publish.c: finished fills waiting for their sync, and its threads */
+    pthread_mutex_t pub_mu;
+    pthread_cond_t pub_cv;
+    struct fill *pub_head, *pub_tail;   /* under pub_mu */
+    unsigned pub_len;
+    bool pub_stop;
+    pthread_t *publishers;
+    unsigned n_publishers;
     enum cache_engine engine;    /* URING or THREADS: decided once at open */
     struct cache_dirwatch *watch;
     struct cache_mem *mem;       /* small objects in memory (NULL: cache.memory 0) */
@@ -157,7 +183,6 @@ struct cache {
     atomic_uint_fast64_t hits, misses, fills_started, fills_done, fills_failed;
     atomic_uint_fast64_t fills_withdrawn;   /* of fills_failed: staging fills given up */
     atomic_uint_fast64_t fill_checks[CACHE_CHECKS];
-    atomic_uint_fast64_t kernel_copied;     /* bytes fills copied by copy_file_range */
     atomic_uint_fast64_t waiters_now, backend_bytes, revalidations, evictions;
     struct cache_reval reval;    /* revalidate.c: deadline, hold-off, counters */
 };

@@ -254,28 +254,6 @@ int cache_eng_wait(struct cache_eng *e, struct cache_eng_done *out)
     return 0;
 }
 
-int cache_eng_datasync(struct cache_eng *e, int fd)
-{
-    if (e->kind == CACHE_ENGINE_THREADS) {
-        int rc;
-        while ((rc = fdatasync(fd)) != 0 && errno == EINTR)
-            ;
-        return rc == 0 ? 0 : -errno;
-    }
-    struct io_uring_sqe *sqe = io_uring_get_sqe(&e->ring);
-    if (!sqe)
-        return -EBUSY;
-    io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
-    io_uring_sqe_set_data64(sqe, UINT64_MAX);
-    int rc = io_uring_submit(&e->ring);
-    if (rc < 0)
-        return rc;
-    struct cache_eng_done d;
-    if ((rc = cache_eng_wait(e, &d)) < 0)
-        return rc;
-    return d.res < 0 ? d.res : 0;
-}
-
 /* ---- reads of hits ---- */
 
 /* With cache.read_path io_uring, every thread that reads cache files gets a

@@ -1,6 +1,6 @@
 /* cache/engine_int.h - the cache tier's I/O engines, behind one small
  * interface so the fill logic in fill_worker.c is written once: write at an offset
- * (completions reaped later, possibly out of order), fdatasync, and the reads
+ * (completions reaped later, possibly out of order) and the reads
  * of hits. Two engines: io_uring (a ring per fill worker: a write is in
  * flight while the worker reads the next buffer from the cold tier), and
  * pread/pwrite where io_uring is blocked (a container's default seccomp
@@ -56,9 +56,6 @@ int cache_eng_write(struct cache_eng *e, int fd, const void *buf, size_t len, ui
 /* Waits for one completion of a queued write. 0 with *out filled, or a
  * negative errno: the engine broke and nothing more will complete. */
 int cache_eng_wait(struct cache_eng *e, struct cache_eng_done *out);
-/* fdatasync(fd) through the engine; call with no write in flight.
- * 0 or a negative errno. */
-int cache_eng_datasync(struct cache_eng *e, int fd);
 
 /* Reads up to len bytes at off of fd for a hit: through a small ring owned
  * by the calling thread (kind CACHE_ENGINE_URING; freed when the thread

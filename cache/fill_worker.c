@@ -8,7 +8,9 @@
  * 1 MiB buffers let one be read from the cold tier while the other is being
  * written; or pwrite where io_uring is blocked), advances `filled` in order
  * as writes complete and resumes the readers waiting for those bytes. Only a
- * complete, verified and fdatasync'ed file is published to the index.
+ * complete, verified and fdatasync'ed file is published to the index: the
+ * sync and the publish (cache_fill_finish) run on a publisher thread
+ * (publish.c) while the worker takes its next fill.
  *
  * Why one worker per fill rather than one tier thread driving every fill
  * from a single event loop: the cold tier's interface is a blocking reader
@@ -95,62 +97,6 @@ static int submit_write(struct fill_io *io, int fd, unsigned s)
     return 0;
 }
 
-static bool stopping(struct cache *c)
-{
-    pthread_mutex_lock(&c->mu);
-    bool s = c->stopping;
-    pthread_mutex_unlock(&c->mu);
-    return s;
-}
-
-/* Advances the fill's `filled` by n bytes in place and wakes its readers. */
-static void filled_advance(struct cache *c, struct fill *f, uint64_t n)
-{
-    pthread_mutex_lock(&f->mu);
-    f->filled += n;
-    cache_waiters_wake(c, f);
-    pthread_mutex_unlock(&f->mu);
-}
-
-/* The first pieces of a fill are small so the first reader's first byte
- * does not wait for a whole megabyte of a slow cold tier (20 ms at
- * 100 MiB/s); they double up to FILL_BUF, which keeps large objects
- * efficient. */
-static size_t next_piece(size_t *piece, uint64_t left)
-{
-    size_t want = left < *piece ? (size_t)left : *piece;
-    if (*piece < FILL_BUF)
-        *piece *= 2;
-    return want;
-}
-
-/* Copies the object into the data file inside the kernel where the cold
- * tier's object is a local file (backend_obj_copy_to): the bytes go from one
- * page cache to the other and never pass through a buffer of ours - one
- * copy where read + write make two, on the CPU that also serves hits.
- * Advances *off as far as the kernel got; returns 0 with *off < size where
- * the rest must go the usual way (not a local file, file systems that cannot
- * copy between them, a failed read: the buffered loop reports its own
- * errors), or a negative errno for a full disk, which is the cache's. */
-static int copy_in_kernel(struct cache *c, struct fill *f, struct backend_obj *bo, int fd,
-                          uint64_t data_off, uint64_t size, uint64_t *off)
-{
-    size_t piece = 64 * 1024;
-    while (*off < size && !stopping(c)) {
-        ssize_t n = backend_obj_copy_to(bo, *off, fd, data_off + *off,
-                                        next_piece(&piece, size - *off));
-        if (n == -ENOSPC || n == -EDQUOT)
-            return (int)n;
-        if (n <= 0)
-            return 0;   /* EXDEV, EOPNOTSUPP, EIO, a short source: the buffered loop */
-        atomic_fetch_add(&c->backend_bytes, (uint64_t)n);
-        atomic_fetch_add(&c->kernel_copied, (uint64_t)n);
-        *off += (uint64_t)n;
-        filled_advance(c, f, (uint64_t)n);
-    }
-    return 0;
-}
-
 /* Waits for every submitted write, whatever happened (before a failed
  * fill's buffers are reused or its file closed). */
 static void drain(struct fill_io *io)
@@ -190,9 +136,21 @@ static int reap_one(struct cache *c, struct fill *f, struct fill_io *io, int fd)
         io->head = (io->head + 1) % FILL_BUFS;
         io->count--;
     }
-    if (advance)
-        filled_advance(c, f, advance);
+    if (advance) {
+        pthread_mutex_lock(&f->mu);
+        f->filled += advance;
+        cache_waiters_wake(c, f);
+        pthread_mutex_unlock(&f->mu);
+    }
     return 0;
+}
+
+static bool stopping(struct cache *c)
+{
+    pthread_mutex_lock(&c->mu);
+    bool s = c->stopping;
+    pthread_mutex_unlock(&c->mu);
+    return s;
 }
 
 /* pct percent of the cache's capacity: its high and low watermarks. */
@@ -363,15 +321,12 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
         goto out;
     }
     atomic_fetch_add(&c->fill_checks[verify.kind], 1);
-    /* With nothing to check (a dataset file of the directory store: no MD5
-     * ETag, no checksum), the kernel copies a local file. */
-    uint64_t off = 0;
-    if (verify.kind == CACHE_CHECK_NONE &&
-        (rc = copy_in_kernel(c, f, bo, fd, data_off, size, &off)) < 0)
-        goto io_fail;
     unsigned next_buf = 0;
+    /* The first pieces are small so the first reader's first byte does not
+     * wait for a whole megabyte of a slow cold tier (20 ms at 100 MiB/s);
+     * they double up to FILL_BUF, which keeps large objects efficient. */
     size_t piece = 64 * 1024;
-    while (off < size) {
+    for (uint64_t off = 0; off < size;) {
         if (stopping(c)) {
             cache_fill_fail(c, f, CACHE_IO, BACKEND_OK, "the gateway is stopping");
             goto out;
@@ -382,7 +337,9 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
         unsigned s = (io->head + io->count) % FILL_BUFS;
         unsigned b = next_buf;
         next_buf = (next_buf + 1) % FILL_BUFS;
-        size_t want = next_piece(&piece, size - off);
+        size_t want = size - off < piece ? (size_t)(size - off) : piece;
+        if (piece < FILL_BUF)
+            piece *= 2;
         size_t got = 0;
         while (got < want) {
             size_t n = 0;
@@ -421,10 +378,58 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
         cache_fill_fail(c, f, CACHE_BACKEND, BACKEND_IO, NULL);
         goto out;
     }
-    /* durable before published: a published entry always has its bytes */
-    if ((rc = cache_eng_datasync(io->eng, fd)) < 0)
-        goto io_fail;
+    /* Durable before published, off this worker: it goes on to the next
+     * fill while the data file is synced (publish.c). */
+    if (!cache_publish_later(c, f, fd))
+        cache_fill_finish(c, f, fd);
+    fd = -1;
+    f = NULL;
+    goto out;
+
+io_fail:
+    snprintf(why, sizeof why, "write to the cache file in %s failed: %s", c->dir,
+             strerror(-rc));
+    log_msg(LOG_LVL_ERROR, "cache", "%s/%s: %s", f->bucket, f->key, why);
+    drain(io);
+    cache_fill_fail(c, f, CACHE_IO, BACKEND_OK, why);
+    if (rc == -ENOSPC || rc == -EDQUOT)
+        shrink_on_full_disk(c);
+    cache_dirwatch_report(c->watch, -rc);
+out:
+    drain(io);   /* before the buffers are reused and the file closed */
+    cache_verify_free(&verify);
+    free(hdr);
+    if (fd >= 0)
+        close(fd);
+    if (bo)
+        backend_obj_close(bo);
+    obj_meta_clear(&meta);
+    if (f)
+        cache_fill_retire(c, f);
+}
+
+void cache_fill_finish(struct cache *c, struct fill *f, int fd)
+{
+    int rc;
+    while ((rc = fdatasync(fd)) != 0 && errno == EINTR)
+        ;
+    if (rc != 0) {
+        int e = errno;
+        char why[CACHE_JOB_MSG_LEN];
+        snprintf(why, sizeof why, "sync of the cache file in %s failed: %s", c->dir,
+                 strerror(e));
+        log_msg(LOG_LVL_ERROR, "cache", "%s/%s: %s", f->bucket, f->key, why);
+        cache_fill_fail(c, f, CACHE_IO, BACKEND_OK, why);
+        if (e == ENOSPC || e == EDQUOT)
+            shrink_on_full_disk(c);
+        cache_dirwatch_report(c->watch, e);
+        close(fd);
+        cache_fill_retire(c, f);
+        return;
+    }
+    close(fd);
     pthread_mutex_lock(&f->mu);
+    uint64_t size = f->meta.size;
     struct timespec mtime = f->meta.mtime;
     char etag[72];
     memcpy(etag, f->meta.etag, sizeof etag);
@@ -449,26 +454,6 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
     atomic_fetch_add(&c->fills_done, 1);   /* counted before anyone hears of it */
     cache_waiters_wake(c, f);
     pthread_mutex_unlock(&f->mu);
-    goto out;
-
-io_fail:
-    snprintf(why, sizeof why, "write to the cache file in %s failed: %s", c->dir,
-             strerror(-rc));
-    log_msg(LOG_LVL_ERROR, "cache", "%s/%s: %s", f->bucket, f->key, why);
-    drain(io);
-    cache_fill_fail(c, f, CACHE_IO, BACKEND_OK, why);
-    if (rc == -ENOSPC || rc == -EDQUOT)
-        shrink_on_full_disk(c);
-    cache_dirwatch_report(c->watch, -rc);
-out:
-    drain(io);   /* before the buffers are reused and the file closed */
-    cache_verify_free(&verify);
-    free(hdr);
-    if (fd >= 0)
-        close(fd);
-    if (bo)
-        backend_obj_close(bo);
-    obj_meta_clear(&meta);
     cache_fill_retire(c, f);
 }
 

@@ -183,11 +183,6 @@ void gw_h_metrics(struct gw_req *r)
         { "shardgate_cache_memory_bytes", "gauge",
           "Bytes of small objects kept in memory (cache.memory).",
           offsetof(struct cache_stats, memory_bytes) },
-        { "shardgate_cache_fill_kernel_copied_bytes_total", "counter",
-          "Bytes fills copied from a local file of the cold tier to the cache file inside the "
-          "kernel (copy_file_range), without passing through the gateway's buffers; also "
-          "counted in shardgate_backend_bytes_total.",
-          offsetof(struct cache_stats, kernel_copied) },
     };
     for (size_t i = 0; i < sizeof cache_metrics / sizeof cache_metrics[0]; i++) {
         uint64_t v;

@@ -164,7 +164,8 @@ def case_cold(env_, mode, res):
             # a second gateway whose cold tier is the dataset directory itself
             env_["sg_dir"] = start_shardgate(env_, "sg-dir", free_port(env_["port_base"] + 90), None,
                                              os.path.join(env_["work"], "cache-dir"),
-                                             memory=mode.get("sg_memory"), data_dir=env_["data"])
+                                             memory=mode.get("sg_memory"),
+                                             data_dir=os.path.dirname(env_["data"]))
 
         def one(port, srv):
             def f(r):

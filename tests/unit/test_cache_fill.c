@@ -77,7 +77,6 @@ static struct backend *cold;
 static struct cache *cache;
 static bool read_uring;   /* setup() opens the cache with cache.read_path io_uring */
 static uint64_t memory;   /* setup() opens the cache with this cache.memory (0: off) */
-static const char *cache_root = "/tmp";   /* where setup() makes the cache directory */
 
 static void rm_rf(const char *dir)
 {
@@ -134,7 +133,7 @@ static void put_object(const char *key, const void *p, size_t n)
 static void setup(unsigned workers)
 {
     strcpy(data_dir, "/tmp/sg-cf-data-XXXXXX");
-    snprintf(cache_dir, sizeof cache_dir, "%s/sg-cf-cache-XXXXXX", cache_root);
+    strcpy(cache_dir, "/tmp/sg-cf-cache-XXXXXX");
     CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(data_dir));
     CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(cache_dir));
     struct backend_posix_conf pc = { .root = data_dir };
@@ -998,48 +997,6 @@ static void uring_read_path_serves_the_same_bytes(void)
     read_uring = false;
 }
 
-/* A plain file of the directory store (its ETag is not an MD5 and it has no
- * checksum: nothing to check) is copied into the cache by the kernel; where
- * the two file systems cannot copy between them (cache on tmpfs, data on
- * /tmp: EXDEV) it is read and written as before. The same bytes either way,
- * and a hit after. */
-static void plain_file_fills(const char *root, bool by_kernel)
-{
-    cache_root = root;
-    setup(1);
-    cache_root = "/tmp";
-    size_t n = 3 * 1024 * 1024 + 5;   /* several pieces, the last one short */
-    unsigned char *src = pattern(n, 9);
-    char path[128];
-    snprintf(path, sizeof path, "%s/bkt/plain", data_dir);
-    FILE *fp = fopen(path, "wb");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
-    CU_ASSERT_EQUAL(fwrite(src, 1, n, fp), n);
-    CU_ASSERT_EQUAL(fclose(fp), 0);
-    read_through("plain", src, n);
-    wait_fills_done(1);
-    struct cache_stats s;
-    cache_stats_get(cache, &s);
-    CU_ASSERT_EQUAL(s.fill_checks[CACHE_CHECK_NONE], 1);
-    CU_ASSERT_EQUAL(s.kernel_copied, by_kernel ? n : 0);
-    CU_ASSERT_EQUAL(s.backend_bytes, n);
-    read_through("plain", src, n);
-    cache_stats_get(cache, &s);
-    CU_ASSERT_EQUAL(s.hits, 1);
-    free(src);
-    teardown();
-}
-
-static void a_plain_file_is_copied_by_the_kernel(void)
-{
-    plain_file_fills("/tmp", true);
-}
-
-static void across_file_systems_a_plain_file_is_read_and_written(void)
-{
-    plain_file_fills("/dev/shm", false);
-}
-
 static void header_codec_round_trips(void)
 {
     struct obj_meta m, d;
@@ -1109,9 +1066,6 @@ int register_tests(void)
     CU_add_test(s, "memory_tier_is_bounded_and_keeps_bodies_being_sent",
                 memory_tier_is_bounded_and_keeps_bodies_being_sent);
     CU_add_test(s, "uring_read_path_serves_the_same_bytes", uring_read_path_serves_the_same_bytes);
-    CU_add_test(s, "a_plain_file_is_copied_by_the_kernel", a_plain_file_is_copied_by_the_kernel);
-    CU_add_test(s, "across_file_systems_a_plain_file_is_read_and_written",
-                across_file_systems_a_plain_file_is_read_and_written);
     CU_add_test(s, "header_codec_round_trips", header_codec_round_trips);
     return CU_get_error() == CUE_SUCCESS ? 0 : -1;
 }
