@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""bench/wb_phases.py - where a write-back checkpoint's time goes (issue 13).
+
+  python3 bench/wb_phases.py [--bin build-bench/shardgate] [--size-mib 1024] [--strace]
+
+One gateway on 127.0.0.1 with a write-back bucket over a directory-store cold
+tier (--data), cache.on_write on; one file of --size-mib written with boto3's
+upload_file (8 MiB parts, 10 threads). Prints the seconds to the last
+acknowledgement, how many of them CompleteMultipartUpload took (boto3's own
+before/after-call events), the gateway's CPU per GiB ingested, and with
+--strace the time the gateway spent in copy_file_range and fsync (strace -T:
+it slows the run, read the shares, not the total). Everything it starts it
+stops; its files are under /tmp/shardgate-wb-phases."""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import defaultdict
+
+import boto3
+from boto3.s3.transfer import TransferConfig
+from botocore.config import Config
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from procs import free_port, wait_port  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MiB = 1 << 20
+
+
+def cpu_s(pid):
+    f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build-bench", "shardgate"))
+    ap.add_argument("--size-mib", type=int, default=1024)
+    ap.add_argument("--strace", action="store_true")
+    a = ap.parse_args()
+    work = "/tmp/shardgate-wb-phases"
+    shutil.rmtree(work, ignore_errors=True)
+    for d in ("data/ckpt", "cache", "spool"):
+        os.makedirs(os.path.join(work, d))
+    port = free_port(27950)
+    cfg = {"listen": "127.0.0.1:%d" % port, "log_level": "warn", "spool_dir": work + "/spool",
+           "cache": {"dir": work + "/cache", "size": "64GiB", "on_write": True},
+           "buckets": {"ckpt": {"write": "back"}}}
+    with open(work + "/cfg.json", "w") as f:
+        json.dump(cfg, f)
+    os.chmod(work + "/cfg.json", 0o600)
+    env = dict(os.environ, SHARDGATE_ACCESS_KEY="bench", SHARDGATE_SECRET_KEY="bench-secret")
+    gw = subprocess.Popen([a.bin, "serve", "--config", work + "/cfg.json", "--data", work + "/data"],
+                          env=env, stdout=open(work + "/gateway.log", "w"), stderr=subprocess.STDOUT)
+    tracer = None
+    try:
+        wait_port(port, gw)
+        src = work + "/checkpoint"
+        with open(src, "wb") as f:
+            for _ in range(a.size_mib):
+                f.write(os.urandom(MiB))
+        s3 = boto3.client("s3", endpoint_url="http://127.0.0.1:%d" % port, aws_access_key_id="bench",
+                          aws_secret_access_key="bench-secret", region_name="us-east-1",
+                          config=Config(s3={"addressing_style": "path"}))
+        t = {}
+        s3.meta.events.register("before-call.s3.CompleteMultipartUpload",
+                                lambda **k: t.__setitem__("c0", time.time()))
+        s3.meta.events.register("after-call.s3.CompleteMultipartUpload",
+                                lambda **k: t.__setitem__("c1", time.time()))
+        if a.strace:
+            tracer = subprocess.Popen(["strace", "-f", "-qq", "-T", "-o", work + "/strace.txt",
+                                       "-e", "trace=copy_file_range,fsync,fdatasync", "-p", str(gw.pid)],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(1)
+        c0, t0 = cpu_s(gw.pid), time.time()
+        s3.upload_file(src, "ckpt", "checkpoint",
+                       Config=TransferConfig(multipart_chunksize=8 * MiB, max_concurrency=10))
+        t1, c1 = time.time(), cpu_s(gw.pid)
+        print("%d MiB into a write-back bucket: last ack after %.2f s (%.0f MB/s); "
+              "CompleteMultipartUpload %.2f s of it; gateway CPU %.2f CPU-s per GiB" % (
+                  a.size_mib, t1 - t0, a.size_mib * MiB / (t1 - t0) / 1e6, t["c1"] - t["c0"],
+                  (c1 - c0) / (a.size_mib / 1024)))
+        if tracer:
+            tracer.send_signal(signal.SIGINT)
+            tracer.wait()
+            tracer = None
+            secs, calls = defaultdict(float), defaultdict(int)
+            for line in open(work + "/strace.txt"):
+                m = re.search(r"(\w+)\(.*<([\d.]+)>$", line.strip())
+                if m:
+                    secs[m.group(1)] += float(m.group(2))
+                    calls[m.group(1)] += 1
+            for name in sorted(secs):
+                print("  %s: %d calls, %.2f s" % (name, calls[name], secs[name]))
+    finally:
+        if tracer:
+            tracer.kill()
+        gw.send_signal(signal.SIGTERM)
+        gw.wait()
+
+
+if __name__ == "__main__":
+    main()
