@@ -234,6 +234,19 @@ static void shrink_on_full_disk(struct cache *c)
             (unsigned long long)freed);
 }
 
+/* Fails f for an error err of its data file ("write to" / "sync of" it):
+ * logs it, makes room on a full disk, tells the directory watcher. */
+static void fail_on_cache_io(struct cache *c, struct fill *f, const char *what, int err)
+{
+    char why[CACHE_JOB_MSG_LEN];
+    snprintf(why, sizeof why, "%s the cache file in %s failed: %s", what, c->dir, strerror(err));
+    log_msg(LOG_LVL_ERROR, "cache", "%s/%s: %s", f->bucket, f->key, why);
+    cache_fill_fail(c, f, CACHE_IO, BACKEND_OK, why);
+    if (err == ENOSPC || err == EDQUOT)
+        shrink_on_full_disk(c);
+    cache_dirwatch_report(c->watch, err);
+}
+
 static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
 {
     struct obj_meta meta;
@@ -387,14 +400,8 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
     goto out;
 
 io_fail:
-    snprintf(why, sizeof why, "write to the cache file in %s failed: %s", c->dir,
-             strerror(-rc));
-    log_msg(LOG_LVL_ERROR, "cache", "%s/%s: %s", f->bucket, f->key, why);
     drain(io);
-    cache_fill_fail(c, f, CACHE_IO, BACKEND_OK, why);
-    if (rc == -ENOSPC || rc == -EDQUOT)
-        shrink_on_full_disk(c);
-    cache_dirwatch_report(c->watch, -rc);
+    fail_on_cache_io(c, f, "write to", -rc);
 out:
     drain(io);   /* before the buffers are reused and the file closed */
     cache_verify_free(&verify);
@@ -414,15 +421,7 @@ void cache_fill_finish(struct cache *c, struct fill *f, int fd)
     while ((rc = fdatasync(fd)) != 0 && errno == EINTR)
         ;
     if (rc != 0) {
-        int e = errno;
-        char why[CACHE_JOB_MSG_LEN];
-        snprintf(why, sizeof why, "sync of the cache file in %s failed: %s", c->dir,
-                 strerror(e));
-        log_msg(LOG_LVL_ERROR, "cache", "%s/%s: %s", f->bucket, f->key, why);
-        cache_fill_fail(c, f, CACHE_IO, BACKEND_OK, why);
-        if (e == ENOSPC || e == EDQUOT)
-            shrink_on_full_disk(c);
-        cache_dirwatch_report(c->watch, e);
+        fail_on_cache_io(c, f, "sync of", errno);
         close(fd);
         cache_fill_retire(c, f);
         return;
