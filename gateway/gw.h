@@ -11,12 +11,18 @@
 
 struct gw;   /* opaque: one running server */
 
+/* Called with the port bound, after the socket listens and before the first
+ * request is answered: what it prints is there before a health check can
+ * see the gateway up. */
+typedef void gw_announce_fn(uint16_t port, void *arg);
+
 /* Starts listening on c->listen_addr:listen_port with a thread pool. Reads
  * go through `cache` when it is not NULL, else straight to the cold tier b.
- * Borrows c, b, a and cache until gw_stop(). Returns 0 and a new handle, or
- * -1 with the reason logged. */
+ * Borrows c, b, a and cache until gw_stop(). announce (may be NULL) is
+ * called once, as above. Returns 0 and a new handle, or -1 with the reason
+ * logged. */
 int gw_start(const struct conf *c, struct backend *b, struct auth *a, struct cache *cache,
-             struct gw **out);
+             gw_announce_fn *announce, void *announce_arg, struct gw **out);
 
 /* The port actually bound (useful when the configured port was 0). */
 uint16_t gw_port(const struct gw *g);

@@ -126,6 +126,48 @@ static int wrap_write_back(const struct conf *c, struct backend **b)
     return 0;
 }
 
+/* What `serve` prints once its socket listens (gw_announce_fn). */
+struct banner {
+    const struct conf *c;
+    const char *cold;        /* the cold tier's URL, or NULL for the data dir */
+    struct cache *cache;     /* or NULL */
+};
+
+static void print_banner(uint16_t port, void *arg)
+{
+    const struct banner *bn = arg;
+    const struct conf *c = bn->c;
+    const struct conf_user *root = &c->users[0];
+    bool v6 = strchr(c->listen_addr, ':') != NULL;   /* an IPv6 address goes in brackets */
+    printf("shardgate %s listening on http://%s%s%s:%u\n", PROJECT_VERSION, v6 ? "[" : "",
+           c->listen_addr, v6 ? "]" : "", port);
+    if (bn->cold)
+        printf("  cold tier:  %s\n", bn->cold);
+    else
+        printf("  data dir:   %s\n", c->data_dir);
+    if (bn->cache)
+        printf("  cache:      %s (%llu bytes)\n", c->cache_dir,
+               (unsigned long long)c->cache_size);
+    char cache_why[320];
+    if (bn->cache && !cache_ready(bn->cache, cache_why, sizeof cache_why))
+        printf("              not in use now: %s\n", cache_why);
+    printf("  access key: %s\n", root->access_key);
+    if (c->default_credentials)
+        printf("  secret key: %s   (the built-in default: set SHARDGATE_ACCESS_KEY and "
+               "SHARDGATE_SECRET_KEY for anything real)\n", root->secret_key);
+    else
+        printf("  secret key: (from the configuration)\n");
+    printf("  try:        AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s aws --endpoint-url "
+           "http://%s%s%s:%u s3 ls\n", root->access_key,
+           c->default_credentials ? root->secret_key : "...", v6 ? "[" : "", c->listen_addr,
+           v6 ? "]" : "", port);
+    fflush(stdout);
+    for (size_t i = 0; i < c->n_users; i++)
+        if (strstr(c->users[i].secret_key, "REPLACE-ME"))
+            log_msg(LOG_LVL_WARN, "main", "user %s still has the example's placeholder key",
+                    c->users[i].name);
+}
+
 static int serve(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -299,43 +341,14 @@ static int serve(int argc, char **argv)
     }
 
     struct gw *g = NULL;
-    if (gw_start(&c, b, a, cache, &g) != 0) {
+    struct banner bn = { &c, cold, cache };
+    if (gw_start(&c, b, a, cache, print_banner, &bn, &g) != 0) {
         if (cache)
             cache_close(cache);
         auth_close(a);
         backend_close(b);
         goto out;
     }
-    const struct conf_user *root = &c.users[0];
-    bool v6 = strchr(c.listen_addr, ':') != NULL;   /* an IPv6 address goes in brackets */
-    printf("shardgate %s listening on http://%s%s%s:%u\n", PROJECT_VERSION, v6 ? "[" : "",
-           c.listen_addr, v6 ? "]" : "", gw_port(g));
-    if (cold)
-        printf("  cold tier:  %s\n", cold);
-    else
-        printf("  data dir:   %s\n", c.data_dir);
-    if (cache)
-        printf("  cache:      %s (%llu bytes)\n", c.cache_dir,
-               (unsigned long long)c.cache_size);
-    char cache_why[320];
-    if (cache && !cache_ready(cache, cache_why, sizeof cache_why))
-        printf("              not in use now: %s\n", cache_why);
-    printf("  access key: %s\n", root->access_key);
-    if (c.default_credentials)
-        printf("  secret key: %s   (the built-in default: set SHARDGATE_ACCESS_KEY and "
-               "SHARDGATE_SECRET_KEY for anything real)\n", root->secret_key);
-    else
-        printf("  secret key: (from the configuration)\n");
-    printf("  try:        AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s aws --endpoint-url "
-           "http://%s%s%s:%u s3 ls\n", root->access_key,
-           c.default_credentials ? root->secret_key : "...", v6 ? "[" : "", c.listen_addr,
-           v6 ? "]" : "", gw_port(g));
-    fflush(stdout);
-    for (size_t i = 0; i < c.n_users; i++)
-        if (strstr(c.users[i].secret_key, "REPLACE-ME"))
-            log_msg(LOG_LVL_WARN, "main", "user %s still has the example's placeholder key",
-                    c.users[i].name);
-
     int sig = gw_signals_wait_stop();
     log_msg(LOG_LVL_INFO, "main", "signal %d: stopping (in-flight requests get %u s; a second "
             "signal exits at once)", sig, c.shutdown_grace_s);

@@ -679,7 +679,7 @@ void gw_conn_stats_get(const struct gw *g, struct gw_conn_stats *out)
 /* ---- start and stop ---- */
 
 int gw_start(const struct conf *c, struct backend *b, struct auth *a, struct cache *cache,
-             struct gw **out)
+             gw_announce_fn *announce, void *announce_arg, struct gw **out)
 {
     struct gw *g = calloc(1, sizeof *g);
     if (!g)
@@ -742,6 +742,17 @@ int gw_start(const struct conf *c, struct backend *b, struct auth *a, struct cac
             "response, headers within %u s of it, bodies at least %u bytes/s, responses may "
             "stall %u s", g->conn_limit, g->per_client, nofile_txt, c->conn_idle_timeout_s,
             c->conn_header_timeout_s, c->conn_min_body_rate, c->conn_send_timeout_s);
+    /* The banner goes out before the daemon answers anything; should the
+     * daemon then fail to start, the error follows it and the gateway exits. */
+    if (announce) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        uint16_t port = c->listen_port;
+        if (getsockname(lfd, (struct sockaddr *)&ss, &sl) == 0)
+            port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                  : ((struct sockaddr_in *)&ss)->sin_port);
+        announce(port, announce_arg);
+    }
     g->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, on_access, g,
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, g,   /* first, so it sees every message */
