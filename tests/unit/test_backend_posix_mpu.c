@@ -108,6 +108,53 @@ static void multipart_happy_path_has_md5_of_md5s_etag(void)
     free(data);
 }
 
+/* Complete copies the parts by several threads at once, each part to the
+ * offset its predecessors give it: nine parts of different sizes (and
+ * contents) come back as one object, byte for byte. */
+static void many_parts_are_assembled_in_order(void)
+{
+    enum { N = 9 };
+    size_t sz[N], total = 0;
+    for (size_t i = 0; i < N; i++) {
+        sz[i] = i + 1 < N ? 5 * MIB + i * 4099 : 12345;
+        total += sz[i];
+    }
+    unsigned char *data = malloc(total), *back = malloc(total);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+    for (size_t i = 0; i < total; i++)
+        data[i] = (unsigned char)(i * 131 + (i >> 11) + (i >> 20) * 7);
+    char id[BACKEND_UPLOAD_ID_MAX];
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_create(g_b, "bkt", "nine", NULL, id), BACKEND_OK);
+    struct backend_part parts[N] = { { 0 } };
+    size_t off = 0;
+    for (size_t i = 0; i < N; i++) {
+        parts[i].part_no = (unsigned)(2 * i + 1);   /* numbers need not be consecutive */
+        CU_ASSERT_EQUAL(upload_part("nine", id, parts[i].part_no, data + off, sz[i],
+                                    parts[i].etag), BACKEND_OK);
+        off += sz[i];
+    }
+    struct obj_meta out;
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_complete(g_b, "bkt", "nine", id, parts, N, &out),
+                          BACKEND_OK);
+    CU_ASSERT_EQUAL(out.size, total);
+    obj_meta_clear(&out);
+    struct obj_meta m;
+    struct backend_obj *o;
+    CU_ASSERT_EQUAL_FATAL(backend_object_open(g_b, "bkt", "nine", &m, &o), BACKEND_OK);
+    size_t tot = 0, got;
+    while (tot < total && backend_obj_read(o, tot, back + tot, total - tot, &got) == BACKEND_OK &&
+           got > 0)
+        tot += got;
+    CU_ASSERT_EQUAL(tot, total);
+    CU_ASSERT(memcmp(back, data, total) == 0);
+    backend_obj_close(o);
+    obj_meta_clear(&m);
+    CU_ASSERT_EQUAL(count_tmp_files(""), 0);
+    free(back);
+    free(data);
+}
+
 /* A part with an additional checksum, as the gateway commits it. */
 static enum backend_status upload_part_ck(const char *key, const char *id, unsigned no,
                                           const char *data, const char *ck_name,
@@ -388,6 +435,7 @@ int register_tests(void)
         return -1;
 #define T(fn) CU_add_test(s, #fn, fn)
     T(multipart_happy_path_has_md5_of_md5s_etag);
+    T(many_parts_are_assembled_in_order);
     T(multipart_part_checksums_are_kept_listed_and_checked);
     T(multipart_complete_errors);
     T(multipart_part_copy_with_range);
