@@ -17,6 +17,7 @@
  *                        file; create, head, abort, ListMultipartUploads
  *   posix_mpu_part.c     the parts of an upload: writing, copying, listing
  *   posix_mpu_complete.c Complete: checking the parts, assembling the object
+ *   posix_sweep.c        removing finished uploads' parts in the background
  *   posix_tagging.c      object and bucket tags; the writer of the metadata xattr
  *   posix_cond.c         the per-key commit locks; conditional-write checks */
 #include "posix_int.h"

@@ -58,6 +58,7 @@
 
 struct sg_dirlock;
 struct posix_expiry;
+struct posix_sweeper;
 
 #define POSIX_KEY_LOCKS 64u
 
@@ -72,6 +73,8 @@ struct posix_store {
                                        with another STATE must not write (or
                                        reclaim) the same tree; NULL: none */
     struct posix_expiry *expiry;    /* the thread aborting old uploads, or NULL */
+    struct posix_sweeper *sweeper;  /* the thread removing finished uploads' parts
+                                       (posix_sweep.c), or NULL */
     /* Commit locks, striped by hash of (bucket, key path): every commit and
      * delete of an object holds its key's lock around the rename or unlink,
      * so a conditional write's check and its rename are one step for every
@@ -304,8 +307,6 @@ int posix_mpu_upload_initiated(int ufd, struct timespec *out);
 /* Removes upload directory `id` of parentfd (its files, then itself);
  * returns the bytes its files held. */
 uint64_t posix_mpu_upload_remove(int parentfd, const char *id);
-/* The same for upload `id` of bucket (STATE/mpu/<bucket>/<id>). */
-void posix_mpu_upload_remove_path(struct posix_store *b, const char *bucket, const char *id);
 
 /* An upload's info file, decoded. */
 struct posix_upload_info {
@@ -353,6 +354,21 @@ uint64_t posix_mpu_expire(struct posix_store *b, unsigned max_age_s, time_t now,
 struct posix_expiry *posix_expiry_start(struct posix_store *b, unsigned max_age_s);
 /* Stops and joins the thread (NULL is fine). */
 void posix_expiry_stop(struct posix_expiry *e);
+
+/* ---- removing finished uploads (posix_sweep.c) ---- */
+
+/* Starts the thread that unlinks the parts of completed and aborted
+ * uploads, beginning with what a crash left; NULL when it cannot start
+ * (logged: discards then remove the parts themselves). */
+struct posix_sweeper *posix_sweeper_start(struct posix_store *b);
+/* Stops and joins it (NULL is fine); what it did not reach stays in
+ * STATE/mpu/.sg~gone for the next open. */
+void posix_sweeper_stop(struct posix_sweeper *s);
+/* True once nothing is left to sweep, false after timeout_ms (tests). */
+bool posix_sweeper_wait_idle(struct posix_sweeper *s, unsigned timeout_ms);
+/* The upload (bucket, id) is gone when this returns, durably: renamed into
+ * STATE/mpu/.sg~gone for the sweeper, or removed here without one. */
+void posix_mpu_upload_discard(struct posix_store *b, const char *bucket, const char *id);
 
 /* ---- the verbs (posix_state.c, posix_bucket.c, posix_read.c, posix_write.c,
  * posix_list.c, posix_mpu*.c) ----

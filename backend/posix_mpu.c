@@ -157,15 +157,6 @@ uint64_t posix_mpu_upload_remove(int parentfd, const char *id)
     return bytes;
 }
 
-void posix_mpu_upload_remove_path(struct posix_store *b, const char *bucket, const char *id)
-{
-    int pfd = bucket_mpu_dir(b, bucket);
-    if (pfd < 0)
-        return;
-    posix_mpu_upload_remove(pfd, id);
-    close(pfd);
-}
-
 enum backend_status posix_mpu_create(struct posix_store *b, const char *bucket, const char *key,
                                        const struct obj_meta *meta,
                                        char upload_id[BACKEND_UPLOAD_ID_MAX])
@@ -279,7 +270,7 @@ enum backend_status posix_mpu_abort(struct posix_store *b, const char *bucket, c
     if (s != BACKEND_OK)
         return s;
     close(ufd);
-    posix_mpu_upload_remove_path(b, bucket, upload_id);
+    posix_mpu_upload_discard(b, bucket, upload_id);
     return BACKEND_OK;
 }
 

@@ -291,7 +291,7 @@ enum backend_status posix_mpu_complete(struct posix_store *b, const char *bucket
     p = NULL;
     if (s == BACKEND_OK) {
         posix_mpu_done_record(b, bucket, key, upload_id, parts, n_parts, nm.etag);
-        posix_mpu_upload_remove_path(b, bucket, upload_id);
+        posix_mpu_upload_discard(b, bucket, upload_id);
     }
 out:
     if (p)

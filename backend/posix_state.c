@@ -220,6 +220,7 @@ enum backend_status backend_posix_open(const struct backend_posix_conf *cf,
                 (unsigned long long)rs.bytes, (unsigned long long)rs.uploads);
         if (cf->mpu_max_age_s > 0)
             b->expiry = posix_expiry_start(b, cf->mpu_max_age_s);
+        b->sweeper = posix_sweeper_start(b);
     }
     if (statefd >= 0)
         close(statefd);
@@ -238,7 +239,8 @@ void posix_close(struct posix_store *b)
 {
     if (!b)
         return;
-    posix_expiry_stop(b->expiry);   /* first: it uses mpufd */
+    posix_expiry_stop(b->expiry);   /* first: they use mpufd */
+    posix_sweeper_stop(b->sweeper);
     if (b->rootfd >= 0)
         close(b->rootfd);
     if (b->mpufd >= 0)
