@@ -31,10 +31,20 @@ struct posix_sweeper {
     bool idle;          /* under wk.mu: no sweep running and none pending */
 };
 
-/* Removes every entry of STATE/mpu/.sg~gone: each an upload directory. */
-static void sweep(struct posix_store *b)
+static bool stopping(struct posix_sweeper *s)
 {
-    int gfd = openat(b->mpufd, GONE_DIR, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
+    pthread_mutex_lock(&s->wk.mu);
+    bool stop = s->wk.stop;
+    pthread_mutex_unlock(&s->wk.mu);
+    return stop;
+}
+
+/* Removes the entries of STATE/mpu/.sg~gone (each an upload directory)
+ * until there are none or the store closes: a stop waits for one upload's
+ * parts at most, the rest is swept after the next open. */
+static void sweep(struct posix_sweeper *s)
+{
+    int gfd = openat(s->b->mpufd, GONE_DIR, O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC);
     if (gfd < 0)
         return;
     DIR *d = fdopendir(gfd);
@@ -43,7 +53,7 @@ static void sweep(struct posix_store *b)
         return;
     }
     struct dirent *de;
-    while ((de = readdir(d)) != NULL)
+    while ((de = readdir(d)) != NULL && !stopping(s))
         if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
             posix_mpu_upload_remove(dirfd(d), de->d_name);
     closedir(d);
@@ -65,7 +75,7 @@ static void *sweeper_main(void *arg)
         s->pending = false;
         s->idle = false;
         pthread_mutex_unlock(&s->wk.mu);
-        sweep(s->b);
+        sweep(s);
         pthread_mutex_lock(&s->wk.mu);
     }
     pthread_mutex_unlock(&s->wk.mu);
