@@ -8,7 +8,8 @@ tier (--data), cache.on_write on; one file of --size-mib written with boto3's
 upload_file (8 MiB parts, 10 threads). Prints the seconds to the last
 acknowledgement, how many of them CompleteMultipartUpload took (boto3's own
 before/after-call events), the gateway's CPU per GiB ingested, and with
---strace the time the gateway spent in copy_file_range and fsync (strace -T:
+--strace the time the gateway spent in copy_file_range, fsync and unlinkat
+(strace -T, whose per-thread timeline is in /tmp/shardgate-wb-phases/strace.txt:
 it slows the run, read the shares, not the total). Everything it starts it
 stops; its files are under /tmp/shardgate-wb-phases."""
 import argparse
@@ -75,7 +76,7 @@ def main():
                                 lambda **k: t.__setitem__("c1", time.time()))
         if a.strace:
             tracer = subprocess.Popen(["strace", "-f", "-qq", "-T", "-o", work + "/strace.txt",
-                                       "-e", "trace=copy_file_range,fsync,fdatasync", "-p", str(gw.pid)],
+                                       "-tt", "-e", "trace=copy_file_range,fsync,fdatasync,sync_file_range,unlinkat", "-p", str(gw.pid)],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(1)
         c0, t0 = cpu_s(gw.pid), time.time()
@@ -92,10 +93,12 @@ def main():
             tracer = None
             secs, calls = defaultdict(float), defaultdict(int)
             for line in open(work + "/strace.txt"):
-                m = re.search(r"(\w+)\(.*<([\d.]+)>$", line.strip())
+                # a call another thread interrupted ends on its "<... NAME resumed>" line
+                m = re.search(r"(?:<\.\.\. (\w+) resumed>|(\w+)\().*<([\d.]+)>$", line.strip())
                 if m:
-                    secs[m.group(1)] += float(m.group(2))
-                    calls[m.group(1)] += 1
+                    name = m.group(1) or m.group(2)
+                    secs[name] += float(m.group(3))
+                    calls[name] += 1
             for name in sorted(secs):
                 print("  %s: %d calls, %.2f s" % (name, calls[name], secs[name]))
     finally:
