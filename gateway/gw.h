@@ -24,9 +24,6 @@ typedef void gw_announce_fn(uint16_t port, void *arg);
 int gw_start(const struct conf *c, struct backend *b, struct auth *a, struct cache *cache,
              gw_announce_fn *announce, void *announce_arg, struct gw **out);
 
-/* The port actually bound (useful when the configured port was 0). */
-uint16_t gw_port(const struct gw *g);
-
 /* Stops accepting, lets in-flight requests finish for up to grace_s seconds,
  * stops the cache (which resumes every reader waiting on a fill: a
  * suspended connection must be resumed before the server stops), then

@@ -30,7 +30,6 @@ struct gw {
     struct cache *cache;
     struct MHD_Daemon *daemon;
     struct gw_guard *guard;      /* request-head deadlines */
-    uint16_t port;
     unsigned conn_limit, per_client;
     atomic_uint_fast64_t closed_body_rate;   /* bodies slower than min_body_rate */
     atomic_uint active;          /* requests between URI and completion */
@@ -782,15 +781,8 @@ int gw_start(const struct conf *c, struct backend *b, struct auth *a, struct cac
         return -1;
     }
 
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(g->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    g->port = di ? di->port : c->listen_port;
     *out = g;
     return 0;
-}
-
-uint16_t gw_port(const struct gw *g)
-{
-    return g->port;
 }
 
 /* A listening socket that never becomes ready: an AF_UNIX listener on an
