@@ -204,6 +204,12 @@ void backend_put_set_cond(struct backend_put *p, const struct backend_cond *c)
         p->cond.kind = BACKEND_COND_NONE;
 }
 
+void backend_put_set_size(struct backend_put *p, uint64_t size)
+{
+    p->has_size = true;
+    p->size = size;
+}
+
 void backend_put_abort(struct backend_put *p)
 {
     if (p)

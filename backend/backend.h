@@ -429,6 +429,12 @@ struct backend_cond {
  * ignore it. Call between backend_put_begin and backend_put_commit. */
 void backend_put_set_cond(struct backend_put *p, const struct backend_cond *c);
 
+/* Tells put `p` the length its body announced (Content-Length, or
+ * x-amz-decoded-content-length), before the first write. Only a hint, for
+ * where to keep the bytes: the put still stores what is written, and the
+ * caller checks the body against its announced length. */
+void backend_put_set_size(struct backend_put *p, uint64_t size);
+
 /* Copies src to dst (the same key is allowed: it replaces the metadata).
  * With `meta` NULL the source's headers are kept (COPY directive); otherwise
  * they are replaced by meta->hdrs (REPLACE). The new ETag is the MD5 of the

@@ -101,6 +101,8 @@ struct backend_put {
     const struct backend_ops *ops;
     struct backend_cond cond;  /* backend_put_set_cond; read by put_commit */
     bool write_through;        /* backend_put_set_write_through; read by wb.c */
+    bool has_size;             /* backend_put_set_size: the body's announced */
+    uint64_t size;             /* length (a hint for where a part goes) */
 };
 
 /* The calling thread's cold-tier error for backend_cold_error_take: an

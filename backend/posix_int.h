@@ -99,6 +99,11 @@ struct posix_put {
     uint64_t max_size;
     unsigned lock_slot;      /* objects: key_locks[] index of (bucket, path) */
     bool is_part;            /* multipart part: no key-conflict checks */
+    unsigned part_no;        /* parts: the part's number */
+    bool slab_tried;         /* parts: posix_slab_attach ran (first write) */
+    int slab_fd;             /* parts written into the upload's slab, else -1 */
+    uint64_t slab_off;       /* where the part's bytes go in the slab */
+    uint64_t slab_cap;       /* the slab's slot size: at most this many */
     bool failed;             /* a write failed: commit refuses */
     enum backend_status fail_st;
 };
@@ -323,9 +328,44 @@ enum backend_status posix_mpu_upload_open(struct posix_store *b, const char *buc
 
 /* ---- the parts of an upload (posix_mpu_part.c) ---- */
 
-/* Opens part `no` of the upload directory ufd and reads its meta (the
- * caller closes *fd and clears m). INVALID_PART when it is missing. */
-enum backend_status posix_mpu_part_open(int ufd, unsigned no, int *fd, struct obj_meta *m);
+/* Where a part's bytes are: its own file (off 0), or a range of the upload's
+ * slab (posix_mpu_slab.c). */
+struct posix_part_src {
+    int fd;
+    uint64_t off;
+    bool in_slab;
+};
+
+/* Opens part `no` of the upload directory ufd and reads its meta, m->size
+ * its length (the caller closes src->fd and clears m). INVALID_PART when it
+ * is missing. */
+enum backend_status posix_mpu_part_open(int ufd, unsigned no, struct posix_part_src *src,
+                                        struct obj_meta *m);
+
+/* ---- the slab: parts written where they lie in the object
+ * (posix_mpu_slab.c) ---- */
+
+/* At a part's first write: puts it into the upload's slab when its length
+ * was announced (backend_put_set_size) and its slot is free; else nothing
+ * changes and the part is its own file. */
+void posix_slab_attach(struct posix_put *p);
+/* Appends to a part in the slab; TOO_LARGE past the slot. */
+enum backend_status posix_slab_write(struct posix_put *p, const void *buf, size_t len);
+/* At a slab part's commit, before its record is committed: the slab's
+ * bytes made durable, the range kept on the record (p->fd). */
+enum backend_status posix_slab_part_commit(struct posix_put *p);
+/* For a part record open in src->fd: when its bytes are in the slab,
+ * src->fd becomes the slab (the record closed), src->off their offset and
+ * *size their length; otherwise unchanged. */
+enum backend_status posix_slab_part_locate(int ufd, struct posix_part_src *src, uint64_t *size);
+/* Complete: the upload's slab, locked and sealed against further part
+ * writes (the caller closes it); -1 when there is none or a part is being
+ * written into it. */
+int posix_slab_seal(int ufd);
+/* Complete: when the sealed slab is `total` bytes long, makes it the put's
+ * file (the parts are checked by the caller to lie end to end in it) and
+ * true; false leaves the put as it was, for a copy. */
+bool posix_slab_adopt(struct posix_put *p, int ufd, int slabfd, uint64_t total);
 /* The additional checksum a part was stored with (its x-amz-checksum-*
  * header, which UploadPart puts in the part's metadata), or "" for both. */
 void posix_mpu_part_checksum(const struct obj_meta *m, char name[32], char value[96]);

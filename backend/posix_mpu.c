@@ -143,7 +143,8 @@ uint64_t posix_mpu_upload_remove(int parentfd, const char *id)
                     continue;
                 struct stat st;
                 bool sized = fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-                if (unlinkat(dirfd(d), de->d_name, 0) == 0 && sized)
+                /* a slab that became the object (posix_mpu_slab.c) frees nothing */
+                if (unlinkat(dirfd(d), de->d_name, 0) == 0 && sized && st.st_nlink == 1)
                     bytes += (uint64_t)st.st_size;
             }
             closedir(d);

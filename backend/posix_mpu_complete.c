@@ -1,7 +1,9 @@
 /* backend/posix_mpu_complete.c - CompleteMultipartUpload on the posix store:
  * every listed part is checked (order, ETag, checksum, minimum size) before
- * a byte is copied, then the parts are assembled into a put of the object
- * (copy_file_range where the file system can) and the upload is removed. */
+ * a byte is copied, then the parts become a put of the object - the upload's
+ * slab itself when they lie end to end in it (posix_mpu_slab.c), else
+ * assembled by a copy (copy_file_range where the file system can) - and the
+ * upload is removed. */
 #include "posix_int.h"
 #include "log.h"
 
@@ -42,13 +44,15 @@ static bool part_checksum_matches(const struct obj_meta *m, const struct backend
     return strcmp(name, given->checksum_name) == 0 && strcmp(value, given->checksum) == 0;
 }
 
-/* Copies len bytes of fd to offset `at` of out: copy_file_range, else
+/* Copies len bytes of src to offset `at` of out: copy_file_range, else
  * pread/pwrite. Asks the kernel to start writing the range back at once, so
  * that the fsync of the assembled object before the answer mostly waits for
  * writes already under way rather than starting them all. */
-static enum backend_status copy_part(int out, uint64_t at, int fd, uint64_t len)
+static enum backend_status copy_part(int out, uint64_t at, const struct posix_part_src *src,
+                                     uint64_t len)
 {
-    loff_t in = 0, o = (loff_t)at;
+    int fd = src->fd;
+    loff_t in = (loff_t)src->off, o = (loff_t)at;
     uint64_t left = len;
     bool use_cfr = true;
     while (left > 0 && use_cfr) {
@@ -117,18 +121,31 @@ struct assembly {
     atomic_int status;                 /* the first failure, else BACKEND_OK */
 };
 
-static enum backend_status assemble_one(struct assembly *a, size_t i)
+/* Opens part i of a's list, and checks that it is still the part pass 1
+ * saw (ETag, checksum, size). */
+static enum backend_status part_again(const struct assembly *a, size_t i,
+                                      struct posix_part_src *src)
 {
-    int fd;
     struct obj_meta m;
-    enum backend_status s = posix_mpu_part_open(a->ufd, a->parts[i].part_no, &fd, &m);
+    enum backend_status s = posix_mpu_part_open(a->ufd, a->parts[i].part_no, src, &m);
     if (s != BACKEND_OK)
         return s;
     bool ok = part_etag_matches(m.etag, a->parts[i].etag) &&
               part_checksum_matches(&m, &a->parts[i]) && m.size == a->sizes[i];
     obj_meta_clear(&m);
-    s = ok ? copy_part(a->out, a->offsets[i], fd, a->sizes[i]) : BACKEND_INVALID_PART;
-    close(fd);
+    if (!ok)
+        close(src->fd);
+    return ok ? BACKEND_OK : BACKEND_INVALID_PART;
+}
+
+static enum backend_status assemble_one(struct assembly *a, size_t i)
+{
+    struct posix_part_src src;
+    enum backend_status s = part_again(a, i, &src);
+    if (s != BACKEND_OK)
+        return s;
+    s = copy_part(a->out, a->offsets[i], &src, a->sizes[i]);
+    close(src.fd);
     return s;
 }
 
@@ -169,6 +186,34 @@ static enum backend_status assemble(struct assembly *a)
     return (enum backend_status)atomic_load(&a->status);
 }
 
+/* The way without a copy (posix_mpu_slab.c): when pass 1 found every part
+ * in the upload's slab at the offset it has in the object, the slab is
+ * sealed, the parts are checked again (a part may have been uploaded again
+ * since pass 1), and the slab becomes the put's file. false: copy. */
+static bool adopt_slab(const struct assembly *a, const bool *in_slab, const uint64_t *slab_at,
+                       uint64_t total, struct posix_put *p)
+{
+    for (size_t i = 0; i < a->n_parts; i++) {
+        if (!in_slab[i] || slab_at[i] != a->offsets[i])
+            return false;
+    }
+    int slab = posix_slab_seal(a->ufd);
+    if (slab < 0)
+        return false;
+    bool ok = true;
+    for (size_t i = 0; ok && i < a->n_parts; i++) {
+        struct posix_part_src src;
+        ok = part_again(a, i, &src) == BACKEND_OK;
+        if (ok) {
+            ok = src.in_slab && src.off == a->offsets[i];
+            close(src.fd);
+        }
+    }
+    ok = ok && posix_slab_adopt(p, a->ufd, slab, total);
+    close(slab);
+    return ok;
+}
+
 /* Keeps the part sizes with the object (GET ?partNumber=N) as an xattr of
  * the temp file, renamed with it. A list the file system cannot keep
  * (no user xattrs, too many irregular parts) is not an error: the object
@@ -204,7 +249,8 @@ enum backend_status posix_mpu_complete(struct posix_store *b, const char *bucket
     if (s != BACKEND_OK)
         return s;
     struct posix_put *p = NULL;
-    uint64_t *sizes = NULL, *offsets = NULL;
+    uint64_t *sizes = NULL, *offsets = NULL, *slab_at = NULL;
+    bool *in_slab = NULL;
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     if (!ctx || EVP_DigestInit_ex(ctx, EVP_md5(), NULL) != 1) {
         s = BACKEND_NOMEM;
@@ -220,12 +266,14 @@ enum backend_status posix_mpu_complete(struct posix_store *b, const char *bucket
             goto out;
         }
     }
-    sizes = malloc(2 * n_parts * sizeof *sizes);   /* sizes, then offsets */
-    if (!sizes) {
+    sizes = malloc(3 * n_parts * sizeof *sizes);   /* sizes, offsets, where in the slab */
+    in_slab = malloc(n_parts * sizeof *in_slab);
+    if (!sizes || !in_slab) {
         s = BACKEND_NOMEM;
         goto out;
     }
     offsets = sizes + n_parts;
+    slab_at = offsets + n_parts;
     /* Pass 1 validates everything before a byte is copied, as S3 does. */
     uint64_t total = 0;
     for (size_t i = 0; i < n_parts; i++) {
@@ -233,12 +281,14 @@ enum backend_status posix_mpu_complete(struct posix_store *b, const char *bucket
             s = BACKEND_INVALID_PART;
             goto out;
         }
-        int fd;
+        struct posix_part_src src;
         struct obj_meta m;
-        s = posix_mpu_part_open(ufd, parts[i].part_no, &fd, &m);
+        s = posix_mpu_part_open(ufd, parts[i].part_no, &src, &m);
         if (s != BACKEND_OK)
             goto out;
-        close(fd);
+        close(src.fd);
+        in_slab[i] = src.in_slab;
+        slab_at[i] = src.off;
         unsigned char md5[16];
         bool ok = part_etag_matches(m.etag, parts[i].etag) &&
                   part_checksum_matches(&m, &parts[i]) && posix_hex_to_md5(m.etag, md5) == 0;
@@ -275,9 +325,11 @@ enum backend_status posix_mpu_complete(struct posix_store *b, const char *bucket
                              .offsets = offsets, .n_parts = n_parts };
     atomic_init(&asm_.next, 0);
     atomic_init(&asm_.status, BACKEND_OK);
-    s = assemble(&asm_);
-    if (s != BACKEND_OK)
-        goto out;
+    if (!adopt_slab(&asm_, in_slab, slab_at, total, p)) {
+        s = assemble(&asm_);
+        if (s != BACKEND_OK)
+            goto out;
+    }
     p->size = total;
     keep_part_sizes(p, sizes, n_parts, bucket, key);
     unsigned char fin[16];
@@ -300,6 +352,7 @@ out:
         posix_put_abort(p);
     EVP_MD_CTX_free(ctx);
     free(sizes);
+    free(in_slab);
     obj_meta_clear(&ui.meta);
     close(ufd);
     return s;

@@ -37,7 +37,9 @@ static enum backend_status part_begin(struct posix_store *b, const char *bucket,
     char pn[16];
     part_name(part_no, pn);
     s = posix_put_new(b, ufd, -1, pn, true, POSIX_MAX_PUT, out);
-    if (s != BACKEND_OK && ui)
+    if (s == BACKEND_OK)
+        (*out)->part_no = part_no;
+    else if (ui)
         obj_meta_clear(&ui->meta);
     return s;
 }
@@ -93,6 +95,7 @@ enum backend_status posix_mpu_part_copy(struct posix_store *b, const char *bucke
         return BACKEND_NOMEM;
     }
     unsigned char md5[16];
+    backend_put_set_size(&p->base, len);   /* into the slab, when its slot fits */
     s = posix_copy_into(p, sfd, off, len, md5, &ck);
     close(sfd);
     struct obj_meta m = { 0 };
@@ -117,20 +120,26 @@ enum backend_status posix_mpu_part_copy(struct posix_store *b, const char *bucke
 }
 
 /* Opens part `no` and reads its meta. */
-enum backend_status posix_mpu_part_open(int ufd, unsigned no, int *fd, struct obj_meta *m)
+enum backend_status posix_mpu_part_open(int ufd, unsigned no, struct posix_part_src *src,
+                                        struct obj_meta *m)
 {
     char pn[16];
     part_name(no, pn);
-    *fd = openat(ufd, pn, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (*fd < 0)
+    memset(src, 0, sizeof *src);
+    memset(m, 0, sizeof *m);
+    src->fd = openat(ufd, pn, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (src->fd < 0)
         return errno == ENOENT ? BACKEND_INVALID_PART : BACKEND_IO;
     struct stat st;
-    enum backend_status s = fstat(*fd, &st) == 0 && S_ISREG(st.st_mode)
-                                ? posix_meta_from_fd(*fd, &st, m)
+    enum backend_status s = fstat(src->fd, &st) == 0 && S_ISREG(st.st_mode)
+                                ? posix_meta_from_fd(src->fd, &st, m)
                                 : BACKEND_INVALID_PART;
+    if (s == BACKEND_OK)
+        s = posix_slab_part_locate(ufd, src, &m->size);
     if (s != BACKEND_OK) {
-        close(*fd);
-        *fd = -1;
+        obj_meta_clear(m);
+        close(src->fd);
+        src->fd = -1;
     }
     return s;
 }
@@ -194,11 +203,11 @@ enum backend_status posix_mpu_list_parts(struct posix_store *b, const char *buck
     for (unsigned no = marker + 1; no <= BACKEND_MAX_PARTS; no++) {
         if (!(seen[no / 8] & (1u << (no % 8))))
             continue;
-        int fd;
+        struct posix_part_src src;
         struct obj_meta m;
-        if (posix_mpu_part_open(ufd, no, &fd, &m) != BACKEND_OK)
+        if (posix_mpu_part_open(ufd, no, &src, &m) != BACKEND_OK)
             continue;   /* replaced or gone meanwhile */
-        close(fd);
+        close(src.fd);
         if (out->n_parts == max_parts) {
             obj_meta_clear(&m);
             out->truncated = max_parts > 0;

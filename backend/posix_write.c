@@ -144,6 +144,7 @@ enum backend_status posix_put_new(struct posix_store *b, int dirfd, int tmpdirfd
     }
     p->base.ops = &posix_ops;
     p->fd = -1;
+    p->slab_fd = -1;
     p->b = b;
     p->bucketfd = -1;
     p->dirfd = dirfd;
@@ -246,9 +247,15 @@ enum backend_status posix_put_write(struct posix_put *p, const void *buf, size_t
 {
     if (p->failed)
         return p->fail_st;
-    int e;
-    enum backend_status s = backend_spool_append(p->fd, buf, len, &p->size, p->max_size, &e);
-    if (s == BACKEND_IO) {
+    if (p->is_part && !p->slab_tried) {
+        p->slab_tried = true;
+        posix_slab_attach(p);
+    }
+    int e = 0;
+    enum backend_status s = p->slab_fd >= 0
+                                ? posix_slab_write(p, buf, len)
+                                : backend_spool_append(p->fd, buf, len, &p->size, p->max_size, &e);
+    if (s == BACKEND_IO && p->slab_fd < 0) {
         s = posix_write_errno_status(e);
         if (s == BACKEND_IO)
             log_msg(LOG_LVL_ERROR, "backend", "write: %s", strerror(e));
@@ -301,6 +308,11 @@ enum backend_status posix_put_commit(struct posix_put *p, const struct obj_meta 
     if (p->failed) {
         s = p->fail_st;
         goto done;
+    }
+    if (p->slab_fd >= 0) {
+        s = posix_slab_part_commit(p);
+        if (s != BACKEND_OK)
+            goto done;
     }
     const char *etag = meta ? meta->etag : "";
     bool stored;
@@ -384,7 +396,7 @@ enum backend_status posix_put_commit(struct posix_put *p, const struct obj_meta 
             s = io_status("fstat", errno);
             goto done;
         }
-        out->size = (uint64_t)st.st_size;
+        out->size = p->slab_fd >= 0 ? p->size : (uint64_t)st.st_size;
         out->mtime = st.st_mtim;
         if (have_xattr)
             snprintf(out->etag, sizeof out->etag, "%s", etag);
@@ -410,6 +422,8 @@ void posix_put_abort(struct posix_put *p)
         return;
     if (p->fd >= 0)
         close(p->fd);
+    if (p->slab_fd >= 0)
+        close(p->slab_fd);   /* lets go of its flock */
     if (p->tmp[0] && unlinkat(p->tmpdirfd, p->tmp, 0) != 0 && errno != ENOENT)
         log_msg(LOG_LVL_WARN, "backend", "cannot remove temp file %s: %s", p->tmp,
                 strerror(errno));

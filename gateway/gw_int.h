@@ -609,6 +609,10 @@ void gw_req_fail_backend(struct gw_req *r, enum backend_status st);
  * false for the health check, which needs nothing. */
 bool gw_op_permission(enum gw_op op, enum auth_perm *need);
 
+/* The payload length a PUT announces: x-amz-decoded-content-length for
+ * aws-chunked bodies, else Content-Length. -1 when neither is given. */
+long long gw_put_announced_length(const struct gw_req *r);
+
 /* PutObject / UploadPart: checks the announced payload size (411 without
  * one, EntityTooLarge over 5 GiB); 0, or -1 after gw_req_fail(). */
 int gw_check_put_length(struct gw_req *r);

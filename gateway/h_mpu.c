@@ -217,8 +217,13 @@ void gw_h_mpu_part_begin(struct gw_req *r)
         return;
     enum backend_status st = backend_mpu_part_begin(r->backend, r->bucket, r->key, r->upload_id,
                                                     r->part_no, &r->put);
-    if (st != BACKEND_OK)
+    if (st != BACKEND_OK) {
         gw_req_fail(r, s3_error_from_backend(st), NULL);
+        return;
+    }
+    long long n = gw_put_announced_length(r);
+    if (n >= 0)   /* where the store keeps the part (backend/posix_mpu_slab.c) */
+        backend_put_set_size(r->put, (uint64_t)n);
 }
 
 /* A part of an upload that declared an algorithm must carry a checksum of

@@ -58,9 +58,7 @@ nomem:
     return -1;
 }
 
-/* The payload length a PUT announces: x-amz-decoded-content-length for
- * aws-chunked bodies, else Content-Length. -1 when neither is given. */
-static long long announced_length(const struct gw_req *r)
+long long gw_put_announced_length(const struct gw_req *r)
 {
     const char *v = gw_req_header(r, "x-amz-decoded-content-length");
     if (!v)
@@ -74,7 +72,7 @@ static long long announced_length(const struct gw_req *r)
 
 int gw_check_put_length(struct gw_req *r)
 {
-    long long n = announced_length(r);
+    long long n = gw_put_announced_length(r);
     if (n < 0 && !gw_req_header(r, "transfer-encoding")) {
         gw_req_fail(r, S3E_MISSING_CONTENT_LENGTH, NULL);
         return -1;

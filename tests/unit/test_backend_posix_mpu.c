@@ -8,6 +8,8 @@
 
 /* ---- multipart ---- */
 
+/* A part as the gateway writes it: its length announced first (the slab
+ * takes it when its slot fits, posix_mpu_slab.c). */
 static enum backend_status upload_part(const char *key, const char *id, unsigned no,
                                        const unsigned char *data, size_t len, char etag[72])
 {
@@ -15,6 +17,7 @@ static enum backend_status upload_part(const char *key, const char *id, unsigned
     enum backend_status s = backend_mpu_part_begin(g_b, "bkt", key, id, no, &p);
     if (s != BACKEND_OK)
         return s;
+    backend_put_set_size(p, len);
     s = backend_put_write(p, data, len);
     struct obj_meta m = { 0 };
     md5_hex(data, len, m.etag);
@@ -226,6 +229,152 @@ static void finished_uploads_are_swept_in_the_background(void)
     ps = (struct posix_store *)g_b;
     CU_ASSERT(posix_sweeper_wait_idle(ps->sweeper, 10000));
     CU_ASSERT_EQUAL(entries_of(GONE), 0);
+    free(data);
+}
+
+/* The inode of a file under the store's root, 0 when there is none. */
+static ino_t inode_of(const char *rel)
+{
+    char path[sizeof g_root + BACKEND_UPLOAD_ID_MAX + 80];
+    snprintf(path, sizeof path, "%s/%s", g_root, rel);
+    struct stat st;
+    return stat(path, &st) == 0 ? st.st_ino : 0;
+}
+
+/* Reads object `key` of bkt whole and compares it with want. */
+static void object_is(const char *key, const unsigned char *want, size_t len)
+{
+    struct obj_meta m;
+    struct backend_obj *o;
+    CU_ASSERT_EQUAL_FATAL(backend_object_open(g_b, "bkt", key, &m, &o), BACKEND_OK);
+    CU_ASSERT_EQUAL(m.size, len);
+    unsigned char *back = malloc(len + 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+    size_t tot = 0, got;
+    while (tot < len && backend_obj_read(o, tot, back + tot, len - tot, &got) == BACKEND_OK &&
+           got > 0)
+        tot += got;
+    CU_ASSERT_EQUAL(tot, len);
+    CU_ASSERT(tot == len && memcmp(back, want, len) == 0);
+    free(back);
+    backend_obj_close(o);
+    obj_meta_clear(&m);
+}
+
+/* Parts of one size (the last shorter), uploaded in any order with their
+ * lengths announced, are written where they lie in the object: Complete
+ * makes the upload's slab the object (the same inode: nothing copied), and
+ * the ETag, the parts' sizes (ListParts, ?partNumber) and the bytes are as
+ * with a copy. */
+static void parts_of_one_size_become_the_object_without_a_copy(void)
+{
+    enum { N = 5 };
+    size_t total = 4 * (5 * MIB) + 1000;
+    unsigned char *data = malloc(total);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    for (size_t i = 0; i < total; i++)
+        data[i] = (unsigned char)(i * 7 + (i >> 12));
+    char id[BACKEND_UPLOAD_ID_MAX], dir[BACKEND_UPLOAD_ID_MAX + 64], slab[sizeof dir + 8];
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_create(g_b, "bkt", "ckpt/shard", NULL, id), BACKEND_OK);
+    snprintf(dir, sizeof dir, ".shardgate/mpu/bkt/%s", id);
+    snprintf(slab, sizeof slab, "%s/slab", dir);
+    struct backend_part parts[N] = { { 0 } };
+    unsigned order[N] = { 1, 5, 3, 2, 4 };   /* the short last part before some others */
+    for (size_t k = 0; k < N; k++) {
+        unsigned no = order[k];
+        size_t off = (no - 1) * (size_t)(5 * MIB), len = no < N ? 5 * MIB : 1000;
+        parts[no - 1].part_no = no;
+        CU_ASSERT_EQUAL(upload_part("ckpt/shard", id, no, data + off, len,
+                                    parts[no - 1].etag), BACKEND_OK);
+    }
+    ino_t slab_ino = inode_of(slab);
+    CU_ASSERT(slab_ino != 0);
+    struct backend_parts_page pp;
+    CU_ASSERT_EQUAL(backend_mpu_list_parts(g_b, "bkt", "ckpt/shard", id, 0, 100, &pp),
+                    BACKEND_OK);
+    CU_ASSERT_EQUAL_FATAL(pp.n_parts, N);
+    for (size_t i = 0; i < N; i++) {
+        CU_ASSERT_EQUAL(pp.parts[i].size, i + 1 < N ? 5 * MIB : 1000);
+        CU_ASSERT_STRING_EQUAL(pp.parts[i].etag, parts[i].etag);
+    }
+    backend_parts_page_free(&pp);
+    struct obj_meta out;
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_complete(g_b, "bkt", "ckpt/shard", id, parts, N, &out),
+                          BACKEND_OK);
+    CU_ASSERT_EQUAL(out.size, total);
+    CU_ASSERT(strlen(out.etag) > 2 && strcmp(out.etag + strlen(out.etag) - 2, "-5") == 0);
+    obj_meta_clear(&out);
+    CU_ASSERT_EQUAL(inode_of("bkt/ckpt/shard"), slab_ino);   /* not a copy */
+    object_is("ckpt/shard", data, total);
+    struct backend_part_range pr;
+    CU_ASSERT_EQUAL(backend_object_part(g_b, "bkt", "ckpt/shard", 5, &pr), BACKEND_OK);
+    CU_ASSERT_EQUAL(pr.first, 4 * (uint64_t)(5 * MIB));
+    CU_ASSERT_EQUAL(pr.size, 1000);
+    CU_ASSERT_EQUAL(pr.parts_count, N);
+    struct posix_store *ps = (struct posix_store *)g_b;
+    CU_ASSERT(posix_sweeper_wait_idle(ps->sweeper, 10000));
+    CU_ASSERT_EQUAL(entries_of(GONE), 0);
+    object_is("ckpt/shard", data, total);   /* the sweep took the upload's name only */
+    CU_ASSERT_EQUAL(count_tmp_files(""), 0);
+    free(data);
+}
+
+/* What must not use the slab: a part number uploaded again goes to a file
+ * of its own (the bytes the old record points at stay as they are), and a
+ * Complete while a part is still being written into the slab copies. The
+ * objects are right either way. */
+static void parts_off_the_slab_are_copied(void)
+{
+    size_t total = 2 * (5 * MIB) + 10;
+    unsigned char *data = malloc(total), *again = malloc(5 * MIB);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(again);
+    for (size_t i = 0; i < total; i++)
+        data[i] = (unsigned char)(i * 13 + (i >> 10));
+    memset(again, 'A', 5 * MIB);
+    char id[BACKEND_UPLOAD_ID_MAX];
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_create(g_b, "bkt", "redo", NULL, id), BACKEND_OK);
+    struct backend_part parts[3] = { { .part_no = 1 }, { .part_no = 2 }, { .part_no = 3 } };
+    for (unsigned no = 1; no <= 3; no++)
+        CU_ASSERT_EQUAL(upload_part("redo", id, no, data + (no - 1) * (size_t)(5 * MIB),
+                                    no < 3 ? 5 * MIB : 10, parts[no - 1].etag), BACKEND_OK);
+    /* part 2 again, other bytes: its own file; the first part 2 is not touched */
+    char old2[72];
+    memcpy(old2, parts[1].etag, sizeof old2);
+    CU_ASSERT_EQUAL(upload_part("redo", id, 2, again, 5 * MIB, parts[1].etag), BACKEND_OK);
+    CU_ASSERT_STRING_NOT_EQUAL(old2, parts[1].etag);
+    struct obj_meta out;
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_complete(g_b, "bkt", "redo", id, parts, 3, &out),
+                          BACKEND_OK);
+    obj_meta_clear(&out);
+    memcpy(data + 5 * MIB, again, 5 * MIB);
+    object_is("redo", data, total);
+
+    /* a Complete while part 4 is still being written into the slab */
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_create(g_b, "bkt", "busy", NULL, id), BACKEND_OK);
+    for (unsigned no = 1; no <= 3; no++)
+        CU_ASSERT_EQUAL(upload_part("busy", id, no, data + (no - 1) * (size_t)(5 * MIB),
+                                    no < 3 ? 5 * MIB : 10, parts[no - 1].etag), BACKEND_OK);
+    struct backend_put *p;
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_part_begin(g_b, "bkt", "busy", id, 4, &p), BACKEND_OK);
+    backend_put_set_size(p, 5 * MIB);
+    CU_ASSERT_EQUAL(backend_put_write(p, again, 4096), BACKEND_OK);
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_complete(g_b, "bkt", "busy", id, parts, 3, &out),
+                          BACKEND_OK);
+    obj_meta_clear(&out);
+    object_is("busy", data, total);
+    /* the part goes on into the upload's slab, not into the object */
+    CU_ASSERT_EQUAL(backend_put_write(p, again, 5 * MIB - 4096), BACKEND_OK);
+    backend_put_abort(p);
+    object_is("busy", data, total);
+    /* more bytes than announced never reach the next slot */
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_create(g_b, "bkt", "long", NULL, id), BACKEND_OK);
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_part_begin(g_b, "bkt", "long", id, 1, &p), BACKEND_OK);
+    backend_put_set_size(p, 100);
+    CU_ASSERT_EQUAL(backend_put_write(p, again, 100), BACKEND_OK);
+    CU_ASSERT_EQUAL(backend_put_write(p, again, 1), BACKEND_TOO_LARGE);
+    backend_put_abort(p);
+    free(again);
     free(data);
 }
 
@@ -511,6 +660,8 @@ int register_tests(void)
     T(multipart_happy_path_has_md5_of_md5s_etag);
     T(many_parts_are_assembled_in_order);
     T(finished_uploads_are_swept_in_the_background);
+    T(parts_of_one_size_become_the_object_without_a_copy);
+    T(parts_off_the_slab_are_copied);
     T(multipart_part_checksums_are_kept_listed_and_checked);
     T(multipart_complete_errors);
     T(multipart_part_copy_with_range);
