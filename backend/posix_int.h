@@ -349,7 +349,9 @@ enum backend_status posix_mpu_part_open(int ufd, unsigned no, struct posix_part_
  * was announced (backend_put_set_size) and its slot is free; else nothing
  * changes and the part is its own file. */
 void posix_slab_attach(struct posix_put *p);
-/* Appends to a part in the slab; TOO_LARGE past the slot. */
+/* Appends to a part in the slab; TOO_LARGE past the slot. A slab the file
+ * system cannot grow that far (EFBIG) lets the part go: its bytes so far
+ * move to its own file, the rest go there, and p->slab_fd becomes -1. */
 enum backend_status posix_slab_write(struct posix_put *p, const void *buf, size_t len);
 /* At a slab part's commit, before its record is committed: the slab's
  * bytes made durable, the range kept on the record (p->fd). */

@@ -115,8 +115,8 @@ void posix_slab_attach(struct posix_put *p)
     uint64_t slot;
     bool sealed;
     if (flock(fd, LOCK_SH | LOCK_NB) != 0 || slab_state(fd, &slot, &sealed) != 0 || sealed ||
-        want > slot) {
-        close(fd);
+        want > slot || (uint64_t)(p->part_no - 1) * slot > POSIX_MAX_OBJECT - slot) {
+        close(fd);   /* (past the largest object: that part could never lie in place) */
         return;
     }
     char claim[16];
@@ -132,6 +132,32 @@ void posix_slab_attach(struct posix_put *p)
     p->slab_cap = slot;
 }
 
+/* The slab cannot grow to this part's slot (EFBIG: past what the file
+ * system, or RLIMIT_FSIZE, allows in one file, for a part numbered far
+ * beyond the object's end): the part moves to its own file, p->fd, with
+ * what it wrote so far, and goes on there. Its slot stays claimed. */
+static enum backend_status leave_slab(struct posix_put *p)
+{
+    loff_t in = (loff_t)p->slab_off, out = 0;
+    uint64_t left = p->size;
+    while (left > 0) {
+        ssize_t n = copy_file_range(p->slab_fd, &in, p->fd, &out, (size_t)left, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            log_msg(LOG_LVL_ERROR, "backend", "move a part out of the slab: %s",
+                    n < 0 ? strerror(errno) : "short copy");
+            return n < 0 ? posix_write_errno_status(errno) : BACKEND_IO;
+        }
+        left -= (uint64_t)n;
+    }
+    if (lseek(p->fd, (off_t)p->size, SEEK_SET) < 0)   /* copy_file_range kept it at 0 */
+        return posix_write_errno_status(errno);
+    close(p->slab_fd);
+    p->slab_fd = -1;
+    return BACKEND_OK;
+}
+
 enum backend_status posix_slab_write(struct posix_put *p, const void *buf, size_t len)
 {
     if (len > p->slab_cap - p->size)
@@ -141,6 +167,15 @@ enum backend_status posix_slab_write(struct posix_put *p, const void *buf, size_
         ssize_t n = pwrite(p->slab_fd, b, len, (off_t)(p->slab_off + p->size));
         if (n < 0 && errno == EINTR)
             continue;
+        if (n < 0 && errno == EFBIG) {
+            enum backend_status s = leave_slab(p);
+            int e = 0;
+            if (s == BACKEND_OK)
+                s = backend_spool_append(p->fd, b, len, &p->size, p->max_size, &e);
+            if (s == BACKEND_IO && e)
+                s = posix_write_errno_status(e);
+            return s;
+        }
         if (n <= 0) {
             int e = n < 0 ? errno : EIO;
             enum backend_status s = posix_write_errno_status(e);

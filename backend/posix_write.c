@@ -252,10 +252,11 @@ enum backend_status posix_put_write(struct posix_put *p, const void *buf, size_t
         posix_slab_attach(p);
     }
     int e = 0;
-    enum backend_status s = p->slab_fd >= 0
-                                ? posix_slab_write(p, buf, len)
-                                : backend_spool_append(p->fd, buf, len, &p->size, p->max_size, &e);
-    if (s == BACKEND_IO && p->slab_fd < 0) {
+    bool slab = p->slab_fd >= 0;
+    enum backend_status s = slab ? posix_slab_write(p, buf, len)
+                                 : backend_spool_append(p->fd, buf, len, &p->size, p->max_size,
+                                                        &e);
+    if (s == BACKEND_IO && !slab) {
         s = posix_write_errno_status(e);
         if (s == BACKEND_IO)
             log_msg(LOG_LVL_ERROR, "backend", "write: %s", strerror(e));

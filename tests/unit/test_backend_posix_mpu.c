@@ -5,6 +5,8 @@
 #include "posix_fixture.h"
 
 #include <dirent.h>
+#include <signal.h>
+#include <sys/resource.h>
 
 /* ---- multipart ---- */
 
@@ -378,6 +380,43 @@ static void parts_off_the_slab_are_copied(void)
     free(data);
 }
 
+/* A slab the file system will not grow to a part's slot (EFBIG; here
+ * RLIMIT_FSIZE, as a small ext4's file size limit would): the part moves to
+ * a file of its own, with what it had written, and nothing is lost - part 3
+ * crosses the limit half-way, part 4's slot lies wholly beyond it. */
+static void a_slab_that_cannot_grow_lets_the_part_go(void)
+{
+    size_t total = 3 * (5 * MIB) + 1000;
+    unsigned char *data = malloc(total);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    for (size_t i = 0; i < total; i++)
+        data[i] = (unsigned char)(i * 17 + (i >> 9));
+    char id[BACKEND_UPLOAD_ID_MAX];
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_create(g_b, "bkt", "limit", NULL, id), BACKEND_OK);
+    struct rlimit old, lim;
+    CU_ASSERT_EQUAL_FATAL(getrlimit(RLIMIT_FSIZE, &old), 0);
+    lim = old;
+    lim.rlim_cur = 12 * MIB;
+    void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+    CU_ASSERT_EQUAL_FATAL(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    struct backend_part parts[4] = { { .part_no = 1 }, { .part_no = 2 }, { .part_no = 3 },
+                                     { .part_no = 4 } };
+    enum backend_status st[4];
+    for (unsigned no = 1; no <= 4; no++)
+        st[no - 1] = upload_part("limit", id, no, data + (no - 1) * (size_t)(5 * MIB),
+                                 no < 4 ? 5 * MIB : 1000, parts[no - 1].etag);
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, was);
+    for (int i = 0; i < 4; i++)
+        CU_ASSERT_EQUAL(st[i], BACKEND_OK);
+    struct obj_meta out;
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_complete(g_b, "bkt", "limit", id, parts, 4, &out),
+                          BACKEND_OK);
+    obj_meta_clear(&out);
+    object_is("limit", data, total);
+    free(data);
+}
+
 /* A part with an additional checksum, as the gateway commits it. */
 static enum backend_status upload_part_ck(const char *key, const char *id, unsigned no,
                                           const char *data, const char *ck_name,
@@ -662,6 +701,7 @@ int register_tests(void)
     T(finished_uploads_are_swept_in_the_background);
     T(parts_of_one_size_become_the_object_without_a_copy);
     T(parts_off_the_slab_are_copied);
+    T(a_slab_that_cannot_grow_lets_the_part_go);
     T(multipart_part_checksums_are_kept_listed_and_checked);
     T(multipart_complete_errors);
     T(multipart_part_copy_with_range);
