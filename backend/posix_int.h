@@ -361,9 +361,9 @@ enum backend_status posix_slab_part_commit(struct posix_put *p);
  * *size their length; otherwise unchanged. */
 enum backend_status posix_slab_part_locate(int ufd, struct posix_part_src *src, uint64_t *size);
 /* Complete: the upload's slab, locked and sealed against further part
- * writes (the caller closes it); -1 when there is none or a part is being
- * written into it. */
-int posix_slab_seal(int ufd);
+ * writes (the caller closes it), and its slot size; -1 when there is none
+ * or a part is being written into it. */
+int posix_slab_seal(int ufd, uint64_t *slot);
 /* Complete: when the sealed slab is `total` bytes long, makes it the put's
  * file (the parts are checked by the caller to lie end to end in it) and
  * true; false leaves the put as it was, for a copy. */

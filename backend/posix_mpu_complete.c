@@ -187,27 +187,37 @@ static enum backend_status assemble(struct assembly *a)
 }
 
 /* The way without a copy (posix_mpu_slab.c): when pass 1 found every part
- * in the upload's slab at the offset it has in the object, the slab is
- * sealed, the parts are checked again (a part may have been uploaded again
- * since pass 1), and the slab becomes the put's file. false: copy. */
+ * in the upload's slab at the offset it has in the object - the last part
+ * may be a file of its own (a short last part never sets the slot, and may
+ * come before the others): it is copied to its place - the slab is sealed,
+ * the parts are checked again (a part may have been sent again since pass
+ * 1), and the slab becomes the put's file. false: copy them all. */
 static bool adopt_slab(const struct assembly *a, const bool *in_slab, const uint64_t *slab_at,
                        uint64_t total, struct posix_put *p)
 {
+    size_t last = a->n_parts - 1;
     for (size_t i = 0; i < a->n_parts; i++) {
-        if (!in_slab[i] || slab_at[i] != a->offsets[i])
+        if (in_slab[i] ? slab_at[i] != a->offsets[i] : i != last)
             return false;
     }
-    int slab = posix_slab_seal(a->ufd);
+    uint64_t slot;
+    int slab = posix_slab_seal(a->ufd, &slot);
     if (slab < 0)
         return false;
-    bool ok = true;
+    /* a last part from a file goes exactly into its own slot, which no
+     * other part's record points into */
+    bool ok = in_slab[last] || (a->sizes[last] <= slot &&
+                                a->offsets[last] == (uint64_t)(a->parts[last].part_no - 1) * slot);
     for (size_t i = 0; ok && i < a->n_parts; i++) {
         struct posix_part_src src;
         ok = part_again(a, i, &src) == BACKEND_OK;
-        if (ok) {
-            ok = src.in_slab && src.off == a->offsets[i];
-            close(src.fd);
-        }
+        if (!ok)
+            break;
+        if (src.in_slab)
+            ok = src.off == a->offsets[i];
+        else   /* the last part's slot holds no part's bytes: its record is this file */
+            ok = i == last && copy_part(slab, a->offsets[i], &src, a->sizes[i]) == BACKEND_OK;
+        close(src.fd);
     }
     ok = ok && posix_slab_adopt(p, a->ufd, slab, total);
     close(slab);

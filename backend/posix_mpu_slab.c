@@ -7,8 +7,8 @@
  * checkpoint's wait on ext4, where copy_file_range is a copy and not a
  * reflink (bench/results/writeback.md). Clients upload parts of one size
  * (boto3 and s3torchconnector 8 MiB, aws-cli its chunk size) but the last,
- * so part N of an upload whose first stored part had S bytes belongs at
- * (N-1)*S of the object. UploadPart writes it there, into the upload's
+ * so part N of an upload whose first stored part of at least 5 MiB had S
+ * bytes belongs at (N-1)*S of the object. UploadPart writes it there, into the upload's
  * "slab" file, when it knows its length beforehand and it fits the slot; its
  * record "pNNNNN" is then an empty file whose xattr says where the bytes
  * are. Complete finds the listed parts end to end in the slab and links the
@@ -63,12 +63,15 @@ static int tmp_name(char out[32])
 
 /* The upload's slab, read-write; made with slot size `slot` when there is
  * none yet (with its xattr and fsync'ed before it appears under its name,
- * so a reader never sees a slab without its slot). -1 when there is none
- * and it cannot be made. */
+ * so a reader never sees a slab without its slot) - but not by a part
+ * smaller than S3's minimum for all parts but the last: such a part can
+ * only be the last, and its size is not the others' (a 12 MiB file sent in
+ * 5 MiB parts by several threads at once: its 2 MiB part may well come
+ * first). -1 when there is none and it is not made. */
 static int slab_open(int ufd, uint64_t slot)
 {
     int fd = openat(ufd, SLAB_NAME, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    if (fd >= 0 || errno != ENOENT)
+    if (fd >= 0 || errno != ENOENT || slot < BACKEND_MIN_PART_SIZE)
         return fd;
     char tmp[32], v[24];
     if (tmp_name(tmp) != 0)
@@ -232,7 +235,7 @@ enum backend_status posix_slab_part_locate(int ufd, struct posix_part_src *src, 
     return BACKEND_OK;
 }
 
-int posix_slab_seal(int ufd)
+int posix_slab_seal(int ufd, uint64_t *slot_out)
 {
     int fd = openat(ufd, SLAB_NAME, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
@@ -249,6 +252,7 @@ int posix_slab_seal(int ufd)
         close(fd);
         return -1;
     }
+    *slot_out = slot;
     return fd;
 }
 

@@ -281,7 +281,7 @@ static void parts_of_one_size_become_the_object_without_a_copy(void)
     snprintf(dir, sizeof dir, ".shardgate/mpu/bkt/%s", id);
     snprintf(slab, sizeof slab, "%s/slab", dir);
     struct backend_part parts[N] = { { 0 } };
-    unsigned order[N] = { 1, 5, 3, 2, 4 };   /* the short last part before some others */
+    unsigned order[N] = { 5, 3, 1, 2, 4 };   /* the short last part first: no slot of its size */
     for (size_t k = 0; k < N; k++) {
         unsigned no = order[k];
         size_t off = (no - 1) * (size_t)(5 * MIB), len = no < N ? 5 * MIB : 1000;
@@ -372,8 +372,8 @@ static void parts_off_the_slab_are_copied(void)
     /* more bytes than announced never reach the next slot */
     CU_ASSERT_EQUAL_FATAL(backend_mpu_create(g_b, "bkt", "long", NULL, id), BACKEND_OK);
     CU_ASSERT_EQUAL_FATAL(backend_mpu_part_begin(g_b, "bkt", "long", id, 1, &p), BACKEND_OK);
-    backend_put_set_size(p, 100);
-    CU_ASSERT_EQUAL(backend_put_write(p, again, 100), BACKEND_OK);
+    backend_put_set_size(p, 5 * MIB);
+    CU_ASSERT_EQUAL(backend_put_write(p, again, 5 * MIB), BACKEND_OK);
     CU_ASSERT_EQUAL(backend_put_write(p, again, 1), BACKEND_TOO_LARGE);
     backend_put_abort(p);
     free(again);
