@@ -84,6 +84,8 @@ struct conf {
                                    gives "0.0.0.0" */
     uint16_t listen_port;       /* 9000 */
     unsigned threads;           /* libmicrohttpd pool size; 0 = one per core */
+    unsigned body_threads;      /* threads that take PUT/UploadPart bodies in at nice 10
+                                   (gateway/intake.c); 0 = one per core */
 
     /* the cold tier: an S3 endpoint, or (cold_url NULL) the local directory data_dir */
     char *data_dir;             /* "var/data" under the working directory */

@@ -181,6 +181,7 @@ static const struct file_key file_keys[] = {
     STR_KEY("region", conf_set_region, false),
     OTHER_KEY("vhost_domain"),
     UINT_KEY("threads", threads, 0, THREADS_MAX),
+    UINT_KEY("body_threads", body_threads, 0, THREADS_MAX),
     STR_KEY("log_level", conf_set_log_level, false),
     UINT_KEY("shutdown_grace_s", shutdown_grace_s, 0, GRACE_MAX_S),
     UINT_KEY("prefetch_keep_s", prefetch_keep_s, 1, 30u * 86400),
@@ -196,7 +197,7 @@ static const struct file_key file_keys[] = {
     STR_KEY("log_file", conf_set_log_file, true),
 };
 enum { N_FILE_KEYS = sizeof file_keys / sizeof file_keys[0] };
-_Static_assert(N_FILE_KEYS == 33, "update file_keys, FILE_KEYS_HELP, key_apply and the "
+_Static_assert(N_FILE_KEYS == 34, "update file_keys, FILE_KEYS_HELP, key_apply and the "
                "example config");
 
 #define FILE_KEYS_HELP "listen, data_dir, cold_url, cold_ca_path, cold_connect_timeout_ms, " \
@@ -205,9 +206,9 @@ _Static_assert(N_FILE_KEYS == 33, "update file_keys, FILE_KEYS_HELP, key_apply a
                        "cold_secret_key, cold_secret_key_env, cold_region, "                   \
                        "cold_virtual_hosted, spool_dir, state_dir, mpu_max_age, cache, "       \
                        "region, "                                                              \
-                       "vhost_domain, threads, log_level, shutdown_grace_s, prefetch_keep_s, " \
-                       "max_xml_body, max_header_bytes, metrics_public, sigv2, users, buckets, " \
-                       "connections, write_back, log_format, log_file"
+                       "vhost_domain, threads, body_threads, log_level, shutdown_grace_s, "     \
+                       "prefetch_keep_s, max_xml_body, max_header_bytes, metrics_public, "     \
+                       "sigv2, users, buckets, connections, write_back, log_format, log_file"
 
 /* A byte count: a size string ("8GiB", see conf_size_parse) or a number. */
 static int json_bytes(const json_t *v, uint64_t *out)

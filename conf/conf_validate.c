@@ -109,6 +109,9 @@ int conf_validate(const struct conf *c, char *err, size_t errlen)
         return conf_fail(err, errlen, "consistency: " CONSISTENCY_HELP, TTL_MAX_S);
     if (c->threads > THREADS_MAX)
         return conf_fail(err, errlen, "threads: must be an integer from 0 to %u", THREADS_MAX);
+    if (c->body_threads > THREADS_MAX)
+        return conf_fail(err, errlen, "body_threads: must be an integer from 0 to %u",
+                         THREADS_MAX);
     if (c->shutdown_grace_s > GRACE_MAX_S)
         return conf_fail(err, errlen, "shutdown_grace_s: must be an integer from 0 to %u",
                          GRACE_MAX_S);

@@ -257,6 +257,8 @@ struct gw_req {
     struct auth_ctx *auth;
     struct auth_body *body;
     struct backend_put *put;     /* GW_BODY_STREAM */
+    struct gw_intake *intake;    /* the body goes through intake threads (intake.c) */
+    bool intake_decided;         /* gw_intake_begin was asked */
     struct gw_buf xml_in;        /* GW_BODY_XML */
     uint64_t body_bytes;         /* raw body bytes received */
     bool body_failed;            /* an error is recorded; the rest is dropped */
@@ -466,6 +468,11 @@ void gw_guard_stats(struct gw_guard *g, uint64_t *open, uint64_t *closed_idle,
 struct gw_conn_stats {
     uint64_t open, limit, per_client;
     uint64_t closed_idle, closed_header, closed_body_rate;
+    /* PUT/UploadPart body bytes taken in on intake threads / on the
+     * connection's own thread (small bodies, or no buffer free) */
+    uint64_t body_bytes_intake, body_bytes_inline;
+    uint64_t body_buffered;       /* bytes of body buffers held now */
+    unsigned body_threads;
 };
 void gw_conn_stats_get(const struct gw *g, struct gw_conn_stats *out);
 
@@ -652,6 +659,39 @@ int gw_json_str(struct gw_buf *b, const char *s);
 /* Suspends / resumes r's connection: the cache waiter callbacks. */
 void gw_req_suspend(void *arg);
 void gw_req_resume(void *arg);
+/* Suspends r's connection and leaves its state alone: a body waiting for
+ * an intake thread (gateway/intake.c). */
+void gw_req_suspend_intake(struct gw_req *r);
+
+/* Request bodies taken in on threads of their own (gateway/intake.c). */
+struct gw_intake_pool;
+/* Takes in one piece of r's body (auth, digests, the put); records a
+ * failure with gw_req_fail. Runs on an intake thread. */
+typedef void gw_intake_take_fn(struct gw_req *r, const uint8_t *buf, size_t len);
+/* threads 0: no pool (*out NULL), every body inline. 0, or -1 logged. */
+int gw_intake_pool_start(unsigned threads, gw_intake_take_fn *take_in,
+                         struct gw_intake_pool **out);
+/* Lets every queued job end (resuming its connection), joins the threads;
+ * later bodies are taken in inline. Before MHD_stop_daemon. */
+void gw_intake_pool_stop(struct gw_intake_pool *p);
+void gw_intake_pool_free(struct gw_intake_pool *p);
+/* Bytes of body buffers held by requests now (0 without a pool). */
+uint64_t gw_intake_pool_buffered(struct gw_intake_pool *p);
+/* At r's first body bytes: true when r's body goes through the pool
+ * (r->intake set); false (small, no pool, no buffers): take it in inline. */
+bool gw_intake_begin(struct gw_intake_pool *p, struct gw_req *r, long long announced);
+/* Copies what fits of data[0..n) for the intake threads; returns how many
+ * bytes it took. Fewer than n: the connection is suspended, and is resumed
+ * to hand over the rest. */
+size_t gw_intake_take(struct gw_req *r, const char *data, size_t n);
+/* At the body's end: true when every byte is taken in (r's body state is
+ * then the connection thread's again); false: suspended until it is. */
+bool gw_intake_drained(struct gw_req *r);
+/* Waits until no job of r is out (r->body and r->put are then safe to
+ * touch). No-op without intake. */
+void gw_intake_quiesce(struct gw_req *r);
+/* Quiesces and frees r's intake (at the request's end). */
+void gw_intake_end(struct gw_req *r);
 /* now + the cache's wait timeout, as a waiter deadline. */
 struct timespec gw_wait_deadline(const struct gw_req *r);
 

@@ -133,6 +133,22 @@ void gw_h_metrics(struct gw_req *r)
                         (unsigned long long)ks.per_client, (unsigned long long)ks.closed_idle,
                         (unsigned long long)ks.closed_header,
                         (unsigned long long)ks.closed_body_rate);
+    rc |= gw_buf_printf(&b, "# HELP shardgate_body_threads Threads that take PUT and "
+                            "UploadPart bodies in (body_threads).\n"
+                            "# TYPE shardgate_body_threads gauge\nshardgate_body_threads %u\n"
+                            "# HELP shardgate_body_bytes_total PUT and UploadPart body bytes "
+                            "received, by the thread that took them in: a body thread, or the "
+                            "connection's own (bodies under 1 MiB, or all body buffers in use).\n"
+                            "# TYPE shardgate_body_bytes_total counter\n"
+                            "shardgate_body_bytes_total{thread=\"body\"} %llu\n"
+                            "shardgate_body_bytes_total{thread=\"connection\"} %llu\n"
+                            "# HELP shardgate_body_buffer_bytes Memory held now by bodies "
+                            "on their way to a body thread (at most 64 MiB).\n"
+                            "# TYPE shardgate_body_buffer_bytes gauge\n"
+                            "shardgate_body_buffer_bytes %llu\n",
+                        ks.body_threads, (unsigned long long)ks.body_bytes_intake,
+                        (unsigned long long)ks.body_bytes_inline,
+                        (unsigned long long)ks.body_buffered);
 
     struct cache_stats cs;
     memset(&cs, 0, sizeof cs);

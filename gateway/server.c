@@ -30,6 +30,9 @@ struct gw {
     struct cache *cache;
     struct MHD_Daemon *daemon;
     struct gw_guard *guard;      /* request-head deadlines */
+    struct gw_intake_pool *intake;   /* threads that take request bodies in */
+    unsigned body_threads;
+    atomic_uint_fast64_t body_bytes_intake, body_bytes_inline;
     unsigned conn_limit, per_client;
     atomic_uint_fast64_t closed_body_rate;   /* bodies slower than min_body_rate */
     atomic_uint active;          /* requests between URI and completion */
@@ -314,6 +317,15 @@ static int body_out(void *arg, const uint8_t *buf, size_t len)
     return 0;
 }
 
+/* One piece of a body: verified, digested and handed to its put, on the
+ * connection's thread or on an intake thread (gateway/intake.c). */
+static void take_in(struct gw_req *r, const uint8_t *buf, size_t len)
+{
+    enum auth_status as = auth_body_feed(r->body, buf, len, body_out, r);
+    if (as != AUTH_OK && as != AUTH_ABORTED)
+        gw_req_fail(r, s3_error_from_auth(as), s3_error_auth_message(as));
+}
+
 /* First call: the request line and headers are in. */
 static void start(struct gw_req *r, struct MHD_Connection *conn, const char *method)
 {
@@ -441,6 +453,7 @@ static bool body_too_slow(struct gw_req *r)
     double grace = (double)r->conf->conn_header_timeout_s;
     if (el <= grace || (double)r->body_bytes >= (el - grace) * rate)
         return false;
+    gw_intake_quiesce(r);   /* the put below is the connection thread's again */
     log_msg(LOG_LVL_INFO, "gw", "req=%s body too slow: %llu bytes in %.0f s (at least %u "
             "bytes/s after %u s, connections.min_body_rate): closing the connection", r->id,
             (unsigned long long)r->body_bytes, el, rate, r->conf->conn_header_timeout_s);
@@ -486,18 +499,35 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     case GW_REQ_BODY:
         if (*upload_data_size) {
             size_t n = *upload_data_size;
+            if (!r->intake_decided) {
+                r->intake_decided = true;
+                if (r->body_kind == GW_BODY_STREAM && r->put && !r->body_failed)
+                    gw_intake_begin(r->gw->intake, r, gw_put_announced_length(r));
+            }
+            if (r->intake) {
+                if (body_too_slow(r))
+                    return MHD_NO;
+                /* What is not taken stays with libmicrohttpd, the
+                 * connection suspended until an intake thread has room. */
+                size_t took = gw_intake_take(r, upload_data, n);
+                *upload_data_size = n - took;
+                r->body_bytes += took;
+                atomic_fetch_add(&r->gw->body_bytes_intake, took);
+                return MHD_YES;
+            }
             *upload_data_size = 0;
             r->body_bytes += n;
+            if (r->body_kind == GW_BODY_STREAM)
+                atomic_fetch_add(&r->gw->body_bytes_inline, n);
             if (body_too_slow(r))
                 return MHD_NO;   /* closes the connection */
             if (r->body_failed)
                 return MHD_YES;   /* drop the rest; the error goes out at the end */
-            enum auth_status as = auth_body_feed(r->body, (const uint8_t *)upload_data, n,
-                                                 body_out, r);
-            if (as != AUTH_OK && as != AUTH_ABORTED)
-                gw_req_fail(r, s3_error_from_auth(as), s3_error_auth_message(as));
+            take_in(r, (const uint8_t *)upload_data, n);
             return MHD_YES;
         }
+        if (r->intake && !gw_intake_drained(r))
+            return MHD_YES;   /* resumed, and called again, once every byte is in */
         finish(r);
         return MHD_YES;
     case GW_REQ_WAIT:
@@ -518,6 +548,11 @@ void gw_req_suspend(void *arg)
     struct gw_req *r = arg;
     r->state = GW_REQ_WAIT;
     r->cache_use = GW_CACHE_MISS;   /* it waited for a fill */
+    MHD_suspend_connection(r->conn);
+}
+
+void gw_req_suspend_intake(struct gw_req *r)
+{
     MHD_suspend_connection(r->conn);
 }
 
@@ -605,6 +640,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                            r->cache_use);
     if (r->method)
         access_log(r, conn, ms, toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
+    gw_intake_end(r);   /* first: an intake thread may still hold the body */
     if (r->put)
         backend_put_abort(r->put);
     auth_body_free(r->body);
@@ -671,6 +707,10 @@ void gw_conn_stats_get(const struct gw *g, struct gw_conn_stats *out)
     out->limit = g->conn_limit;
     out->per_client = g->per_client;
     out->closed_body_rate = atomic_load(&g->closed_body_rate);
+    out->body_bytes_intake = atomic_load(&g->body_bytes_intake);
+    out->body_bytes_inline = atomic_load(&g->body_bytes_inline);
+    out->body_threads = g->body_threads;
+    out->body_buffered = gw_intake_pool_buffered(g->intake);
     if (g->guard)
         gw_guard_stats(g->guard, &out->open, &out->closed_idle, &out->closed_header);
 }
@@ -713,16 +753,22 @@ int gw_start(const struct conf *c, struct backend *b, struct auth *a, struct cac
         free(g);
         return -1;
     }
-    if (gw_guard_start(c->conn_idle_timeout_s, c->conn_header_timeout_s, &g->guard) != 0) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores < 1)
+        cores = 1;
+    g->body_threads = c->body_threads ? c->body_threads : (unsigned)cores;
+    if (gw_intake_pool_start(g->body_threads, take_in, &g->intake) != 0) {
         close(lfd);
         free(g);
         return -1;
     }
-    unsigned threads = c->threads;
-    if (threads == 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = n > 0 ? (unsigned)n : 1;
+    if (gw_guard_start(c->conn_idle_timeout_s, c->conn_header_timeout_s, &g->guard) != 0) {
+        gw_intake_pool_free(g->intake);
+        close(lfd);
+        free(g);
+        return -1;
     }
+    unsigned threads = c->threads ? c->threads : (unsigned)cores;
     struct stat lst;
     if (fstat(lfd, &lst) != 0)
         memset(&lst, 0, sizeof lst);
@@ -777,6 +823,7 @@ int gw_start(const struct conf *c, struct backend *b, struct auth *a, struct cac
             now_st.st_dev == lst.st_dev)
             close(lfd);
         gw_guard_stop(g->guard);
+        gw_intake_pool_free(g->intake);
         free(g);
         return -1;
     }
@@ -852,7 +899,11 @@ void gw_stop(struct gw *g, unsigned grace_s)
                 left, grace_s);
     if (g->cache)
         cache_stop(g->cache);
+    /* every body job ends and resumes its connection: none may be left
+     * suspended when the daemon stops */
+    gw_intake_pool_stop(g->intake);
     MHD_stop_daemon(g->daemon);
     gw_guard_stop(g->guard);   /* after every connection's gw_conn_close */
+    gw_intake_pool_free(g->intake);   /* after every request's gw_intake_end */
     free(g);
 }

@@ -14,6 +14,7 @@ static void defaults_match_documented_values(void)
     CU_ASSERT_STRING_EQUAL(c.listen_addr, "127.0.0.1");
     CU_ASSERT_EQUAL(c.listen_port, 9000);
     CU_ASSERT_EQUAL(c.threads, 0);
+    CU_ASSERT_EQUAL(c.body_threads, 0);
     CU_ASSERT_STRING_EQUAL(c.data_dir, "var/data");
     CU_ASSERT_STRING_EQUAL(c.region, "us-east-1");
     CU_ASSERT_PTR_NULL(c.vhost_domain);
@@ -87,9 +88,12 @@ static const struct bad_case bad_files[] = {
       "cold_connect_timeout_ms, cold_request_timeout_ms, cold_first_byte_timeout_ms, "
       "cold_retries, cold_access_key, "
       "cold_secret_key, cold_secret_key_env, cold_region, cold_virtual_hosted, spool_dir, "
-      "state_dir, mpu_max_age, cache, region, vhost_domain, threads, log_level, shutdown_grace_s, prefetch_keep_s, max_xml_body, "
+      "state_dir, mpu_max_age, cache, region, vhost_domain, threads, body_threads, log_level, "
+      "shutdown_grace_s, prefetch_keep_s, max_xml_body, "
       "max_header_bytes, metrics_public, sigv2, users, buckets" },
     { "prefetch_keep_zero", "{\"prefetch_keep_s\": 0}", "prefetch_keep_s: must be an integer" },
+    { "body_threads_too_many", "{\"body_threads\": 100000}",
+      "body_threads: must be an integer from 0 to 256" },
     { "top_level_array", "[1,2]", "top level: must be a JSON object" },
     { "duplicate_top_key", "{\"threads\":1,\"threads\":2}", "duplicate" },
     { "listen_not_string", "{\"listen\":9000}", "listen: must be a string" },
