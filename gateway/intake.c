@@ -78,6 +78,8 @@ struct gw_intake_pool {
     pthread_t threads[INTAKE_MAX_THREADS];
 };
 
+static void hand_over(struct gw_intake *in);
+
 static void *intake_main(void *arg)
 {
     struct gw_intake_pool *p = arg;
@@ -103,11 +105,18 @@ static void *intake_main(void *arg)
         in->len[b] = 0;
         in->job = -1;
         in->failed = r->body_failed;
+        /* The other buffer filled up meanwhile: it goes out now, not when
+         * the connection's thread next comes (the client may send nothing
+         * more until it has an answer: a stalled body's bytes still reach
+         * its temp file, all but the last partial buffer). */
+        if (in->len[in->fill] == INTAKE_BUF && !in->failed && !p->stopping)
+            hand_over(in);
         if (in->waiting) {
             in->waiting = false;
             gw_req_resume(r);
         }
-        /* after this the request may be freed: in is not touched again */
+        /* after this the request may be freed (unless a job of it went out
+         * again): in is not touched again */
         pthread_cond_broadcast(&p->done);
     }
     pthread_mutex_unlock(&p->mu);
@@ -284,6 +293,9 @@ size_t gw_intake_take(struct gw_req *r, const char *data, size_t n)
         in->len[in->fill] += c;
         took += c;
     }
+    /* a buffer filled by the last bytes goes out now, if it can */
+    if (in->len[in->fill] == INTAKE_BUF && in->job < 0 && !in->failed)
+        hand_over(in);
     pthread_mutex_unlock(&p->mu);
     return took;
 }

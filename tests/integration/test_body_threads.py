@@ -245,7 +245,10 @@ def main():
     data = H.tmpdir("data")
     cfg = os.path.join(H.S.tmp, "body-threads.json")
     with open(cfg, "w") as f:
-        json.dump({"body_threads": 1, "shutdown_grace_s": 60}, f)
+        # 130 connections from one address: more than a quarter of the
+        # connections a low open-file limit would give
+        json.dump({"body_threads": 1, "shutdown_grace_s": 60,
+                   "connections": {"max": 400, "per_client": 400}}, f)
     gw = T.Gw("g", ["--data", data, "--config", cfg])
     if not gw.start():
         return
