@@ -76,6 +76,11 @@ def goals(res):
             gain = ", %s MB/s one at a time" % cell(single["sg"], "MBps") if single else ""
             L.append("| cold misses %s | aggregate >= 0.9x as many direct GETs at once | %sx (%s MB/s%s) | %s |" % (
                 cold_label(row["size"]), fmt(r, 2), cell(row["sg"], "MBps"), gain, yes(r["med"] >= 0.9)))
+            if row.get("disk"):
+                d = summary([x["MBps"] / y["MBps"] for x, y in zip(row["sg"], row["disk"])])
+                L.append("| cold misses %s, against the disk | >= 0.9x what the disk makes durable at %d writers | %sx (disk %s MB/s) | %s |" % (
+                    cold_label(row["size"]), row["conc"], fmt(d, 2), cell(row["disk"], "MBps"),
+                    yes(d["med"] >= 0.9)))
         else:
             L.append("| cold miss %s | >= 0.95x throughput, TTFB +<= 1 ms | %sx, TTFB +%s ms (first body byte +%s ms) | %s |" % (
                 cold_label(row["size"]), fmt(r, 2), fmt(t, 2), fmt(b, 1),

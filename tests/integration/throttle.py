@@ -12,7 +12,7 @@ Two ways to run it, same behaviour:
         t = ThrottleProcess("127.0.0.1", cold_port, down_rate=50e6).start()
     same methods; it is driven over its stdin/stdout.
     Command line: python3 throttle.py --target HOST:PORT [--listen-port N]
-                  [--down-rate BYTES_PER_S] [--up-rate BYTES_PER_S]
+                  [--down-rate BYTES_PER_S] [--up-rate BYTES_PER_S] [--latency-ms MS]
     prints "PORT <n>", then reads commands, one a line, answering "OK ..." :
       rate DOWN UP   (each a number of bytes/s, or "none" for unlimited)
       cut            close every open connection (both sides)
@@ -22,7 +22,9 @@ Two ways to run it, same behaviour:
       quit
 
 Rates are shared by all connections of a direction (one token bucket per
-direction, like one link), with a burst of one chunk (64 KiB).
+direction, like one link), with a burst of one chunk (64 KiB). --latency-ms
+holds the first bytes of each answer (the first after the client sent
+something) that long: one round trip per request, as a remote S3 adds.
 Standard library only.
 """
 
@@ -60,8 +62,9 @@ class _Bucket:
 class _Core:
     """The proxy's state; all methods run on its event loop."""
 
-    def __init__(self, host, port, down_rate, up_rate):
+    def __init__(self, host, port, down_rate, up_rate, latency_s=0.0):
         self.target = (host, port)
+        self.latency_s = latency_s
         self.down = _Bucket(down_rate)
         self.up = _Bucket(up_rate)
         self.refusing = False
@@ -75,12 +78,18 @@ class _Core:
         self.server = await asyncio.start_server(self._handle, "127.0.0.1", port)
         return self.server.sockets[0].getsockname()[1]
 
-    async def _pipe(self, reader, writer, bucket, down):
+    async def _pipe(self, reader, writer, bucket, down, turn):
+        """turn["asked"]: the client sent bytes that no answer has followed yet."""
         try:
             while True:
                 data = await reader.read(CHUNK)
                 if not data:
                     break
+                if not down:
+                    turn["asked"] = True
+                elif turn["asked"] and self.latency_s:
+                    turn["asked"] = False
+                    await asyncio.sleep(self.latency_s)
                 await bucket.take(len(data))
                 writer.write(data)
                 if down:
@@ -110,8 +119,9 @@ class _Core:
         pair = (cwriter, twriter)
         self.conns.add(pair)
         try:
-            await asyncio.gather(self._pipe(creader, twriter, self.up, False),
-                                 self._pipe(treader, cwriter, self.down, True))
+            turn = {"asked": False}
+            await asyncio.gather(self._pipe(creader, twriter, self.up, False, turn),
+                                 self._pipe(treader, cwriter, self.down, True, turn))
         except asyncio.CancelledError:
             pass                       # the proxy is stopping
         finally:
@@ -247,9 +257,11 @@ class ThrottleProcess:
     """The proxy as a subprocess (`python3 throttle.py`), driven over stdin."""
 
     def __init__(self, target_host, target_port, down_rate=None, up_rate=None, listen_port=0,
-                 log=None):
+                 log=None, latency_ms=0):
         self.argv = [sys.executable, os.path.abspath(__file__), "--target",
                      "%s:%d" % (target_host, target_port), "--listen-port", str(listen_port)]
+        if latency_ms:
+            self.argv += ["--latency-ms", str(latency_ms)]
         if down_rate:
             self.argv += ["--down-rate", str(down_rate)]
         if up_rate:
@@ -348,7 +360,7 @@ async def _serve_stdin(core):
 async def _main_async(args):
     host, _, port = args.target.rpartition(":")
     core = _Core(host or "127.0.0.1", int(port), _parse_rate(args.down_rate),
-                 _parse_rate(args.up_rate))
+                 _parse_rate(args.up_rate), args.latency_ms / 1e3)
     lport = await core.listen(args.listen_port)
     print("PORT %d" % lport, flush=True)
     await _serve_stdin(core)
@@ -362,6 +374,8 @@ def main():
     ap.add_argument("--listen-port", type=int, default=0)
     ap.add_argument("--down-rate", help="bytes/s target->client (e.g. 50M); default unlimited")
     ap.add_argument("--up-rate", help="bytes/s client->target; default unlimited")
+    ap.add_argument("--latency-ms", type=float, default=0.0,
+                    help="delay of each answer's first bytes (a round trip); default 0")
     args = ap.parse_args()
     try:
         asyncio.run(_main_async(args))
