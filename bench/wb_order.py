@@ -41,7 +41,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 import harness as H  # noqa: E402
 import cache_common as C  # noqa: E402
 from throttle import ThrottleProcess  # noqa: E402
-from writeback import quiet, spread  # noqa: E402
+from writeback import quiet, run_and_report, spread  # noqa: E402
 
 MiB = 1024 * 1024
 WB, DIRECT = "ckpt-wb", "direct"
@@ -202,26 +202,7 @@ def main():
     cmd = "python3 bench/wb_order.py --objects %d --size-kib %d --shards %d --shard-mib %d " \
           "--cold-mbps %g --latency-ms %g --runs %d" % (
               a.objects, a.size_kib, a.shards, a.shard_mib, a.cold_mbps, a.latency_ms, a.runs)
-    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
-    t0 = time.monotonic()
-    b = Bench(a)
-    rows = []
-    try:
-        b.setup()
-        for n in range(1, a.runs + 1):
-            rows.append(b.run(n))
-            print("# run %d: %r" % (n, rows[-1]), file=sys.stderr, flush=True)
-    finally:
-        b.teardown()
-        H.S.finished = True
-        H._cleanup()
-    text = report(a, rows, cmd, started, time.monotonic() - t0)
-    print(text, flush=True)
-    if a.out != "-":
-        with open(a.out, "w") as f:
-            f.write(text)
-        print("# wrote %s" % a.out, file=sys.stderr)
-
+    run_and_report(a, Bench(a), report, cmd)
 
 if __name__ == "__main__":
     main()

@@ -311,9 +311,15 @@ def main():
           "--threads %d --runs %d --read-s %d --read-size-mib %d --upload-cap %s" % (
               a.size_mib, a.cold_mbps, a.part_mib, a.threads, a.runs, a.read_s,
               a.read_size_mib, a.upload_cap)
+    run_and_report(a, Bench(a), report, cmd)
+
+
+def run_and_report(a, b, report_fn, cmd):
+    """Sets b up, runs it a.runs times, tears it down whatever happens, and
+    prints report_fn(a, rows, cmd, started, seconds) (also to a.out unless
+    "-"). Shared with bench/wb_order.py."""
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     t0 = time.monotonic()
-    b = Bench(a)
     rows = []
     try:
         b.setup()
@@ -324,7 +330,7 @@ def main():
         b.teardown()
         H.S.finished = True
         H._cleanup()
-    text = report(a, rows, cmd, started, time.monotonic() - t0)
+    text = report_fn(a, rows, cmd, started, time.monotonic() - t0)
     print(text, flush=True)
     if a.out != "-":
         os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
