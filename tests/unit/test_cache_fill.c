@@ -20,6 +20,7 @@
 #include "cache_int.h"
 #include "checksum.h"
 #include "encoding.h"
+#include "log.h"
 
 /* A waiter that blocks a test thread until the cache resumes it. */
 struct test_waiter {
@@ -706,6 +707,10 @@ static void readers_after_a_failed_fill_start_a_new_one(void)
  * many rounds here, each a fresh miss). */
 static void a_reopen_racing_the_fill_failure_gets_the_failure(void)
 {
+    /* a WARN line per round would push a failure's own lines out of a
+     * truncated CI log */
+    enum log_level level = log_get_level();
+    log_set_level(LOG_LVL_ERROR);
     gate_setup(1);
     enum { ROUNDS = 400 };
     unsigned char *src = pattern(4096, 21);
@@ -734,6 +739,7 @@ static void a_reopen_racing_the_fill_failure_gets_the_failure(void)
     CU_ASSERT_EQUAL(s.fills_started, ROUNDS);
     free(src);
     teardown();
+    log_set_level(level);
 }
 
 static void invalidate_makes_the_next_open_a_miss(void)
@@ -937,10 +943,15 @@ static void memory_tier_is_bounded_and_keeps_bodies_being_sent(void)
         read_through(key, src[i], 4096);
     }
     wait_fills_done(N);
-    CU_ASSERT_FALSE(hit_matches("k00", src[0], 4096));
+    /* A reader that came after its fill's publish was a file hit and kept
+     * its key already (a race under load, CI run of ff7b8f1): whether this
+     * hit reads the file is not asserted, only that k00 is in memory after
+     * it. */
+    hit_matches("k00", src[0], 4096);
     struct obj_meta m;
     int waits;
     struct cache_obj *o = open_key("k00", &m, &waits);
+    CU_ASSERT_TRUE(cache_obj_fd(o) < 0);
     const uint8_t *body = NULL;
     void *held = cache_obj_take_body(o, &body);   /* from memory, still being "sent" */
     CU_ASSERT_PTR_NOT_NULL_FATAL(held);
