@@ -282,6 +282,8 @@ enum backend_status backend_wb_open(const struct backend_wb_conf *cf, struct bac
 /* What is pending for a bucket (NULL: all) under a prefix (NULL: all). */
 struct backend_wb_status {
     uint64_t dirty_bytes, dirty_objects;   /* acknowledged, not yet in the cold tier */
+    uint64_t staged_part_bytes;            /* parts of uploads not completed (all
+                                              buckets: they count in cache.size) */
     double oldest_s;                       /* age of the oldest pending write; 0: none */
     uint64_t uploaded_bytes, uploaded_objects, failures;   /* since open, all buckets */
     char last_error[256];                  /* the last failed upload, "" for none */
@@ -289,10 +291,11 @@ struct backend_wb_status {
 /* false when b is not a write-back handle. */
 bool backend_wb_status(struct backend *b, const char *bucket, const char *prefix,
                        struct backend_wb_status *out);
-/* Bytes of acknowledged writes waiting for their upload, staged beside the
- * cache (0 for a handle that is not write-back). O(1); any thread. The
- * cache counts them against its capacity: they are never evicted. */
-uint64_t backend_wb_dirty_bytes(struct backend *b);
+/* Bytes write-back keeps beside the cache (0 for a handle that is not
+ * write-back): acknowledged writes waiting for their upload, and the parts
+ * of multipart uploads not completed yet. O(1); any thread. The cache
+ * counts them against its capacity: they are never evicted. */
+uint64_t backend_wb_disk_bytes(struct backend *b);
 /* Is `bucket` written back by b? (false for any other handle) */
 bool backend_wb_bucket(struct backend *b, const char *bucket);
 /* Waits until every write to `bucket` under `prefix` (NULL: all)

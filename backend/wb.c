@@ -315,9 +315,7 @@ static void op_close(struct backend *b)
     while (w->mpus) {
         struct wb_mpu *m = w->mpus;
         w->mpus = m->next;
-        free(m->bucket);
-        free(m->key);
-        free(m);
+        wb_mpu_free(w, m);
     }
     for (size_t i = 0; i < w->n_buckets; i++)
         free(w->buckets[i]);
@@ -743,6 +741,41 @@ out:
 /* ---- multipart uploads into a write-back bucket: staged under a version,
  * the upload id "<vid hex><staging id>" names both ---- */
 
+void wb_mpu_free(struct wb *w, struct wb_mpu *m)
+{
+    w->staged_bytes -= m->staged;
+    free(m->part_bytes);
+    free(m->bucket);
+    free(m->key);
+    free(m);
+}
+
+/* Part part_no of m now holds `bytes` staged bytes (a part sent again
+ * replaces the one before). Under mu. */
+static void mpu_part_locked(struct wb *w, struct wb_mpu *m, unsigned part_no, uint64_t bytes)
+{
+    if (part_no == 0)
+        return;
+    if (part_no > m->n_part_slots) {
+        unsigned n = part_no < 64 ? 64 : part_no * 2;   /* a client sends them in order */
+        if (n > BACKEND_MAX_PARTS)
+            n = part_no > BACKEND_MAX_PARTS ? part_no : BACKEND_MAX_PARTS;
+        uint64_t *grown = realloc(m->part_bytes, n * sizeof *grown);
+        if (!grown) {   /* counted without its slot: a resend is counted twice */
+            m->staged += bytes;
+            w->staged_bytes += bytes;
+            return;
+        }
+        memset(grown + m->n_part_slots, 0, (n - m->n_part_slots) * sizeof *grown);
+        m->part_bytes = grown;
+        m->n_part_slots = n;
+    }
+    uint64_t *slot = &m->part_bytes[part_no - 1];
+    m->staged += bytes - *slot;
+    w->staged_bytes += bytes - *slot;
+    *slot = bytes;
+}
+
 static struct wb_mpu *mpu_find_locked(struct wb *w, const char *bucket, const char *key,
                                       const char *upload_id)
 {
@@ -822,15 +855,75 @@ static enum backend_status op_mpu_create(struct backend *b, const char *bucket, 
                 *pp = m->next;
                 break;
             }
+        wb_mpu_free(w, m);
         pthread_mutex_unlock(&w->mu);
-        free(m->bucket);
-        free(m->key);
-        free(m);
         return st;
     }
     wb_upload_id(m, upload_id);
     return BACKEND_OK;
 }
+
+/* A part of a staged upload. Its bytes lie in the cache directory from its
+ * commit on, long before the upload is completed (a checkpoint's shards
+ * are sent for minutes): counted in staged_bytes, the cache makes room for
+ * them as for pending writes. */
+struct wb_part {
+    struct backend_put base;   /* first */
+    struct wb *w;
+    struct backend_put *inner; /* the staging store's */
+    uint64_t vid;              /* the upload's */
+    unsigned part_no;
+    uint64_t bytes;            /* written so far */
+    bool started;
+};
+
+static enum backend_status part_write(struct backend_put *bp, const void *buf, size_t len)
+{
+    struct wb_part *p = (struct wb_part *)bp;
+    if (!p->started) {
+        /* the body's announced length was set on this wrapper: the staging
+         * store places a part by it (its multipart slab) */
+        p->started = true;
+        if (p->base.has_size)
+            backend_put_set_size(p->inner, p->base.size);
+    }
+    enum backend_status st = p->inner->ops->put_write(p->inner, buf, len);
+    if (st == BACKEND_OK)
+        p->bytes += len;
+    return st;
+}
+
+static enum backend_status part_commit(struct backend_put *bp, const struct obj_meta *meta,
+                                       struct obj_meta *out)
+{
+    struct wb_part *p = (struct wb_part *)bp;
+    struct wb *w = p->w;
+    enum backend_status st = p->inner->ops->put_commit(p->inner, meta, out);
+    if (st == BACKEND_OK) {
+        pthread_mutex_lock(&w->mu);
+        for (struct wb_mpu *m = w->mpus; m; m = m->next)   /* gone: completed or aborted */
+            if (m->vid == p->vid) {
+                mpu_part_locked(w, m, p->part_no, p->bytes);
+                break;
+            }
+        pthread_mutex_unlock(&w->mu);
+    }
+    free(p);
+    return st;
+}
+
+static void part_abort(struct backend_put *bp)
+{
+    struct wb_part *p = (struct wb_part *)bp;
+    p->inner->ops->put_abort(p->inner);
+    free(p);
+}
+
+static const struct backend_ops wb_part_ops = {
+    .put_write = part_write,
+    .put_commit = part_commit,
+    .put_abort = part_abort,
+};
 
 static enum backend_status op_mpu_part_begin(struct backend *b, const char *bucket,
                                              const char *key, const char *upload_id,
@@ -842,7 +935,21 @@ static enum backend_status op_mpu_part_begin(struct backend *b, const char *buck
     char v[WB_VID_LEN + 1], sid[BACKEND_UPLOAD_ID_MAX];
     if (!mpu_names(w, bucket, key, upload_id, v, sid))
         return BACKEND_NO_UPLOAD;
-    return w->stage->ops->mpu_part_begin(w->stage, bucket, v, sid, part_no, out);
+    struct wb_part *p = calloc(1, sizeof *p);
+    if (!p)
+        return BACKEND_NOMEM;
+    enum backend_status st = w->stage->ops->mpu_part_begin(w->stage, bucket, v, sid, part_no,
+                                                           &p->inner);
+    if (st != BACKEND_OK) {
+        free(p);
+        return st;
+    }
+    p->base.ops = &wb_part_ops;
+    p->w = w;
+    p->vid = strtoull(v, NULL, 16);
+    p->part_no = part_no;
+    *out = &p->base;
+    return BACKEND_OK;
 }
 
 static enum backend_status op_mpu_part_copy(struct backend *b, const char *bucket,
@@ -918,15 +1025,13 @@ static enum backend_status op_mpu_complete(struct backend *b, const char *bucket
                 break;
             }
         }
-        pthread_mutex_unlock(&w->mu);
         if (m) {
             r->vid = m->vid;
-            free(m->bucket);
-            free(m->key);
-            free(m);
+            wb_mpu_free(w, m);   /* its parts are the object's: dirty once acknowledged */
         } else {
             r->vid = strtoull(v, NULL, 16);   /* completed twice at once: same version */
         }
+        pthread_mutex_unlock(&w->mu);
         r->size = staged.size;
         r->mtime = staged.mtime;
         memcpy(r->etag, staged.etag, sizeof r->etag);
@@ -979,9 +1084,7 @@ static enum backend_status op_mpu_abort(struct backend *b, const char *bucket, c
                 *pp = m->next;
                 break;
             }
-        free(m->bucket);
-        free(m->key);
-        free(m);
+        wb_mpu_free(w, m);
     }
     pthread_mutex_unlock(&w->mu);
     return BACKEND_OK;
@@ -1107,6 +1210,31 @@ static void sweep_orphans(struct wb *w, const char *bucket)
                 "never acknowledged", bucket, removed);
 }
 
+/* The parts uploads open before the start have staged, counted again from
+ * the staging store (the journal does not record parts). */
+static void count_staged_parts(struct wb *w)
+{
+    for (struct wb_mpu *m = w->mpus; m; m = m->next) {
+        char v[WB_VID_LEN + 1];
+        wb_vid_name(m->vid, v);
+        unsigned marker = 0;
+        for (;;) {
+            struct backend_parts_page pg;
+            memset(&pg, 0, sizeof pg);
+            if (w->stage->ops->mpu_list_parts(w->stage, m->bucket, v, m->sid, marker, 1000,
+                                              &pg) != BACKEND_OK)
+                break;
+            for (size_t i = 0; i < pg.n_parts; i++)
+                mpu_part_locked(w, m, pg.parts[i].part_no, pg.parts[i].size);
+            bool more = pg.truncated && pg.n_parts;
+            marker = pg.next_marker;
+            backend_parts_page_free(&pg);
+            if (!more)
+                break;
+        }
+    }
+}
+
 enum backend_status backend_wb_open(const struct backend_wb_conf *cf, struct backend *cold,
                                     struct backend **out)
 {
@@ -1167,6 +1295,7 @@ enum backend_status backend_wb_open(const struct backend_wb_conf *cf, struct bac
     }
     for (size_t i = 0; i < w->n_buckets; i++)
         sweep_orphans(w, w->buckets[i]);
+    count_staged_parts(w);
     if (wb_uploader_start(w) != 0) {
         set_err(cf, "cannot start the write-back uploader");
         op_close(&w->base);
@@ -1175,6 +1304,9 @@ enum backend_status backend_wb_open(const struct backend_wb_conf *cf, struct bac
     if (w->dirty_objects)
         log_msg(LOG_LVL_INFO, "write-back", "%" PRIu64 " writes (%" PRIu64 " bytes) pending "
                 "from before the start: uploading", w->dirty_objects, w->dirty_bytes);
+    if (w->staged_bytes)
+        log_msg(LOG_LVL_INFO, "write-back", "multipart uploads open from before the start "
+                "hold %" PRIu64 " bytes of parts", w->staged_bytes);
     *out = &w->base;
     return BACKEND_OK;
 }
@@ -1211,6 +1343,7 @@ bool backend_wb_status(struct backend *b, const char *bucket, const char *prefix
         if (r->kind == WB_PUT)
             out->dirty_bytes += r->size;
     }
+    out->staged_part_bytes = w->staged_bytes;
     out->uploaded_bytes = w->uploaded_bytes;
     out->uploaded_objects = w->uploaded_objects;
     out->failures = w->failures;
@@ -1219,13 +1352,13 @@ bool backend_wb_status(struct backend *b, const char *bucket, const char *prefix
     return true;
 }
 
-uint64_t backend_wb_dirty_bytes(struct backend *b)
+uint64_t backend_wb_disk_bytes(struct backend *b)
 {
     if (!is_wb(b))
         return 0;
     struct wb *w = wb_of(b);
     pthread_mutex_lock(&w->mu);
-    uint64_t n = w->dirty_bytes;
+    uint64_t n = w->dirty_bytes + w->staged_bytes;
     pthread_mutex_unlock(&w->mu);
     return n;
 }

@@ -64,6 +64,10 @@ struct wb_mpu {
     char *bucket, *key;
     char sid[BACKEND_UPLOAD_ID_MAX];   /* the staging store's upload id */
     struct timespec initiated;         /* wall clock */
+    uint64_t *part_bytes;   /* the staged bytes of part n at [n - 1] (a part sent
+                               again replaces its count); NULL until a part */
+    unsigned n_part_slots;
+    uint64_t staged;        /* bytes of its parts: counted in wb's staged_bytes */
     struct wb_mpu *next;
 };
 
@@ -93,6 +97,8 @@ struct wb {
     struct timespec pace_next; /* CLOCK_MONOTONIC: when the cap lets the next
                                   chunk of any upload stream go */
     uint64_t dirty_bytes, dirty_objects;
+    uint64_t staged_bytes;     /* parts of open uploads: on the disk, not yet
+                                  anybody's object, so not dirty either */
     uint64_t uploaded_bytes, uploaded_objects, failures;
     char last_error[256];
     bool paused;
@@ -130,6 +136,9 @@ bool wb_bucket_is_wb(const struct wb *w, const char *bucket);
 void wb_vid_name(uint64_t vid, char out[WB_VID_LEN + 1]);
 /* The upload id a client gets: the version's name, then the staging id. */
 void wb_upload_id(const struct wb_mpu *m, char out[BACKEND_UPLOAD_ID_MAX]);
+/* Frees m, taking its parts' bytes off w->staged_bytes. Under mu (or
+ * before the threads start). */
+void wb_mpu_free(struct wb *w, struct wb_mpu *m);
 /* The latest pending record of (bucket, key), or NULL. Under mu. */
 struct wb_rec *wb_find_locked(struct wb *w, const char *bucket, const char *key);
 /* Queues an acknowledged record (journaled already) and makes it the key's

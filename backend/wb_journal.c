@@ -298,9 +298,7 @@ static int replay_one(struct wb *w, const struct jrec *j)
                 if ((*pp)->vid == r->vid) {
                     struct wb_mpu *m = *pp;
                     *pp = m->next;
-                    free(m->bucket);
-                    free(m->key);
-                    free(m);
+                    wb_mpu_free(w, m);
                     break;
                 }
             }
@@ -328,9 +326,7 @@ static int replay_one(struct wb *w, const struct jrec *j)
         m->initiated.tv_sec = (time_t)j->msec;
         m->initiated.tv_nsec = (long)j->mnsec;
         if (!m->bucket || !m->key) {
-            free(m->bucket);
-            free(m->key);
-            free(m);
+            wb_mpu_free(w, m);
             return -1;
         }
         m->next = w->mpus;
@@ -351,9 +347,7 @@ static int replay_one(struct wb *w, const struct jrec *j)
             if ((*pp)->vid == j->vid) {
                 struct wb_mpu *m = *pp;
                 *pp = m->next;
-                free(m->bucket);
-                free(m->key);
-                free(m);
+                wb_mpu_free(w, m);
                 break;
             }
         }

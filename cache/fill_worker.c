@@ -171,7 +171,7 @@ static void make_room(struct cache *c, bool staging)
 {
     uint64_t used, reserved, objects;
     cidx_usage(c->idx, &used, &reserved, &objects);
-    uint64_t pinned = backend_wb_dirty_bytes(c->cold);
+    uint64_t pinned = backend_wb_disk_bytes(c->cold);
     uint64_t high = watermark(c, c->cf.high_pct);
     if (used + reserved + pinned <= high)
         return;
@@ -212,7 +212,7 @@ static bool evicts_sooner(struct cache *c, struct fill *f)
     cidx_usage(c->idx, &used, &reserved, &objects);
     uint64_t high = watermark(c, c->cf.high_pct);
     uint64_t typical = objects ? used / objects : 0;
-    if (used + reserved + typical + backend_wb_dirty_bytes(c->cold) <= high)
+    if (used + reserved + typical + backend_wb_disk_bytes(c->cold) <= high)
         return false;   /* no eviction needed */
     return cidx_victim_next_use(c->idx, &victim) && victim != CIDX_NEXT_USE_NONE &&
            victim <= use;

@@ -246,6 +246,11 @@ void gw_h_metrics(struct gw_req *r)
                                 "oldest pending write.\n"
                                 "# TYPE shardgate_writeback_oldest_dirty_seconds gauge\n"
                                 "shardgate_writeback_oldest_dirty_seconds %.3f\n"
+                                "# HELP shardgate_writeback_staged_part_bytes Bytes of parts "
+                                "of multipart uploads not completed yet (they count in the "
+                                "cache's capacity).\n"
+                                "# TYPE shardgate_writeback_staged_part_bytes gauge\n"
+                                "shardgate_writeback_staged_part_bytes %llu\n"
                                 "# HELP shardgate_writeback_uploaded_bytes_total Bytes the "
                                 "uploader sent to the cold tier.\n"
                                 "# TYPE shardgate_writeback_uploaded_bytes_total counter\n"
@@ -256,6 +261,7 @@ void gw_h_metrics(struct gw_req *r)
                                 "shardgate_writeback_upload_failures_total %llu\n",
                             (unsigned long long)ws.dirty_bytes,
                             (unsigned long long)ws.dirty_objects, ws.oldest_s,
+                            (unsigned long long)ws.staged_part_bytes,
                             (unsigned long long)ws.uploaded_bytes,
                             (unsigned long long)ws.failures);
 

@@ -25,8 +25,8 @@ rename), checks on A's own directory:
   * [clients] aws-cli v1 and v2 `s3 cp`, Debian's older boto3 and curl
     --aws-sigv4 write with A cut off; after the flush A holds their bytes
     with the ETags B gave;
-  * [capacity] pending writes count against the cache's capacity: fills
-    evict cached objects until cached + pending fit;
+  * [capacity] pending writes and parts of open uploads count against the
+    cache's capacity: fills evict cached objects until all of them fit;
   * [ready] /_shardgate/ready names the writes waiting for the cold tier;
   * [cli] `shardgate flush` shows what is pending (exit 1), gives up at its
     --timeout while A is cut off (exit 1), and waits until it is flushed;
@@ -369,9 +369,10 @@ def clients(cold, thr):
 
 
 def capacity(cold, thr):
-    """Pending writes count against the cache's capacity (64 MiB, high
-    watermark 90%): with 48 MiB cached and 24 MiB pending (uploads slowed to
-    a crawl, reads not), the next fills evict until cached + pending fit."""
+    """Pending writes and the parts of uploads not completed count against
+    the cache's capacity (64 MiB, high watermark 90%): with 48 MiB cached,
+    16 MiB pending (uploads slowed to a crawl, reads not) and an 8 MiB part
+    of an open upload, the next fills evict until the three fit."""
     R = "hot"
     cold.client().create_bucket(Bucket=R)
     for i in range(14):
@@ -382,14 +383,23 @@ def capacity(cold, thr):
     check("[capacity] 48 MiB cached", C.bm("shardgate_cache_bytes") >= 44 * MB,
           C.bm("shardgate_cache_bytes"))
     thr.set_rate(down_rate=None, up_rate=1e5)   # uploads crawl, fills do not
-    for i in range(3):
+    for i in range(2):
         c.put_object(Bucket=B, Key="capacity/%d" % i, Body=os.urandom(8 * MB))
+    staged0 = C.bm("shardgate_writeback_staged_part_bytes")
+    up = c.create_multipart_upload(Bucket=B, Key="capacity/open")["UploadId"]
+    c.upload_part(Bucket=B, Key="capacity/open", UploadId=up, PartNumber=1,
+                  Body=os.urandom(8 * MB))
     for i in (12, 13):   # misses: room is made for them
         c.get_object(Bucket=R, Key="%02d" % i)["Body"].read()
     cached, pending = C.bm("shardgate_cache_bytes"), C.bm("shardgate_writeback_dirty_bytes")
-    check("[capacity] 24 MiB pending", pending >= 24 * MB, pending)
-    check("[capacity] cached + pending within the high watermark (57.6 MiB)",
-          cached + pending <= 0.9 * 64 * MB, (cached, pending))
+    staged = C.bm("shardgate_writeback_staged_part_bytes")
+    check("[capacity] 16 MiB pending", pending >= 16 * MB, pending)
+    eq("[capacity] the open upload's part is counted as staged", staged - staged0, 8 * MB)
+    check("[capacity] cached + pending + staged parts within the high watermark (57.6 MiB)",
+          cached + pending + staged <= 0.9 * 64 * MB, (cached, pending, staged))
+    c.abort_multipart_upload(Bucket=B, Key="capacity/open", UploadId=up)
+    eq("[capacity] aborted: its part is no longer counted",
+       C.bm("shardgate_writeback_staged_part_bytes"), staged0)
     thr.set_rate(down_rate=None, up_rate=None)
     r, _ = flush(timeout=120)
     eq("[capacity] flush", r, 200)

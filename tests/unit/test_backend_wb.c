@@ -1116,6 +1116,98 @@ static void max_dirty_refuses_with_slow_down_and_loses_nothing(void)
     teardown();
 }
 
+/* Writes part part_no of upload id from buf (announcing its length first
+ * when `announce`, as the gateway does for a Content-Length). */
+static void write_part(const char *key, const char *id, unsigned part_no, const void *buf,
+                       size_t len, bool announce, struct backend_part *out)
+{
+    struct backend_put *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_part_begin(g_wb, "ckpt", key, id, part_no, &p),
+                          BACKEND_OK);
+    if (announce)
+        backend_put_set_size(p, len);
+    CU_ASSERT_EQUAL(backend_put_write(p, buf, len), BACKEND_OK);
+    struct obj_meta pm;
+    memset(&pm, 0, sizeof pm);
+    md5_of(buf, len, pm.etag);
+    CU_ASSERT_EQUAL(backend_put_commit(p, &pm, NULL), BACKEND_OK);
+    if (out) {
+        out->part_no = part_no;
+        memcpy(out->etag, pm.etag, sizeof pm.etag);
+    }
+}
+
+static uint64_t staged_part_bytes(void)
+{
+    struct backend_wb_status s;
+    backend_wb_status(g_wb, NULL, NULL, &s);
+    return s.staged_part_bytes;
+}
+
+/* The parts of an upload not completed yet lie in the cache directory as
+ * pending writes do: they count in what the cache makes room for, a part
+ * sent again replaces its count, and a restart counts them again. */
+static void parts_of_open_uploads_count_on_the_disk_until_completed_or_aborted(void)
+{
+    setup();
+    backend_wb_pause(g_wb, true);
+    size_t p1 = BACKEND_MIN_PART_SIZE;
+    unsigned char *src = pattern(p1 + 2000, 12);
+    CU_ASSERT_EQUAL(put("src", src + p1, 2000), BACKEND_OK);
+    CU_ASSERT_EQUAL(backend_wb_disk_bytes(g_wb), 2000);
+    CU_ASSERT_EQUAL(staged_part_bytes(), 0);
+
+    struct obj_meta meta;
+    memset(&meta, 0, sizeof meta);
+    char a[BACKEND_UPLOAD_ID_MAX], b[BACKEND_UPLOAD_ID_MAX];
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_create(g_wb, "ckpt", "a", &meta, a), BACKEND_OK);
+    struct backend_part parts[2];
+    memset(parts, 0, sizeof parts);
+    write_part("a", a, 1, src, p1, false, &parts[0]);
+    CU_ASSERT_EQUAL(staged_part_bytes(), p1);
+    write_part("a", a, 1, src, p1, true, &parts[0]);   /* sent again: replaces */
+    CU_ASSERT_EQUAL(staged_part_bytes(), p1);
+    struct backend_copy_src cs = { .bucket = "ckpt", .key = "src" };
+    struct obj_meta cm;
+    memset(&cm, 0, sizeof cm);
+    CU_ASSERT_EQUAL(backend_mpu_part_copy(g_wb, "ckpt", "a", a, 2, &cs, &cm), BACKEND_OK);
+    parts[1].part_no = 2;
+    memcpy(parts[1].etag, cm.etag, sizeof cm.etag);
+    obj_meta_clear(&cm);
+    CU_ASSERT_EQUAL(staged_part_bytes(), p1 + 2000);
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_create(g_wb, "ckpt", "b", &meta, b), BACKEND_OK);
+    write_part("b", b, 3, src, 1000, false, NULL);
+    CU_ASSERT_EQUAL(staged_part_bytes(), p1 + 3000);
+    CU_ASSERT_EQUAL(backend_wb_disk_bytes(g_wb), 2000 + p1 + 3000);
+
+    backend_close(g_wb);   /* both uploads stay open across the restart */
+    g_wb = open_wb(0);
+    backend_wb_pause(g_wb, true);
+    CU_ASSERT_EQUAL(staged_part_bytes(), p1 + 3000);
+    CU_ASSERT_EQUAL(backend_wb_disk_bytes(g_wb), 2000 + p1 + 3000);
+    write_part("b", b, 3, src, 400, false, NULL);   /* replaces a part counted at the start */
+    CU_ASSERT_EQUAL(staged_part_bytes(), p1 + 2400);
+
+    CU_ASSERT_EQUAL(backend_mpu_abort(g_wb, "ckpt", "b", b), BACKEND_OK);
+    CU_ASSERT_EQUAL(staged_part_bytes(), p1 + 2000);
+    struct obj_meta out;
+    memset(&out, 0, sizeof out);
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_complete(g_wb, "ckpt", "a", a, parts, 2, &out),
+                          BACKEND_OK);
+    acked("a");
+    obj_meta_clear(&out);
+    /* the parts are a pending object now: counted once, as dirty */
+    CU_ASSERT_EQUAL(staged_part_bytes(), 0);
+    CU_ASSERT_EQUAL(backend_wb_disk_bytes(g_wb), 2000 + p1 + 2000);
+    CU_ASSERT_TRUE(holds(g_wb, "a", src, p1 + 2000));
+    backend_wb_pause(g_wb, false);
+    CU_ASSERT_TRUE(flush_all());
+    CU_ASSERT_EQUAL(backend_wb_disk_bytes(g_wb), 0);
+    CU_ASSERT_TRUE(holds(g_cold_raw, "a", src, p1 + 2000));
+    free(src);
+    teardown();
+}
+
 static void conditional_writes_see_pending_and_cold_objects(void)
 {
     setup();
@@ -1272,6 +1364,8 @@ static const struct cu_test tests[] = {
       parts_of_the_next_objects_go_up_ahead_and_completes_stay_in_order },
     { "max_dirty_refuses_with_slow_down_and_loses_nothing",
       max_dirty_refuses_with_slow_down_and_loses_nothing },
+    { "parts_of_open_uploads_count_on_the_disk_until_completed_or_aborted",
+      parts_of_open_uploads_count_on_the_disk_until_completed_or_aborted },
     { "conditional_writes_see_pending_and_cold_objects",
       conditional_writes_see_pending_and_cold_objects },
     { "a_failing_cold_tier_is_retried_and_nothing_is_lost",
