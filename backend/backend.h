@@ -270,6 +270,9 @@ struct backend_wb_conf {
     unsigned through_timeout_ms;   /* a write-through request (backend_put_set_write_through)
                                       is taken back and answers BACKEND_UNAVAILABLE when
                                       the uploads make no progress for this long; 0: 30000 */
+    unsigned mpu_max_age_s;        /* multipart uploads begun longer ago are aborted, at
+                                      open and every quarter of it (at most hourly); 0:
+                                      kept until completed or aborted */
     char *err;                     /* optional: why the open failed */
     size_t err_len;
 };

@@ -303,7 +303,9 @@ static enum backend_status cond_check(struct wb *w, const char *bucket, const ch
 static void op_close(struct backend *b)
 {
     struct wb *w = wb_of(b);
-    wb_uploader_stop(w);
+    wb_uploader_stop(w);   /* sets stopping: the expiry thread ends too */
+    if (w->expiry_up)
+        pthread_join(w->expiry, NULL);
     wb_journal_close(w);
     backend_close(w->stage);
     backend_close(w->cold);
@@ -1210,6 +1212,74 @@ static void sweep_orphans(struct wb *w, const char *bucket)
                 "never acknowledged", bucket, removed);
 }
 
+/* Aborts the staged uploads begun mpu_max_age_s or longer before `now`, as
+ * the directory store does with its own (S3's AbortIncompleteMultipartUpload
+ * rule): an abandoned checkpoint upload does not hold the cache's space for
+ * ever. Its staged parts go first, then its journal record, as in an abort:
+ * a crash between the two leaves a record whose upload the next sweep finds
+ * gone. Returns how many. */
+static unsigned expire_uploads(struct wb *w, time_t now)
+{
+    unsigned n = 0;
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        struct wb_mpu *m = NULL;
+        for (struct wb_mpu **pp = &w->mpus; *pp; pp = &(*pp)->next)
+            if (now - (*pp)->initiated.tv_sec >= (time_t)w->mpu_max_age_s) {
+                m = *pp;
+                *pp = m->next;   /* no part or complete finds it from here on */
+                break;
+            }
+        pthread_mutex_unlock(&w->mu);
+        if (!m)
+            return n;
+        char v[WB_VID_LEN + 1];
+        wb_vid_name(m->vid, v);
+        enum backend_status st = w->stage->ops->mpu_abort(w->stage, m->bucket, v, m->sid);
+        pthread_mutex_lock(&w->mu);
+        if (st != BACKEND_OK && st != BACKEND_NO_UPLOAD) {   /* the next sweep tries again */
+            log_msg(LOG_LVL_WARN, "write-back", "%s/%s: the expired upload's staged parts "
+                    "could not be removed (%s)", m->bucket, m->key, backend_status_name(st));
+            m->next = w->mpus;
+            w->mpus = m;
+            pthread_mutex_unlock(&w->mu);
+            return n;
+        }
+        wb_journal_mpu_locked(w, m, false, NULL);   /* best effort, as an abort's */
+        wb_mpu_free(w, m);
+        pthread_mutex_unlock(&w->mu);
+        n++;
+    }
+}
+
+static void log_expired(struct wb *w, unsigned n)
+{
+    if (n)
+        log_msg(LOG_LVL_INFO, "write-back", "aborted %u multipart upload%s begun more than "
+                "%u s ago (mpu_max_age)", n, n == 1 ? "" : "s", w->mpu_max_age_s);
+}
+
+static void *expiry_main(void *arg)
+{
+    struct wb *w = arg;
+    unsigned period_s = w->mpu_max_age_s / 4;
+    period_s = period_s < 1 ? 1 : period_s > 3600 ? 3600 : period_s;
+    pthread_mutex_lock(&w->mu);
+    while (!w->stopping) {
+        struct timespec until = sg_deadline(CLOCK_REALTIME, period_s * 1000u);
+        int rc = 0;
+        while (!w->stopping && rc != ETIMEDOUT)   /* cv is broadcast for uploads too */
+            rc = pthread_cond_timedwait(&w->cv, &w->mu, &until);
+        if (w->stopping)
+            break;
+        pthread_mutex_unlock(&w->mu);
+        log_expired(w, expire_uploads(w, time(NULL)));
+        pthread_mutex_lock(&w->mu);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
 /* The parts uploads open before the start have staged, counted again from
  * the staging store (the journal does not record parts). */
 static void count_staged_parts(struct wb *w)
@@ -1295,11 +1365,21 @@ enum backend_status backend_wb_open(const struct backend_wb_conf *cf, struct bac
     }
     for (size_t i = 0; i < w->n_buckets; i++)
         sweep_orphans(w, w->buckets[i]);
+    w->mpu_max_age_s = cf->mpu_max_age_s;
+    if (w->mpu_max_age_s)
+        log_expired(w, expire_uploads(w, time(NULL)));
     count_staged_parts(w);
     if (wb_uploader_start(w) != 0) {
         set_err(cf, "cannot start the write-back uploader");
         op_close(&w->base);
         return BACKEND_NOMEM;
+    }
+    if (w->mpu_max_age_s) {
+        if (pthread_create(&w->expiry, NULL, expiry_main, w) == 0)
+            w->expiry_up = true;
+        else
+            log_msg(LOG_LVL_WARN, "write-back", "cannot start the upload expiry thread: "
+                    "multipart uploads are aborted at start only");
     }
     if (w->dirty_objects)
         log_msg(LOG_LVL_INFO, "write-back", "%" PRIu64 " writes (%" PRIu64 " bytes) pending "

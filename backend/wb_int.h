@@ -86,6 +86,9 @@ struct wb {
     struct wb_rec *head, *tail;            /* upload queue */
     struct wb_rec *keys[WB_KEY_BUCKETS];   /* latest pending record per key */
     struct wb_mpu *mpus;                   /* open multipart uploads */
+    unsigned mpu_max_age_s;    /* older ones are aborted (0: never) */
+    pthread_t expiry;          /* ... by this thread */
+    bool expiry_up;
     unsigned through_timeout_ms;   /* a write-through request gives up after the
                                       uploads make no progress for this long */
     struct wb_rec *inflight;   /* the record the uploader is sending: not freed,

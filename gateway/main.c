@@ -110,7 +110,8 @@ static int wrap_write_back(const struct conf *c, struct backend **b)
                                   .max_dirty = c->wb_max_dirty,
                                   .dirty_wait_ms = c->wb_dirty_wait_ms,
                                   .upload_bandwidth = c->wb_upload_bandwidth,
-                                  .through_timeout_ms = c->wb_through_timeout_ms, .err = err,
+                                  .through_timeout_ms = c->wb_through_timeout_ms,
+                                  .mpu_max_age_s = c->mpu_max_age_s, .err = err,
                                   .err_len = sizeof err };
     struct backend *w = NULL;
     enum backend_status st = backend_wb_open(&wc, *b, &w);

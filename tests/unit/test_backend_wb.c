@@ -33,6 +33,7 @@ static struct backend *g_wb;
 static uint64_t g_compact;            /* compact_bytes of the next open (0: default) */
 static unsigned g_through_ms;         /* through_timeout_ms of the next open (0: default) */
 static uint64_t g_bandwidth;          /* upload_bandwidth of the next open (0: no cap) */
+static unsigned g_mpu_age;            /* mpu_max_age_s of the next open (0: never) */
 
 /* ---- the cold tier behind a recorder: which keys were uploaded, in what
  * order, and was every earlier acknowledged key visible at each commit ---- */
@@ -232,6 +233,7 @@ static struct backend *open_wb(uint64_t max_dirty)
                                   .compact_bytes = g_compact,
                                   .through_timeout_ms = g_through_ms,
                                   .upload_bandwidth = g_bandwidth,
+                                  .mpu_max_age_s = g_mpu_age,
                                   .err = err, .err_len = sizeof err };
     struct backend *w = NULL;
     enum backend_status st = backend_wb_open(&wc, cold, &w);
@@ -257,6 +259,7 @@ static void setup_with(uint64_t max_dirty)
     g_compact = 0;
     g_through_ms = 0;
     g_bandwidth = 0;
+    g_mpu_age = 0;
     g_writes = 0;
     g_slow_write_ms = 0;
     g_part_calls = g_part_ok = g_fail_part_from = 0;
@@ -1181,6 +1184,7 @@ static void parts_of_open_uploads_count_on_the_disk_until_completed_or_aborted(v
     CU_ASSERT_EQUAL(backend_wb_disk_bytes(g_wb), 2000 + p1 + 3000);
 
     backend_close(g_wb);   /* both uploads stay open across the restart */
+    g_cold_fails = true;   /* and src stays pending: the uploader starts unpaused */
     g_wb = open_wb(0);
     backend_wb_pause(g_wb, true);
     CU_ASSERT_EQUAL(staged_part_bytes(), p1 + 3000);
@@ -1200,10 +1204,72 @@ static void parts_of_open_uploads_count_on_the_disk_until_completed_or_aborted(v
     CU_ASSERT_EQUAL(staged_part_bytes(), 0);
     CU_ASSERT_EQUAL(backend_wb_disk_bytes(g_wb), 2000 + p1 + 2000);
     CU_ASSERT_TRUE(holds(g_wb, "a", src, p1 + 2000));
+    g_cold_fails = false;
     backend_wb_pause(g_wb, false);
     CU_ASSERT_TRUE(flush_all());
     CU_ASSERT_EQUAL(backend_wb_disk_bytes(g_wb), 0);
     CU_ASSERT_TRUE(holds(g_cold_raw, "a", src, p1 + 2000));
+    free(src);
+    teardown();
+}
+
+/* Entries of dir besides . and .. (-1: cannot be read). */
+static int dir_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
+static size_t open_uploads(void)
+{
+    struct backend_uploads_req ur = { .max_uploads = 1000 };
+    struct backend_uploads_page up;
+    memset(&up, 0, sizeof up);
+    CU_ASSERT_EQUAL(backend_mpu_list_uploads(g_wb, "ckpt", &ur, &up), BACKEND_OK);
+    size_t n = up.n_uploads;
+    backend_uploads_page_free(&up);
+    return n;
+}
+
+/* An upload left open longer than mpu_max_age is aborted, as the
+ * directory store's are: its parts stop holding the cache's space, and it
+ * stays gone after a restart. */
+static void an_abandoned_upload_expires_and_frees_its_parts(void)
+{
+    setup();
+    backend_close(g_wb);
+    g_mpu_age = 4;   /* swept every second */
+    g_wb = open_wb(0);
+    struct obj_meta meta;
+    memset(&meta, 0, sizeof meta);
+    char id[BACKEND_UPLOAD_ID_MAX];
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_create(g_wb, "ckpt", "left", &meta, id), BACKEND_OK);
+    unsigned char *src = pattern(1000, 13);
+    write_part("left", id, 1, src, 1000, false, NULL);
+    CU_ASSERT_EQUAL(staged_part_bytes(), 1000);   /* young: kept */
+    CU_ASSERT_EQUAL(open_uploads(), 1);
+    /* its bytes are counted until its parts are gone, after it left the list */
+    for (int i = 0; i < 1500 && (open_uploads() || staged_part_bytes()); i++)   /* <= 15 s */
+        usleep(10000);
+    CU_ASSERT_EQUAL(open_uploads(), 0);
+    CU_ASSERT_EQUAL(staged_part_bytes(), 0);
+    CU_ASSERT_EQUAL(backend_wb_disk_bytes(g_wb), 0);
+    struct backend_put *p = NULL;
+    CU_ASSERT_EQUAL(backend_mpu_part_begin(g_wb, "ckpt", "left", id, 2, &p), BACKEND_NO_UPLOAD);
+    backend_put_abort(p);   /* (NULL unless that failed) */
+    char dir[512];   /* its parts left the staging store (their unlink is in the background) */
+    snprintf(dir, sizeof dir, "%s/state/mpu/ckpt", g_wb_dir);
+    CU_ASSERT_EQUAL(dir_entries(dir), 0);
+    backend_close(g_wb);
+    g_mpu_age = 0;
+    g_wb = open_wb(0);   /* the journal says it ended */
+    CU_ASSERT_EQUAL(open_uploads(), 0);
     free(src);
     teardown();
 }
@@ -1366,6 +1432,8 @@ static const struct cu_test tests[] = {
       max_dirty_refuses_with_slow_down_and_loses_nothing },
     { "parts_of_open_uploads_count_on_the_disk_until_completed_or_aborted",
       parts_of_open_uploads_count_on_the_disk_until_completed_or_aborted },
+    { "an_abandoned_upload_expires_and_frees_its_parts",
+      an_abandoned_upload_expires_and_frees_its_parts },
     { "conditional_writes_see_pending_and_cold_objects",
       conditional_writes_see_pending_and_cold_objects },
     { "a_failing_cold_tier_is_retried_and_nothing_is_lost",
