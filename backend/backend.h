@@ -257,9 +257,22 @@ void backend_close(struct backend *b);
  * cold tier never shows an object before one acknowledged earlier in its
  * bucket), retries with backoff while the cold tier fails, and resumes
  * from the journal after a restart. Every other bucket passes through. */
+/* Which keys of a write-back bucket are written back: a key takes the mode
+ * of its longest matching prefix, and is written through when none matches. */
+struct backend_wb_rule {
+    const char *prefix;
+    bool back;
+};
+struct backend_wb_rules {
+    const struct backend_wb_rule *rule;
+    size_t n;                      /* 0: every key of the bucket is written back */
+};
+
 struct backend_wb_conf {
     const char *dir;               /* staging directory (created): data/, state/, journal */
     const char *const *buckets;    /* the write-back buckets (borrowed during open) */
+    const struct backend_wb_rules *rules;   /* [n_buckets] (borrowed during open); NULL:
+                                              every key of every bucket */
     size_t n_buckets;
     uint64_t max_dirty;            /* pending bytes above which a write waits, then
                                       answers BACKEND_NOMEM (SlowDown); 0: no bound */

@@ -1,8 +1,9 @@
 /* backend/wb.c - the write-back decorator's verbs (see wb_int.h for the
  * design and backend.h for the contract). A verb on a bucket that is not
  * written back goes to the cold tier unchanged; on a write-back bucket a
- * write is staged and journaled, and a read looks at the pending writes
- * first. */
+ * write is staged and journaled (unless the bucket's prefix rules write its
+ * key through: then it goes to the cold tier too), and a read looks at the
+ * pending writes first. */
 #include "wb_int.h"
 
 #include <errno.h>
@@ -26,12 +27,38 @@ static size_t key_slot(const char *bucket, const char *key)
     return (size_t)(sg_fnv1a_pair(bucket, strlen(bucket), key, strlen(key)) % WB_KEY_BUCKETS);
 }
 
-bool wb_bucket_is_wb(const struct wb *w, const char *bucket)
+static const struct wb_rules *rules_of(const struct wb *w, const char *bucket)
 {
     for (size_t i = 0; i < w->n_buckets; i++)
         if (strcmp(w->buckets[i], bucket) == 0)
-            return true;
-    return false;
+            return &w->rules[i];
+    return NULL;
+}
+
+bool wb_bucket_is_wb(const struct wb *w, const char *bucket)
+{
+    return rules_of(w, bucket) != NULL;
+}
+
+bool wb_bucket_is_mixed(const struct wb *w, const char *bucket)
+{
+    const struct wb_rules *rs = rules_of(w, bucket);
+    return rs && rs->n;
+}
+
+bool wb_key_is_wb(const struct wb *w, const char *bucket, const char *key)
+{
+    const struct wb_rules *rs = rules_of(w, bucket);
+    if (!rs)
+        return false;
+    if (!rs->n)
+        return true;
+    const struct wb_rule *best = NULL;
+    for (size_t i = 0; i < rs->n; i++)
+        if ((!best || rs->rule[i].len > best->len) &&
+            strncmp(key, rs->rule[i].prefix, rs->rule[i].len) == 0)
+            best = &rs->rule[i];
+    return best && best->back;
 }
 
 void wb_vid_name(uint64_t vid, char out[WB_VID_LEN + 1])
@@ -319,9 +346,15 @@ static void op_close(struct backend *b)
         w->mpus = m->next;
         wb_mpu_free(w, m);
     }
-    for (size_t i = 0; i < w->n_buckets; i++)
+    for (size_t i = 0; i < w->n_buckets; i++) {
         free(w->buckets[i]);
+        for (size_t j = 0; w->rules && j < w->rules[i].n; j++)
+            free(w->rules[i].rule[j].prefix);
+        if (w->rules)
+            free(w->rules[i].rule);
+    }
     free(w->buckets);
+    free(w->rules);
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->cond_mu);
@@ -531,7 +564,7 @@ static enum backend_status op_put_begin(struct backend *b, const char *bucket, c
 {
     struct wb *w = wb_of(b);
     *out = NULL;
-    if (!wb_bucket_is_wb(w, bucket))
+    if (!wb_key_is_wb(w, bucket, key))
         return w->cold->ops->put_begin(w->cold, bucket, key, out);
     if (!*key || strlen(key) > 1024)
         return !*key ? BACKEND_BAD_KEY : BACKEND_KEY_TOO_LONG;
@@ -627,7 +660,7 @@ static enum backend_status op_object_delete(struct backend *b, const char *bucke
                                             const char *key)
 {
     struct wb *w = wb_of(b);
-    if (!wb_bucket_is_wb(w, bucket))
+    if (!wb_key_is_wb(w, bucket, key))
         return w->cold->ops->object_delete(w->cold, bucket, key);
     struct wb_rec *r = rec_new(WB_DEL, bucket, key);
     return r ? acknowledge(w, r, false) : BACKEND_NOMEM;
@@ -704,7 +737,7 @@ static enum backend_status op_object_copy(struct backend *b, const char *src_buc
     struct wb *w = wb_of(b);
     char v[WB_VID_LEN + 1];
     bool src_pending = pending_of(w, src_bucket, src_key, v) != PENDING_NONE;
-    if (!src_pending && !wb_bucket_is_wb(w, dst_bucket))
+    if (!src_pending && !wb_key_is_wb(w, dst_bucket, dst_key))
         return w->cold->ops->object_copy(w->cold, src_bucket, src_key, dst_bucket, dst_key,
                                          meta, tagging, cond, out);
     /* the destination written through this decorator, the source read
@@ -816,7 +849,7 @@ static enum backend_status op_mpu_create(struct backend *b, const char *bucket, 
                                          char upload_id[BACKEND_UPLOAD_ID_MAX])
 {
     struct wb *w = wb_of(b);
-    if (!wb_bucket_is_wb(w, bucket))
+    if (!wb_key_is_wb(w, bucket, key))
         return w->cold->ops->mpu_create(w->cold, bucket, key, meta, upload_id);
     if (!*key || strlen(key) > 1024)
         return !*key ? BACKEND_BAD_KEY : BACKEND_KEY_TOO_LONG;
@@ -932,7 +965,7 @@ static enum backend_status op_mpu_part_begin(struct backend *b, const char *buck
                                              unsigned part_no, struct backend_put **out)
 {
     struct wb *w = wb_of(b);
-    if (!wb_bucket_is_wb(w, bucket))
+    if (!wb_key_is_wb(w, bucket, key))
         return w->cold->ops->mpu_part_begin(w->cold, bucket, key, upload_id, part_no, out);
     char v[WB_VID_LEN + 1], sid[BACKEND_UPLOAD_ID_MAX];
     if (!mpu_names(w, bucket, key, upload_id, v, sid))
@@ -962,7 +995,7 @@ static enum backend_status op_mpu_part_copy(struct backend *b, const char *bucke
     struct wb *w = wb_of(b);
     char sv[WB_VID_LEN + 1];
     bool src_pending = pending_of(w, src->bucket, src->key, sv) != PENDING_NONE;
-    if (!wb_bucket_is_wb(w, bucket) && !src_pending)
+    if (!wb_key_is_wb(w, bucket, key) && !src_pending)
         return w->cold->ops->mpu_part_copy(w->cold, bucket, key, upload_id, part_no, src, out);
     struct backend_put *p = NULL;
     struct backend_obj *o = NULL;
@@ -999,7 +1032,7 @@ static enum backend_status op_mpu_complete(struct backend *b, const char *bucket
                                            struct obj_meta *out)
 {
     struct wb *w = wb_of(b);
-    if (!wb_bucket_is_wb(w, bucket))
+    if (!wb_key_is_wb(w, bucket, key))
         return w->cold->ops->mpu_complete(w->cold, bucket, key, upload_id, parts, n_parts,
                                           meta, cond, out);
     char v[WB_VID_LEN + 1], sid[BACKEND_UPLOAD_ID_MAX];
@@ -1057,7 +1090,7 @@ static enum backend_status op_mpu_head(struct backend *b, const char *bucket, co
                                        const char *upload_id, struct obj_meta *meta)
 {
     struct wb *w = wb_of(b);
-    if (!wb_bucket_is_wb(w, bucket))
+    if (!wb_key_is_wb(w, bucket, key))
         return w->cold->ops->mpu_head(w->cold, bucket, key, upload_id, meta);
     char v[WB_VID_LEN + 1], sid[BACKEND_UPLOAD_ID_MAX];
     if (!mpu_names(w, bucket, key, upload_id, v, sid))
@@ -1069,7 +1102,7 @@ static enum backend_status op_mpu_abort(struct backend *b, const char *bucket, c
                                         const char *upload_id)
 {
     struct wb *w = wb_of(b);
-    if (!wb_bucket_is_wb(w, bucket))
+    if (!wb_key_is_wb(w, bucket, key))
         return w->cold->ops->mpu_abort(w->cold, bucket, key, upload_id);
     char v[WB_VID_LEN + 1], sid[BACKEND_UPLOAD_ID_MAX];
     if (!mpu_names(w, bucket, key, upload_id, v, sid))
@@ -1098,7 +1131,7 @@ static enum backend_status op_mpu_list_parts(struct backend *b, const char *buck
                                              struct backend_parts_page *out)
 {
     struct wb *w = wb_of(b);
-    if (!wb_bucket_is_wb(w, bucket))
+    if (!wb_key_is_wb(w, bucket, key))
         return w->cold->ops->mpu_list_parts(w->cold, bucket, key, upload_id, marker,
                                             max_parts, out);
     char v[WB_VID_LEN + 1], sid[BACKEND_UPLOAD_ID_MAX];
@@ -1114,6 +1147,8 @@ static enum backend_status op_mpu_list_uploads(struct backend *b, const char *bu
     struct wb *w = wb_of(b);
     if (!wb_bucket_is_wb(w, bucket))
         return w->cold->ops->mpu_list_uploads(w->cold, bucket, req, out);
+    if (wb_bucket_is_mixed(w, bucket))
+        return wb_list_uploads_mixed(w, bucket, req, out);
     return wb_list_uploads(w, bucket, req, out);
 }
 
@@ -1329,10 +1364,27 @@ enum backend_status backend_wb_open(const struct backend_wb_conf *cf, struct bac
     pthread_mutex_init(&w->sync_mu, NULL);
     pthread_mutex_init(&w->pace_mu, NULL);
     w->buckets = calloc(cf->n_buckets ? cf->n_buckets : 1, sizeof *w->buckets);
-    for (size_t i = 0; w->buckets && i < cf->n_buckets; i++)
-        if ((w->buckets[w->n_buckets] = strdup(cf->buckets[i])))
-            w->n_buckets++;
-    if (!w->buckets || w->n_buckets != cf->n_buckets) {
+    w->rules = calloc(cf->n_buckets ? cf->n_buckets : 1, sizeof *w->rules);
+    bool copied = w->buckets && w->rules;
+    for (size_t i = 0; copied && i < cf->n_buckets; i++) {
+        if (!(w->buckets[w->n_buckets] = strdup(cf->buckets[i]))) {
+            copied = false;
+            break;
+        }
+        struct wb_rules *rs = &w->rules[w->n_buckets++];
+        size_t n = cf->rules ? cf->rules[i].n : 0;
+        if (n && !(rs->rule = calloc(n, sizeof *rs->rule)))
+            copied = false;
+        for (size_t j = 0; copied && j < n; j++) {
+            const struct backend_wb_rule *r = &cf->rules[i].rule[j];
+            struct wb_rule *to = &rs->rule[rs->n++];
+            to->prefix = strdup(r->prefix);
+            to->len = strlen(r->prefix);
+            to->back = r->back;
+            copied = to->prefix != NULL;
+        }
+    }
+    if (!copied) {
         op_close(&w->base);
         return BACKEND_NOMEM;
     }

@@ -76,6 +76,14 @@ struct wb {
     struct backend *cold;      /* owned */
     struct backend *stage;     /* owned: posix store at DIR/data, DIR/state */
     char **buckets;            /* write-back buckets */
+    struct wb_rules {          /* [n_buckets]: which keys (backend_wb_rules) */
+        struct wb_rule {
+            char *prefix;
+            size_t len;
+            bool back;
+        } *rule;
+        size_t n;              /* 0: all */
+    } *rules;
     size_t n_buckets;
     uint64_t max_dirty;
     unsigned dirty_wait_ms;
@@ -135,7 +143,13 @@ static inline struct wb *wb_of(struct backend *b)
 extern const struct backend_ops wb_ops;
 
 /* wb.c */
+/* Does `bucket` have keys written back (pending writes may be there)? */
 bool wb_bucket_is_wb(const struct wb *w, const char *bucket);
+/* Is `key` of `bucket` written back (its writes staged and uploaded)? */
+bool wb_key_is_wb(const struct wb *w, const char *bucket, const char *key);
+/* Are some keys of this write-back bucket written through (its uploads
+ * then live in both tiers)? */
+bool wb_bucket_is_mixed(const struct wb *w, const char *bucket);
 void wb_vid_name(uint64_t vid, char out[WB_VID_LEN + 1]);
 /* The upload id a client gets: the version's name, then the staging id. */
 void wb_upload_id(const struct wb_mpu *m, char out[BACKEND_UPLOAD_ID_MAX]);
@@ -176,6 +190,11 @@ enum backend_status wb_list_objects(struct wb *w, const char *bucket,
 enum backend_status wb_list_uploads(struct wb *w, const char *bucket,
                                     const struct backend_uploads_req *req,
                                     struct backend_uploads_page *out);
+/* The uploads of a bucket with keys of both modes: those staged here and
+ * the cold tier's, merged in S3's order (a key lives in one of the two). */
+enum backend_status wb_list_uploads_mixed(struct wb *w, const char *bucket,
+                                          const struct backend_uploads_req *req,
+                                          struct backend_uploads_page *out);
 
 /* wb_journal.c. Replay reads the journal this many bytes at a time (1 MiB;
  * tests make it small to cut records at window ends). */

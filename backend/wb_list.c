@@ -1,7 +1,8 @@
 /* backend/wb_list.c - listings of a write-back bucket: the cold tier's page
  * merged with the pending writes (a pending PUT shows with what the client
  * was told, a pending DELETE hides the cold tier's object), and multipart
- * uploads, which are all staged here.
+ * uploads, staged here (with the cold tier's too in a bucket whose prefix
+ * rules write some keys through).
  *
  * The pending writes are read before the cold tier's page, so a write
  * uploaded meanwhile shows (from one or both) rather than from neither.
@@ -379,6 +380,82 @@ enum backend_status wb_list_uploads(struct wb *w, const char *bucket,
 out:
     pthread_mutex_unlock(&w->mu);
     free(v);
+    if (st != BACKEND_OK)
+        backend_uploads_page_free(out);
+    return st;
+}
+
+/* One side of a merged uploads listing: its page and how far it is taken. */
+struct up_side {
+    struct backend_uploads_page pg;
+    size_t u, p;   /* next upload, next common prefix */
+};
+
+/* The side's next entry's name (a key or a common prefix), NULL when done;
+ * *is_prefix tells which. */
+static const char *up_head(const struct up_side *s, bool *is_prefix)
+{
+    const char *k = s->u < s->pg.n_uploads ? s->pg.uploads[s->u].key : NULL;
+    const char *p = s->p < s->pg.n_prefixes ? s->pg.prefixes[s->p] : NULL;
+    *is_prefix = p && (!k || strcmp(p, k) < 0);
+    return *is_prefix ? p : k;
+}
+
+enum backend_status wb_list_uploads_mixed(struct wb *w, const char *bucket,
+                                          const struct backend_uploads_req *req,
+                                          struct backend_uploads_page *out)
+{
+    memset(out, 0, sizeof *out);
+    struct up_side side[2];   /* 0: staged here, 1: the cold tier's */
+    memset(side, 0, sizeof side);
+    enum backend_status st = wb_list_uploads(w, bucket, req, &side[0].pg);
+    if (st == BACKEND_OK)
+        st = w->cold->ops->mpu_list_uploads(w->cold, bucket, req, &side[1].pg);
+    size_t nu = side[0].pg.n_uploads + side[1].pg.n_uploads;
+    size_t np = side[0].pg.n_prefixes + side[1].pg.n_prefixes;
+    if (st == BACKEND_OK && (!(out->uploads = calloc(nu ? nu : 1, sizeof *out->uploads)) ||
+                             !(out->prefixes = calloc(np ? np : 1, sizeof *out->prefixes))))
+        st = BACKEND_NOMEM;
+    unsigned max = req->max_uploads > 1000 ? 1000 : req->max_uploads;
+    const char *last_name = NULL, *last_id = "";
+    size_t taken = 0;
+    while (st == BACKEND_OK) {
+        bool pre[2];
+        const char *h[2] = { up_head(&side[0], &pre[0]), up_head(&side[1], &pre[1]) };
+        if (!h[0] && !h[1])
+            break;
+        /* a side cut short may have entries before the other's next one:
+         * the page ends where either truncated side ran out */
+        if ((!h[0] && side[0].pg.truncated) || (!h[1] && side[1].pg.truncated) ||
+            taken == max) {
+            out->truncated = true;
+            break;
+        }
+        int from = !h[0] ? 1 : !h[1] ? 0 : strcmp(h[1], h[0]) < 0 ? 1 : 0;
+        struct up_side *s = &side[from];
+        taken++;
+        if (pre[from]) {   /* a common prefix: once, whichever side has it */
+            struct up_side *o = &side[!from];
+            if (h[!from] && pre[!from] && strcmp(h[!from], h[from]) == 0)
+                o->p++;
+            last_name = out->prefixes[out->n_prefixes++] = s->pg.prefixes[s->p];
+            s->pg.prefixes[s->p++] = NULL;   /* moved */
+            last_id = "";
+        } else {
+            struct backend_upload *u = &out->uploads[out->n_uploads++];
+            *u = s->pg.uploads[s->u];
+            s->pg.uploads[s->u++].key = NULL;   /* moved */
+            last_name = u->key;
+            last_id = u->upload_id;
+        }
+    }
+    if (st == BACKEND_OK && out->truncated && last_name &&
+        !(out->next_key_marker = strdup(last_name)))
+        st = BACKEND_NOMEM;
+    if (st == BACKEND_OK && out->truncated && last_name)
+        snprintf(out->next_upload_id_marker, sizeof out->next_upload_id_marker, "%s", last_id);
+    backend_uploads_page_free(&side[0].pg);
+    backend_uploads_page_free(&side[1].pg);
     if (st != BACKEND_OK)
         backend_uploads_page_free(out);
     return st;

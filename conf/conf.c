@@ -66,6 +66,9 @@ void conf_buckets_free(struct conf_bucket *b, size_t n)
     for (size_t i = 0; i < n; i++) {
         free(b[i].name);
         free(b[i].cold_bucket);
+        for (size_t j = 0; j < b[i].n_write_rules; j++)
+            free(b[i].write_rules[j].prefix);
+        free(b[i].write_rules);
     }
     free(b);
 }
@@ -168,6 +171,14 @@ int conf_copy(struct conf *dst, const struct conf *src)
         dst->buckets[i] = src->buckets[i];
         dst->buckets[i].name = dup_opt(src->buckets[i].name, &ok);
         dst->buckets[i].cold_bucket = dup_opt(src->buckets[i].cold_bucket, &ok);
+        const struct conf_bucket *sb = &src->buckets[i];
+        struct conf_bucket *db = &dst->buckets[i];
+        db->write_rules = alloc_opt(sb->n_write_rules, sizeof *db->write_rules,
+                                    &db->n_write_rules, &ok);
+        for (size_t k = 0; k < db->n_write_rules; k++) {
+            db->write_rules[k].prefix = dup_opt(sb->write_rules[k].prefix, &ok);
+            db->write_rules[k].back = sb->write_rules[k].back;
+        }
     }
     if (!ok) {
         conf_free(dst);

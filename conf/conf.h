@@ -49,6 +49,12 @@ enum conf_consistency {
 
 /* Per-bucket settings: top-level "buckets" object, one object per bucket so
  * later settings fit beside public_read. */
+/* One prefix of a bucket's "write" object. */
+struct conf_write_rule {
+    char *prefix;   /* may be "" (every key no longer prefix matches) */
+    bool back;
+};
+
 struct conf_bucket {
     char *name;
     bool public_read;  /* anonymous GET/HEAD/list allowed; never anonymous writes */
@@ -60,7 +66,13 @@ struct conf_bucket {
                            used with cold_url. */
     bool write_back;    /* "write": "back": writes are acknowledged once durable in the
                            cache directory and uploaded in the background, in order;
-                           "through" (the default): acknowledged once in the cold tier */
+                           "through" (the default): acknowledged once in the cold tier.
+                           With write rules: true when any rule is "back" */
+    struct conf_write_rule *write_rules;   /* "write": {"prefix": "back"|"through", ...}:
+                                              a key takes the mode of its longest matching
+                                              prefix, "through" when none matches; NULL when
+                                              "write" names one mode for the whole bucket */
+    size_t n_write_rules;
 };
 
 /* How a cache hit's bytes reach the client. */

@@ -229,6 +229,41 @@ static const char *const bucket_keys[] = { "public_read", "consistency", "cold_b
 enum { N_BUCKET_KEYS = sizeof bucket_keys / sizeof bucket_keys[0] };
 #define BUCKET_KEYS_HELP "public_read, consistency, cold_bucket, write"
 
+#define WRITE_RULES_MAX 64u
+
+/* buckets.<name>.write as an object: {"checkpoints/": "back", "logs/": "through"}.
+ * b->write_back says whether any prefix is written back. */
+static int write_rules_from_json(struct conf_bucket *b, const char *name, const json_t *o,
+                                 char *err, size_t errlen)
+{
+    size_t n = json_object_size(o);
+    if (n == 0 || n > WRITE_RULES_MAX)
+        return conf_fail(err, errlen, "buckets.%s.write: an object of 1 to %u key prefixes "
+                         "and their modes, like {\"checkpoints/\": \"back\"}", name,
+                         WRITE_RULES_MAX);
+    b->write_rules = calloc(n, sizeof *b->write_rules);
+    if (b->write_rules == NULL)
+        return conf_fail(err, errlen, "buckets: out of memory");
+    const char *prefix;
+    json_t *val;
+    json_object_foreach((json_t *)o, prefix, val) {
+        const char *mode = conf_json_cstr(val);
+        if (mode == NULL || (strcmp(mode, "back") != 0 && strcmp(mode, "through") != 0))
+            return conf_fail(err, errlen, "buckets.%s.write.\"%.64s\": must be \"back\" or "
+                             "\"through\"", name, prefix);
+        if (strlen(prefix) > 1024)
+            return conf_fail(err, errlen, "buckets.%s.write: a key prefix is at most 1024 "
+                             "bytes, as a key", name);
+        struct conf_write_rule *r = &b->write_rules[b->n_write_rules];
+        if ((r->prefix = strdup(prefix)) == NULL)
+            return conf_fail(err, errlen, "buckets: out of memory");
+        r->back = strcmp(mode, "back") == 0;
+        b->n_write_rules++;
+        b->write_back |= r->back;
+    }
+    return 0;
+}
+
 /* buckets: {"<name>": {"public_read": true, "consistency": "immutable",
  * "cold_bucket": "other-name"}, ...}. Unknown keys are refused like
  * everywhere else, so a typo ("public-read") never silently means false. */
@@ -300,12 +335,17 @@ int conf_buckets_from_json(struct conf *c, const json_t *v, char *err, size_t er
             }
         }
         const json_t *wr = json_object_get(o, "write");
-        if (wr != NULL) {
+        if (wr != NULL && json_is_object(wr)) {
+            if (write_rules_from_json(b, name, wr, err, errlen) != 0)
+                goto bad;
+        } else if (wr != NULL) {
             const char *str = conf_json_cstr(wr);
             if (str == NULL || (strcmp(str, "back") != 0 && strcmp(str, "through") != 0)) {
                 conf_fail(err, errlen, "buckets.%s.write: must be \"through\" (acknowledged "
-                          "once in the cold tier, the default) or \"back\" (acknowledged "
-                          "once durable in the cache directory, uploaded in order)", name);
+                          "once in the cold tier, the default), \"back\" (acknowledged "
+                          "once durable in the cache directory, uploaded in order) or an "
+                          "object of key prefixes and modes like {\"checkpoints/\": "
+                          "\"back\"}", name);
                 goto bad;
             }
             b->write_back = strcmp(str, "back") == 0;

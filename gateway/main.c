@@ -95,18 +95,40 @@ static void warn_if_cold_unreachable(struct backend *b, const char *where)
  * closed and the reason printed. */
 static int wrap_write_back(const struct conf *c, struct backend **b)
 {
+    size_t n_rules = 0;
+    for (size_t i = 0; i < c->n_buckets; i++)
+        n_rules += c->buckets[i].n_write_rules;
     const char **names = calloc(c->n_buckets ? c->n_buckets : 1, sizeof *names);
-    size_t n = 0;
-    for (size_t i = 0; names && i < c->n_buckets; i++)
-        if (c->buckets[i].write_back)
-            names[n++] = c->buckets[i].name;
-    if (!names || n == 0) {
+    struct backend_wb_rules *rules = calloc(c->n_buckets ? c->n_buckets : 1, sizeof *rules);
+    /* the buckets' prefix rules in the backend's type (the same two fields) */
+    struct backend_wb_rule *all = calloc(n_rules ? n_rules : 1, sizeof *all);
+    bool oom = !names || !rules || !all;
+    size_t n = 0, k = 0;
+    for (size_t i = 0; !oom && i < c->n_buckets; i++) {
+        const struct conf_bucket *cb = &c->buckets[i];
+        if (!cb->write_back)
+            continue;
+        names[n] = cb->name;
+        rules[n++] = (struct backend_wb_rules){ all + k, cb->n_write_rules };
+        for (size_t j = 0; j < cb->n_write_rules; j++)
+            all[k++] = (struct backend_wb_rule){ cb->write_rules[j].prefix,
+                                                 cb->write_rules[j].back };
+    }
+    if (oom || n == 0) {
         free(names);
+        free(rules);
+        free(all);
+        if (oom) {
+            fprintf(stderr, "shardgate: cannot start write-back: out of memory\n");
+            backend_close(*b);
+            *b = NULL;
+            return -1;
+        }
         return 0;
     }
     char dir[4096], err[1024] = "";
     snprintf(dir, sizeof dir, "%s/writeback", c->cache_dir);
-    struct backend_wb_conf wc = { .dir = dir, .buckets = names, .n_buckets = n,
+    struct backend_wb_conf wc = { .dir = dir, .buckets = names, .rules = rules, .n_buckets = n,
                                   .max_dirty = c->wb_max_dirty,
                                   .dirty_wait_ms = c->wb_dirty_wait_ms,
                                   .upload_bandwidth = c->wb_upload_bandwidth,
@@ -116,6 +138,8 @@ static int wrap_write_back(const struct conf *c, struct backend **b)
     struct backend *w = NULL;
     enum backend_status st = backend_wb_open(&wc, *b, &w);
     free(names);
+    free(rules);
+    free(all);
     *b = w;
     if (st != BACKEND_OK) {
         fprintf(stderr, "shardgate: cannot start write-back in %s: %s\n", dir,

@@ -25,6 +25,8 @@ rename), checks on A's own directory:
   * [clients] aws-cli v1 and v2 `s3 cp`, Debian's older boto3 and curl
     --aws-sigv4 write with A cut off; after the flush A holds their bytes
     with the ETags B gave;
+  * [prefixes] "write": {"ckpt/": "back"}: only those keys are written
+    back, the rest of the bucket through; uploads of both are listed as one;
   * [capacity] pending writes and parts of open uploads count against the
     cache's capacity: fills evict cached objects until all of them fit;
   * [ready] /_shardgate/ready names the writes waiting for the cold tier;
@@ -52,7 +54,9 @@ import throttle  # noqa: E402
 check, eq = H.check, H.eq
 MB = H.MB
 B = "ckpt"
-CONFIG = {"buckets": {B: {"write": "back"}}, "write_back": {"through_timeout_ms": 1500}}
+M = "train"   # written back under ckpt/ only
+CONFIG = {"buckets": {B: {"write": "back"}, M: {"write": {"ckpt/": "back"}}},
+          "write_back": {"through_timeout_ms": 1500}}
 
 
 def client():
@@ -70,8 +74,8 @@ def status():
     return json.loads(r.body) if r.status == 200 else {"status": r.status}
 
 
-def cold_file(cold, key):
-    p = cold.path(B, key)
+def cold_file(cold, key, bucket=B):
+    p = cold.path(bucket, key)
     try:
         with open(p, "rb") as f:
             return f.read()
@@ -420,6 +424,37 @@ def through_cut_off(thr):
     eq("[through] ... and the key is not written", r.status, 404)
 
 
+def prefixes(cold, thr):
+    """Bucket train says "write": {"ckpt/": "back"}: with A cut off, a key under
+    ckpt/ is acknowledged and uploaded later, a key elsewhere is written
+    through (refused while A is cut off, in A when answered); the uploads
+    of both kinds are listed together."""
+    c = client()
+    body = os.urandom(300000)
+    thr.refuse()
+    c.put_object(Bucket=M, Key="ckpt/step-1/shard", Body=body)   # raises unless 200
+    r = H.raw("PUT", "/%s/data/part-0" % M, body=b"through")
+    thr.restore()
+    eq("[prefixes] ckpt/ is acknowledged with A cut off; data/ is written through, "
+       "and refused (503)", r.status, 503)
+    check("[prefixes] ... ckpt/ is pending, not in A yet",
+          cold_file(cold, "ckpt/step-1/shard", M) is None, "in A already")
+    r = H.raw("PUT", "/%s/data/part-0" % M, body=b"through")
+    eq("[prefixes] data/ with A back: 200", r.status, 200)
+    eq("[prefixes] ... and in A when answered", cold_file(cold, "data/part-0", M), b"through")
+    ups = [c.create_multipart_upload(Bucket=M, Key=k)["UploadId"]
+           for k in ("data/u", "ckpt/u")]
+    listed = c.list_multipart_uploads(Bucket=M).get("Uploads", [])
+    eq("[prefixes] the uploads of both modes in one listing",
+       [(u["Key"], u["UploadId"]) for u in listed], [("ckpt/u", ups[1]), ("data/u", ups[0])])
+    for k, u in (("data/u", ups[0]), ("ckpt/u", ups[1])):
+        c.abort_multipart_upload(Bucket=M, Key=k, UploadId=u)
+    r = H.raw("POST", "/%s" % M, "flush&timeout=60")
+    eq("[prefixes] flush of train", r.status, 200)
+    eq("[prefixes] ... ckpt/ is in A byte for byte", cold_file(cold, "ckpt/step-1/shard", M),
+       body)
+
+
 def conf_refused():
     p = os.path.join(H.S.tmp, "wb-nocache.json")
     with open(p, "w") as f:
@@ -440,6 +475,7 @@ def main():
     atexit.register(C.stop_all)
     cold = C.ColdGateway().start()
     cold.client().create_bucket(Bucket=B)
+    cold.client().create_bucket(Bucket=M)
     thr = throttle.ThrottleProcess("127.0.0.1", cold.port).start()
     atexit.register(thr.stop)
     cfg = start_b(thr.port)
@@ -447,6 +483,7 @@ def main():
     ack_order_flush(cold, thr, cfg)
     through(cold)
     through_cut_off(thr)
+    prefixes(cold, thr)
     clients(cold, thr)
     capacity(cold, thr)
     restart(cold, thr, cfg)

@@ -34,6 +34,7 @@ static uint64_t g_compact;            /* compact_bytes of the next open (0: defa
 static unsigned g_through_ms;         /* through_timeout_ms of the next open (0: default) */
 static uint64_t g_bandwidth;          /* upload_bandwidth of the next open (0: no cap) */
 static unsigned g_mpu_age;            /* mpu_max_age_s of the next open (0: never) */
+static const struct backend_wb_rules *g_rules;   /* ckpt's prefix rules (NULL: all keys) */
 
 /* ---- the cold tier behind a recorder: which keys were uploaded, in what
  * order, and was every earlier acknowledged key visible at each commit ---- */
@@ -233,7 +234,7 @@ static struct backend *open_wb(uint64_t max_dirty)
                                   .compact_bytes = g_compact,
                                   .through_timeout_ms = g_through_ms,
                                   .upload_bandwidth = g_bandwidth,
-                                  .mpu_max_age_s = g_mpu_age,
+                                  .mpu_max_age_s = g_mpu_age, .rules = g_rules,
                                   .err = err, .err_len = sizeof err };
     struct backend *w = NULL;
     enum backend_status st = backend_wb_open(&wc, cold, &w);
@@ -260,6 +261,7 @@ static void setup_with(uint64_t max_dirty)
     g_through_ms = 0;
     g_bandwidth = 0;
     g_mpu_age = 0;
+    g_rules = NULL;
     g_writes = 0;
     g_slow_write_ms = 0;
     g_part_calls = g_part_ok = g_fail_part_from = 0;
@@ -1274,6 +1276,120 @@ static void an_abandoned_upload_expires_and_frees_its_parts(void)
     teardown();
 }
 
+/* Names of one page of ckpt's uploads (keys, and prefixes as "P:name"). */
+static void uploads_page(const char *delim, const char *key_marker, const char *id_marker,
+                         unsigned max, char *names, size_t cap, char *next_key,
+                         char *next_id, bool *truncated)
+{
+    struct backend_uploads_req ur = { .delimiter = delim, .key_marker = key_marker,
+                                      .upload_id_marker = id_marker, .max_uploads = max };
+    struct backend_uploads_page up;
+    memset(&up, 0, sizeof up);
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_list_uploads(g_wb, "ckpt", &ur, &up), BACKEND_OK);
+    names[0] = '\0';
+    size_t u = 0, p = 0;
+    while (u < up.n_uploads || p < up.n_prefixes) {   /* in S3's order, both kinds */
+        bool pre = p < up.n_prefixes &&
+                   (u == up.n_uploads || strcmp(up.prefixes[p], up.uploads[u].key) < 0);
+        size_t len = strlen(names);
+        snprintf(names + len, cap - len, "%s%s%s", len ? " " : "", pre ? "P:" : "",
+                 pre ? up.prefixes[p++] : up.uploads[u++].key);
+    }
+    *truncated = up.truncated;
+    snprintf(next_key, 256, "%s", up.next_key_marker ? up.next_key_marker : "");
+    snprintf(next_id, BACKEND_UPLOAD_ID_MAX, "%s", up.next_upload_id_marker);
+    backend_uploads_page_free(&up);
+}
+
+/* "write": {"step/": "back", "step/logs/": "through"}: a key takes the mode
+ * of its longest matching prefix, and the rest of the bucket is written
+ * through - straight to the cold tier, whose uploads are listed together
+ * with the staged ones. */
+static void prefix_rules_choose_the_mode_of_each_key(void)
+{
+    static const struct backend_wb_rule rule[] = { { "step/", true },
+                                                   { "step/logs/", false } };
+    static const struct backend_wb_rules rules = { rule, 2 };
+    setup();
+    backend_close(g_wb);
+    g_rules = &rules;
+    g_wb = open_wb(0);
+    backend_wb_pause(g_wb, true);
+    CU_ASSERT_EQUAL(put("step/a", "back", 4), BACKEND_OK);
+    CU_ASSERT_FALSE(cold_has("step/a"));   /* pending */
+    CU_ASSERT_EQUAL(put_ex(g_wb, "ckpt", "step/logs/x", "thru", 4, false, NULL, NULL),
+                    BACKEND_OK);
+    CU_ASSERT_TRUE(cold_has("step/logs/x"));   /* through: in the cold tier when answered */
+    CU_ASSERT_EQUAL(put_ex(g_wb, "ckpt", "stepping", "thru", 4, false, NULL, NULL),
+                    BACKEND_OK);
+    CU_ASSERT_TRUE(cold_has("stepping"));
+    CU_ASSERT_EQUAL(backend_object_delete(g_wb, "ckpt", "stepping"), BACKEND_OK);
+    CU_ASSERT_FALSE(cold_has("stepping"));
+    struct backend_wb_status st;
+    backend_wb_status(g_wb, "ckpt", NULL, &st);
+    CU_ASSERT_EQUAL(st.dirty_objects, 1);   /* step/a alone */
+    CU_ASSERT_TRUE(holds(g_wb, "step/a", "back", 4));
+    CU_ASSERT_TRUE(holds(g_wb, "step/logs/x", "thru", 4));
+
+    /* uploads of both kinds, one listing */
+    struct obj_meta meta;
+    memset(&meta, 0, sizeof meta);
+    char id_c[BACKEND_UPLOAD_ID_MAX], id_s[BACKEND_UPLOAD_ID_MAX], id_l[BACKEND_UPLOAD_ID_MAX];
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_create(g_wb, "ckpt", "cold-mpu", &meta, id_c), BACKEND_OK);
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_create(g_wb, "ckpt", "step/b", &meta, id_s), BACKEND_OK);
+    CU_ASSERT_EQUAL_FATAL(backend_mpu_create(g_wb, "ckpt", "step/logs/y", &meta, id_l),
+                          BACKEND_OK);
+    struct backend_uploads_req ur = { .max_uploads = 1000 };
+    struct backend_uploads_page cold_up;
+    memset(&cold_up, 0, sizeof cold_up);
+    CU_ASSERT_EQUAL(real_ops->mpu_list_uploads(g_cold_raw, "ckpt", &ur, &cold_up), BACKEND_OK);
+    CU_ASSERT_EQUAL(cold_up.n_uploads, 2);   /* cold-mpu and step/logs/y: not staged */
+    backend_uploads_page_free(&cold_up);
+    char names[512], nk[256], ni[BACKEND_UPLOAD_ID_MAX];
+    bool trunc;
+    uploads_page(NULL, NULL, NULL, 1000, names, sizeof names, nk, ni, &trunc);
+    CU_ASSERT_STRING_EQUAL(names, "cold-mpu step/b step/logs/y");
+    CU_ASSERT_FALSE(trunc);
+    uploads_page("/", NULL, NULL, 1000, names, sizeof names, nk, ni, &trunc);
+    CU_ASSERT_STRING_EQUAL(names, "cold-mpu P:step/");   /* the prefix once, from both */
+    /* page by page: one at a time, from the marker each page gives */
+    char all[1024] = "";
+    char key_marker[256] = "", id_marker[BACKEND_UPLOAD_ID_MAX] = "";
+    int pages = 0;
+    do {
+        uploads_page(NULL, key_marker, id_marker, 1, names, sizeof names, nk, ni, &trunc);
+        size_t len = strlen(all);
+        snprintf(all + len, sizeof all - len, "%s%s", len ? " " : "", names);
+        snprintf(key_marker, sizeof key_marker, "%s", nk);
+        snprintf(id_marker, sizeof id_marker, "%s", ni);
+    } while (trunc && ++pages < 10);
+    CU_ASSERT_STRING_EQUAL(all, "cold-mpu step/b step/logs/y");
+
+    /* parts and completes go where the upload lives */
+    unsigned char *src = pattern(1000, 14);
+    struct backend_part part;
+    memset(&part, 0, sizeof part);
+    write_part("cold-mpu", id_c, 1, src, 1000, false, &part);
+    CU_ASSERT_EQUAL(staged_part_bytes(), 0);
+    CU_ASSERT_EQUAL(backend_mpu_complete(g_wb, "ckpt", "cold-mpu", id_c, &part, 1, NULL),
+                    BACKEND_OK);
+    CU_ASSERT_TRUE(holds(g_cold_raw, "cold-mpu", src, 1000));
+    write_part("step/b", id_s, 1, src, 1000, false, &part);
+    CU_ASSERT_EQUAL(staged_part_bytes(), 1000);
+    CU_ASSERT_EQUAL(backend_mpu_complete(g_wb, "ckpt", "step/b", id_s, &part, 1, NULL),
+                    BACKEND_OK);
+    acked("step/b");
+    CU_ASSERT_FALSE(cold_has("step/b"));
+    CU_ASSERT_EQUAL(backend_mpu_abort(g_wb, "ckpt", "step/logs/y", id_l), BACKEND_OK);
+    CU_ASSERT_EQUAL(open_uploads(), 0);
+    backend_wb_pause(g_wb, false);
+    CU_ASSERT_TRUE(flush_all());
+    CU_ASSERT_TRUE(holds(g_cold_raw, "step/a", "back", 4));
+    CU_ASSERT_TRUE(holds(g_cold_raw, "step/b", src, 1000));
+    free(src);
+    teardown();
+}
+
 static void conditional_writes_see_pending_and_cold_objects(void)
 {
     setup();
@@ -1434,6 +1550,7 @@ static const struct cu_test tests[] = {
       parts_of_open_uploads_count_on_the_disk_until_completed_or_aborted },
     { "an_abandoned_upload_expires_and_frees_its_parts",
       an_abandoned_upload_expires_and_frees_its_parts },
+    { "prefix_rules_choose_the_mode_of_each_key", prefix_rules_choose_the_mode_of_each_key },
     { "conditional_writes_see_pending_and_cold_objects",
       conditional_writes_see_pending_and_cold_objects },
     { "a_failing_cold_tier_is_retried_and_nothing_is_lost",

@@ -4,6 +4,7 @@
  * tables: one row per case. The environment, flags and conf_validate are in
  * test_conf_env.c, users and permissions in test_conf_perm.c. */
 #include "conf_fixture.h"
+#include "conf_int.h"
 
 /* ---- defaults ---- */
 
@@ -314,6 +315,10 @@ static const struct bad_case bad_files[] = {
       "buckets.a1.consistency:" },
     { "bucket_write_unknown", "{\"buckets\":{\"a1\":{\"write\":\"later\"}}}",
       "buckets.a1.write: must be \"through\"" },
+    { "bucket_write_no_prefixes", "{\"buckets\":{\"a1\":{\"write\":{}}}}",
+      "buckets.a1.write: an object of 1 to 64 key prefixes" },
+    { "bucket_write_prefix_mode", "{\"buckets\":{\"a1\":{\"write\":{\"ck/\":\"later\"}}}}",
+      "buckets.a1.write.\"ck/\": must be \"back\" or \"through\"" },
     { "write_back_unknown_key", "{\"write_back\":{\"max_dirt\":1}}",
       "write_back: unknown key \"max_dirt\"" },
     { "write_back_bad_size", "{\"write_back\":{\"max_dirty\":\"lots\"}}",
@@ -522,6 +527,31 @@ static void write_back_needs_a_cache_dir(void)
     CU_ASSERT_EQUAL(c.wb_through_timeout_ms, 1500);
     CU_ASSERT_EQUAL(c.wb_upload_bandwidth, 100ull << 20);
     conf_free(&c);
+    /* by key prefix: the bucket is written back when any prefix is */
+    defaults(&c);
+    CU_ASSERT_EQUAL_FATAL(load_text(&c, "{\"cache\":{\"dir\":\"/tmp/c\"},\"buckets\":{\"ml\":"
+                                    "{\"write\":{\"ckpt/\":\"back\",\"ckpt/logs/\":\"through\"}},"
+                                    "\"logs\":{\"write\":{\"\":\"through\"}}}}", 0600, err,
+                                    sizeof err), 0);
+    CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(c.n_buckets, 2);
+    const struct conf_bucket *ml = strcmp(c.buckets[0].name, "ml") == 0 ? &c.buckets[0]
+                                                                       : &c.buckets[1];
+    const struct conf_bucket *logs = ml == &c.buckets[0] ? &c.buckets[1] : &c.buckets[0];
+    CU_ASSERT_TRUE(ml->write_back);
+    CU_ASSERT_EQUAL_FATAL(ml->n_write_rules, 2);
+    for (size_t i = 0; i < 2; i++)
+        CU_ASSERT_EQUAL(ml->write_rules[i].back,
+                        strcmp(ml->write_rules[i].prefix, "ckpt/") == 0);
+    CU_ASSERT_FALSE(logs->write_back);   /* no prefix written back */
+    struct conf copy;   /* a deep copy: the rules outlive the original (ASan) */
+    CU_ASSERT_EQUAL_FATAL(conf_copy(&copy, &c), 0);
+    size_t at = (size_t)(ml - c.buckets);
+    conf_free(&c);
+    CU_ASSERT_EQUAL_FATAL(copy.buckets[at].n_write_rules, 2);
+    CU_ASSERT_TRUE(strcmp(copy.buckets[at].write_rules[0].prefix, "ckpt/") == 0 ||
+                   strcmp(copy.buckets[at].write_rules[1].prefix, "ckpt/") == 0);
+    conf_free(&copy);
 }
 
 static void good_files_load_and_validate(void)
