@@ -302,6 +302,8 @@ struct backend_wb_status {
                                               buckets: they count in cache.size) */
     double oldest_s;                       /* age of the oldest pending write; 0: none */
     uint64_t uploaded_bytes, uploaded_objects, failures;   /* since open, all buckets */
+    uint64_t upload_bps;                   /* bytes per second the uploads sent over the
+                                              last 10 s, all buckets */
     char last_error[256];                  /* the last failed upload, "" for none */
 };
 /* false when b is not a write-back handle. */

@@ -698,6 +698,8 @@ enum backend_status wb_stream_into(struct backend_obj *src, uint64_t first, uint
         st = p->ops->put_write(p, buf, got);
         if (st != BACKEND_OK)
             goto out;
+        if (up)
+            wb_rate_add(up, got);
         off += got;
     }
     unsigned char d[16];
@@ -1463,6 +1465,7 @@ bool backend_wb_status(struct backend *b, const char *bucket, const char *prefix
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     size_t plen = prefix ? strlen(prefix) : 0;
+    out->upload_bps = wb_rate_bps(w);
     pthread_mutex_lock(&w->mu);
     for (struct wb_rec *r = w->head; r; r = r->next) {
         if ((bucket && strcmp(r->bucket, bucket) != 0) ||

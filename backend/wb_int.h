@@ -23,6 +23,8 @@
 #include "backend_int.h"
 
 #define WB_KEY_BUCKETS 4096u   /* hash chains of the pending-key map */
+#define WB_RATE_SLOTS 16       /* seconds of upload history kept ... */
+#define WB_RATE_WINDOW 10      /* ... of which the rate averages the last full ones */
 #define WB_VID_LEN 16          /* a staged object's name: the version id in hex */
 #define WB_PART_STREAMS 4u     /* parts of one multipart object uploaded at once */
 #define WB_LOOKAHEAD 8u        /* records behind the head whose parts may go ahead */
@@ -104,9 +106,11 @@ struct wb {
     uint64_t progress;         /* uploads and parts ended well (__atomic: the
                                   part streams add to it without mu) */
     uint64_t upload_bps;       /* upload bandwidth cap, bytes/s; 0: none */
-    pthread_mutex_t pace_mu;   /* pace_next: */
+    pthread_mutex_t pace_mu;   /* pace_next and the rate below: */
     struct timespec pace_next; /* CLOCK_MONOTONIC: when the cap lets the next
                                   chunk of any upload stream go */
+    uint64_t rate_bytes[WB_RATE_SLOTS];   /* bytes the upload streams sent in ... */
+    int64_t rate_sec[WB_RATE_SLOTS];      /* ... this second of CLOCK_MONOTONIC */
     uint64_t dirty_bytes, dirty_objects;
     uint64_t staged_bytes;     /* parts of open uploads: on the disk, not yet
                                   anybody's object, so not dirty either */
@@ -219,6 +223,10 @@ int wb_journal_compact_locked(struct wb *w);
 /* wb_upload.c */
 /* Waits until the bandwidth cap lets n more bytes go (at once without a
  * cap); false when the decorator is closing. Any upload thread. */
+/* Counts n bytes an upload stream sent; the upload rate: bytes per second
+ * over the last WB_RATE_WINDOW full seconds. Any thread. */
+void wb_rate_add(struct wb *w, uint64_t n);
+uint64_t wb_rate_bps(struct wb *w);
 bool wb_pace(struct wb *w, size_t n);
 /* Lowers the calling upload thread's CPU and I/O priority below the
  * request threads': reads and ingestion come first. */

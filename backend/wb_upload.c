@@ -350,6 +350,34 @@ bool wb_pace(struct wb *w, size_t n)
     }
 }
 
+void wb_rate_add(struct wb *w, uint64_t n)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    size_t i = (size_t)now.tv_sec % WB_RATE_SLOTS;
+    pthread_mutex_lock(&w->pace_mu);
+    if (w->rate_sec[i] != (int64_t)now.tv_sec) {   /* a slot of an older second: reused */
+        w->rate_sec[i] = now.tv_sec;
+        w->rate_bytes[i] = 0;
+    }
+    w->rate_bytes[i] += n;
+    pthread_mutex_unlock(&w->pace_mu);
+}
+
+uint64_t wb_rate_bps(struct wb *w)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    uint64_t sum = 0;
+    pthread_mutex_lock(&w->pace_mu);
+    for (size_t i = 0; i < WB_RATE_SLOTS; i++)
+        if (w->rate_sec[i] < (int64_t)now.tv_sec &&
+            w->rate_sec[i] >= (int64_t)now.tv_sec - WB_RATE_WINDOW)
+            sum += w->rate_bytes[i];
+    pthread_mutex_unlock(&w->pace_mu);
+    return sum / WB_RATE_WINDOW;
+}
+
 void wb_upload_thread_priority(void)
 {
     /* nice 10 for this thread (Linux: per thread), and the lowest

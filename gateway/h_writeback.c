@@ -27,10 +27,11 @@ static int status_json(struct gw_buf *b, const char *bucket, bool write_back, bo
                            "\"oldest_s\":%.3f}",
                         (unsigned long long)s->dirty_objects,
                         (unsigned long long)s->dirty_bytes, s->oldest_s);
-    rc |= gw_buf_printf(b, ",\"uploaded\":{\"objects\":%llu,\"bytes\":%llu},"
-                           "\"upload_failures\":%llu,\"last_error\":",
+    rc |= gw_buf_printf(b, ",\"uploaded\":{\"objects\":%llu,\"bytes\":%llu,"
+                           "\"bytes_per_s\":%llu},\"upload_failures\":%llu,\"last_error\":",
                         (unsigned long long)s->uploaded_objects,
                         (unsigned long long)s->uploaded_bytes,
+                        (unsigned long long)s->upload_bps,
                         (unsigned long long)s->failures);
     rc |= s->last_error[0] ? gw_json_str(b, s->last_error) : gw_buf_puts(b, "null");
     return rc | gw_buf_puts(b, "}");

@@ -190,6 +190,10 @@ def ack_order_flush(cold, thr, cfg):
        C.bm("shardgate_writeback_dirty_objects"), 0.0)
     check("[flush] shardgate_writeback_uploaded_bytes_total counts the uploads",
           C.bm("shardgate_writeback_uploaded_bytes_total") >= sum(len(v) for v in objs.values()))
+    time.sleep(1.1)   # the upload's last second is a full one now
+    rate = status().get("uploaded", {}).get("bytes_per_s")
+    check("[flush] ?writeback tells the upload rate of the last 10 s (bytes_per_s)",
+          isinstance(rate, int) and rate > 0, rate)
     thr.set_rate(down_rate=None, up_rate=None)
 
 

@@ -1390,6 +1390,27 @@ static void prefix_rules_choose_the_mode_of_each_key(void)
     teardown();
 }
 
+/* The status's upload rate: the bytes the uploads sent over the last 10
+ * full seconds, per second. */
+static void the_status_tells_the_upload_rate(void)
+{
+    setup();
+    backend_wb_pause(g_wb, true);
+    unsigned char *src = pattern(1000000, 15);
+    CU_ASSERT_EQUAL(put("rate-1", src, 600000), BACKEND_OK);
+    CU_ASSERT_EQUAL(put("rate-2", src, 400000), BACKEND_OK);
+    struct backend_wb_status s;
+    backend_wb_status(g_wb, NULL, NULL, &s);
+    CU_ASSERT_EQUAL(s.upload_bps, 0);   /* nothing sent yet */
+    backend_wb_pause(g_wb, false);
+    CU_ASSERT_TRUE(flush_all());
+    usleep(1100000);   /* the seconds they were sent in are full ones now */
+    backend_wb_status(g_wb, NULL, NULL, &s);
+    CU_ASSERT_EQUAL(s.upload_bps, 1000000 / 10);
+    free(src);
+    teardown();
+}
+
 static void conditional_writes_see_pending_and_cold_objects(void)
 {
     setup();
@@ -1551,6 +1572,7 @@ static const struct cu_test tests[] = {
     { "an_abandoned_upload_expires_and_frees_its_parts",
       an_abandoned_upload_expires_and_frees_its_parts },
     { "prefix_rules_choose_the_mode_of_each_key", prefix_rules_choose_the_mode_of_each_key },
+    { "the_status_tells_the_upload_rate", the_status_tells_the_upload_rate },
     { "conditional_writes_see_pending_and_cold_objects",
       conditional_writes_see_pending_and_cold_objects },
     { "a_failing_cold_tier_is_retried_and_nothing_is_lost",
