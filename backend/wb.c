@@ -1423,6 +1423,13 @@ enum backend_status backend_wb_open(const struct backend_wb_conf *cf, struct bac
     if (w->mpu_max_age_s)
         log_expired(w, expire_uploads(w, time(NULL)));
     count_staged_parts(w);
+    /* told before the threads start: they change these counters */
+    if (w->dirty_objects)
+        log_msg(LOG_LVL_INFO, "write-back", "%" PRIu64 " writes (%" PRIu64 " bytes) pending "
+                "from before the start: uploading", w->dirty_objects, w->dirty_bytes);
+    if (w->staged_bytes)
+        log_msg(LOG_LVL_INFO, "write-back", "multipart uploads open from before the start "
+                "hold %" PRIu64 " bytes of parts", w->staged_bytes);
     if (wb_uploader_start(w) != 0) {
         set_err(cf, "cannot start the write-back uploader");
         op_close(&w->base);
@@ -1435,12 +1442,6 @@ enum backend_status backend_wb_open(const struct backend_wb_conf *cf, struct bac
             log_msg(LOG_LVL_WARN, "write-back", "cannot start the upload expiry thread: "
                     "multipart uploads are aborted at start only");
     }
-    if (w->dirty_objects)
-        log_msg(LOG_LVL_INFO, "write-back", "%" PRIu64 " writes (%" PRIu64 " bytes) pending "
-                "from before the start: uploading", w->dirty_objects, w->dirty_bytes);
-    if (w->staged_bytes)
-        log_msg(LOG_LVL_INFO, "write-back", "multipart uploads open from before the start "
-                "hold %" PRIu64 " bytes of parts", w->staged_bytes);
     *out = &w->base;
     return BACKEND_OK;
 }
