@@ -30,9 +30,7 @@ Writes the Markdown to --out (bench/results/wb-order.md) and prints it.
 import argparse
 import os
 import platform
-import signal
 import sys
-import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -41,7 +39,8 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 import harness as H  # noqa: E402
 import cache_common as C  # noqa: E402
 from throttle import ThrottleProcess  # noqa: E402
-from writeback import quiet, run_and_report, spread  # noqa: E402
+from writeback import bench_init, quiet, run_and_report, spread  # noqa: E402
+from procs import drain  # noqa: E402 (bench/lib: on the path once writeback is imported)
 
 MiB = 1024 * 1024
 WB, DIRECT = "ckpt-wb", "direct"
@@ -66,32 +65,13 @@ def put_all(client, bucket, keys, body, threads, multipart):
     from boto3.s3.transfer import TransferConfig
     tc = TransferConfig(multipart_threshold=8 * MiB, multipart_chunksize=8 * MiB,
                         max_concurrency=8)
-    todo = list(keys)
-    lock = threading.Lock()
-    errs = []
 
-    def worker():
-        while True:
-            with lock:
-                if not todo or errs:
-                    return
-                k = todo.pop(0)
-            try:
-                if multipart:
-                    client.upload_fileobj(_Reader(body), bucket, k, Config=tc)
-                else:
-                    client.put_object(Bucket=bucket, Key=k, Body=body)
-            except Exception as e:   # noqa - reported below
-                errs.append(repr(e))
-    ts = [threading.Thread(target=worker) for _ in range(threads)]
-    t0 = time.monotonic()
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    if errs:
-        raise RuntimeError("PUT failed: %s" % errs[0])
-    return time.monotonic() - t0
+    def put(k):
+        if multipart:
+            client.upload_fileobj(_Reader(body), bucket, k, Config=tc)
+        else:
+            client.put_object(Bucket=bucket, Key=k, Body=body)
+    return drain(keys, threads, put)
 
 
 class _Reader:
@@ -194,11 +174,7 @@ def report(a, rows, cmd, started, took):
 
 def main():
     a = parse_args()
-    if not os.access(a.bin, os.X_OK):
-        sys.exit("no shardgate binary at %s (build it, or pass --bin)" % a.bin)
-    os.environ["SHARDGATE_BIN"] = os.path.abspath(a.bin)
-    C.init("bench_wb_order")
-    signal.signal(signal.SIGTERM, lambda s, f: (_ for _ in ()).throw(SystemExit(128 + s)))
+    bench_init(a, "bench_wb_order")
     cmd = "python3 bench/wb_order.py --objects %d --size-kib %d --shards %d --shard-mib %d " \
           "--cold-mbps %g --latency-ms %g --runs %d" % (
               a.objects, a.size_kib, a.shards, a.shard_mib, a.cold_mbps, a.latency_ms, a.runs)

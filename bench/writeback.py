@@ -298,15 +298,22 @@ def report(a, rows, cmd, started, took):
     return "\n".join(L)
 
 
-def main():
-    a = parse_args()
+def bench_init(a, tag):
+    """What a write-back benchmark does first: the gateway binary (--bin) for
+    the harness, the harness's state under `tag`, and SIGTERM as an exit, so
+    that everything started is stopped."""
     if not os.access(a.bin, os.X_OK):
         sys.exit("no shardgate binary at %s (build it, or pass --bin)" % a.bin)
+    os.environ["SHARDGATE_BIN"] = os.path.abspath(a.bin)
+    C.init(tag)
+    signal.signal(signal.SIGTERM, lambda s, f: (_ for _ in ()).throw(SystemExit(128 + s)))
+
+
+def main():
+    a = parse_args()
     if not shutil.which("fio"):
         sys.exit("fio is missing (apt-get install -y fio)")
-    os.environ["SHARDGATE_BIN"] = os.path.abspath(a.bin)
-    C.init("bench_writeback")
-    signal.signal(signal.SIGTERM, lambda s, f: (_ for _ in ()).throw(SystemExit(128 + s)))
+    bench_init(a, "bench_writeback")
     cmd = "python3 bench/writeback.py --size-mib %d --cold-mbps %g --part-mib %d " \
           "--threads %d --runs %d --read-s %d --read-size-mib %d --upload-cap %s" % (
               a.size_mib, a.cold_mbps, a.part_mib, a.threads, a.runs, a.read_s,

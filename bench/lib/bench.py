@@ -23,7 +23,7 @@ import threading
 import time
 
 # ab.py uses these as B.* too
-from procs import (CLK, PROCS, Server, children, cpu_ticks, free_port, http_get, log, metrics,  # noqa: F401
+from procs import (CLK, PROCS, Server, children, cpu_ticks, drain, free_port, http_get, log, metrics,  # noqa: F401
                    pairs, rounds, rss_kib, run_getc, run_wrk, start_nginx, start_shardgate, stop_all)
 from report import MiB, cell, fmt, med, plots, report, summary  # noqa: F401 (ab.py uses B.fmt, B.summary)
 from nvme import MODE_DEFAULTS as NVME_DEFAULTS, case_nvme
@@ -152,30 +152,17 @@ def durable_writes(dirpath, count, size, conc, data):
     closed, as a fill's file is. Aggregate MB/s from the first start to the
     last end; the files are removed afterwards, outside the timing."""
     os.makedirs(dirpath, exist_ok=True)
-    todo = list(range(count))
-    lock = threading.Lock()
 
-    def writer():
-        while True:
-            with lock:
-                if not todo:
-                    return
-                i = todo.pop()
-            fd = os.open(os.path.join(dirpath, "%06d" % i), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            try:
-                view, off = memoryview(data), 0
-                while off < size:
-                    off += os.write(fd, view[off:size])
-                os.fdatasync(fd)
-            finally:
-                os.close(fd)
-    ts = [threading.Thread(target=writer) for _ in range(conc)]
-    t0 = time.time()
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    t = time.time() - t0
+    def write(i):
+        fd = os.open(os.path.join(dirpath, "%06d" % i), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            view, off = memoryview(data), 0
+            while off < size:
+                off += os.write(fd, view[off:size])
+            os.fdatasync(fd)
+        finally:
+            os.close(fd)
+    t = drain(range(count), conc, write)
     for i in range(count):
         os.unlink(os.path.join(dirpath, "%06d" % i))
     return dict(MBps=count * size / t / 1e6)

@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 
@@ -317,3 +318,33 @@ def pairs(reps, fa, fb):
             B.append(fb(r))
             A.append(fa(r))
     return A, B
+
+
+def drain(items, threads, work):
+    """Runs work(item) for every item from `threads` threads, which take the
+    items in their order; after the first exception no thread takes another,
+    and it is raised here. Returns the seconds from the first start to the
+    last end."""
+    todo = list(items)
+    lock = threading.Lock()
+    errs = []
+
+    def worker():
+        while True:
+            with lock:
+                if not todo or errs:
+                    return
+                item = todo.pop(0)
+            try:
+                work(item)
+            except Exception as e:   # noqa - raised below, in the caller's thread
+                errs.append(e)
+    ts = [threading.Thread(target=worker) for _ in range(threads)]
+    t0 = time.monotonic()
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    if errs:
+        raise errs[0]
+    return time.monotonic() - t0
