@@ -10,6 +10,8 @@
 
 #include <openssl/crypto.h>
 
+#include "md5.h"
+
 enum ck_source { CK_SRC_NONE, CK_SRC_HEADER, CK_SRC_TRAILER, CK_SRC_SDK_ONLY };
 
 struct auth_body {
@@ -19,7 +21,8 @@ struct auth_body {
     enum auth_status err;          /* sticky after the first failure */
     uint64_t length;
     EVP_MD_CTX *sha256;            /* AUTH_PAYLOAD_SHA256 only; made at the first byte */
-    EVP_MD_CTX *md5;               /* made at the first byte: a bodiless request has none */
+    struct sg_md5 md5;             /* the ETag; lanes shared with other bodies (common/md5.h) */
+    bool md5_started;              /* from the first byte: a bodiless request has none */
     bool have_md5;
     uint8_t want_md5[16];
     struct sg_ck ck;
@@ -41,9 +44,8 @@ static const char EMPTY_SHA256_HEX[] =
 /* The payload digests, made when the first payload byte arrives. */
 static int digests_start(struct auth_body *b)
 {
-    b->md5 = EVP_MD_CTX_new();
-    if (!b->md5 || EVP_DigestInit_ex(b->md5, EVP_md5(), NULL) != 1)
-        return -1;
+    sg_md5_init(&b->md5);
+    b->md5_started = true;
     if (b->ctx->payload == AUTH_PAYLOAD_SHA256) {
         b->sha256 = EVP_MD_CTX_new();
         if (!b->sha256 || EVP_DigestInit_ex(b->sha256, EVP_sha256(), NULL) != 1)
@@ -200,9 +202,9 @@ static int on_payload(void *arg, const uint8_t *buf, size_t len)
     struct auth_body *b = arg;
     if (len == 0)
         return 0;
-    if (!b->md5 && digests_start(b) != 0)
+    if (!b->md5_started && digests_start(b) != 0)
         return -1;
-    EVP_DigestUpdate(b->md5, buf, len);
+    sg_md5_update(&b->md5, buf, len);
     if (b->sha256)
         EVP_DigestUpdate(b->sha256, buf, len);
     sg_ck_update(&b->ck, buf, len);
@@ -282,10 +284,10 @@ static enum auth_status body_finish(struct auth_body *b, struct auth_body_result
         if (CRYPTO_memcmp(hex, b->ctx->payload_hash, 64) != 0)
             return AUTH_SHA256_MISMATCH;
     }
-    if (!b->md5)
+    if (!b->md5_started)
         memcpy(md, EMPTY_MD5, sizeof EMPTY_MD5);
-    else if (EVP_DigestFinal_ex(b->md5, md, &mdlen) != 1)
-        return AUTH_NOMEM;
+    else
+        sg_md5_final(&b->md5, md);
     if (b->have_md5 && CRYPTO_memcmp(md, b->want_md5, 16) != 0)
         return AUTH_BAD_DIGEST;
     memset(res, 0, sizeof *res);
@@ -324,7 +326,6 @@ void auth_body_free(struct auth_body *b)
     if (!b)
         return;
     EVP_MD_CTX_free(b->sha256);
-    EVP_MD_CTX_free(b->md5);
     sg_ck_free(&b->ck);
     if (b->dec) {
         auth_chunk_free(b->dec);

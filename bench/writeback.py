@@ -73,6 +73,8 @@ def parse_args():
                    help="the checkpoint written and uploaded beside the readers")
     p.add_argument("--upload-cap", default="0",
                    help="write_back.upload_bandwidth, e.g. 100MiB (default 0: none)")
+    p.add_argument("--body-threads", type=int, default=0,
+                   help="the gateway's body_threads (default 0: its own default)")
     p.add_argument("--bin", default=os.path.join(ROOT, "build-bench", "shardgate"))
     p.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "writeback.md"))
     return p.parse_args()
@@ -126,7 +128,8 @@ class Bench:
                            size="%dMiB" % (2 * self.a.size_mib + 1024), tag="wb",
                            config={"buckets": {WB: {"write": "back"},
                                                HOT: {"public_read": True}},
-                                   "cache": {"on_write": True}, "write_back": wb})
+                                   "cache": {"on_write": True}, "write_back": wb,
+                                   "body_threads": self.a.body_threads})
         with quiet():
             C.start_cache(self.cfg)
         for _ in range(2):   # cached, then hit once

@@ -1,6 +1,6 @@
 /* common/common_int.h - what the common library's files share and its unit
  * tests look at: how sg_crc32c cuts a buffer for ISA-L, and the two
- * CRC-64/NVME implementations behind sg_crc64nvme.
+ * CRC-64/NVME implementations behind sg_crc64nvme, and MD5's lane kernel.
  * Only common/, tests/unit/test_common_*.c and bench/crc_speed.c include
  * this. */
 #ifndef SHARDGATE_COMMON_INT_H
@@ -24,5 +24,9 @@ uint64_t sg_crc64nvme_table(uint64_t crc, const void *buf, size_t n);
  * the tables for what is shorter than one 128-byte stride. */
 uint64_t sg_crc64nvme_clmul(uint64_t crc, const void *buf, size_t n);
 bool sg_crc64nvme_have_clmul(void);
+
+/* MD5's AVX2 kernel (md5.c): lane i continues the state h[i] over nblocks
+ * 64-byte blocks from p[i]. Only when sg_md5_lanes_available(). */
+void sg_md5_lanes8(uint32_t *const h[8], const uint8_t *const p[8], size_t nblocks);
 
 #endif

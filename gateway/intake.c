@@ -36,6 +36,7 @@
 
 #include "gw_int.h"
 #include "log.h"
+#include "md5.h"
 
 enum {
     INTAKE_BUF = 256 * 1024,
@@ -84,6 +85,8 @@ static void *intake_main(void *arg)
 {
     struct gw_intake_pool *p = arg;
     setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), INTAKE_NICE);
+    /* the bodies of concurrent uploads are hashed side by side */
+    sg_md5_share_lanes(true);
     pthread_mutex_lock(&p->mu);
     for (;;) {
         while (!p->head && !p->stopping)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "gw_int.h"
+#include "md5.h"
 
 #ifndef PROJECT_VERSION
 #define PROJECT_VERSION "unknown"
@@ -149,6 +150,16 @@ void gw_h_metrics(struct gw_req *r)
                         ks.body_threads, (unsigned long long)ks.body_bytes_intake,
                         (unsigned long long)ks.body_bytes_inline,
                         (unsigned long long)ks.body_buffered);
+    struct sg_md5_stats ms;
+    sg_md5_stats(&ms);
+    rc |= gw_buf_printf(&b, "# HELP shardgate_md5_bytes_total Body bytes hashed for ETags: in "
+                            "AVX2 lanes beside other bodies' (when 4 or more bodies were "
+                            "hashed at once), or alone.\n"
+                            "# TYPE shardgate_md5_bytes_total counter\n"
+                            "shardgate_md5_bytes_total{how=\"lanes\"} %llu\n"
+                            "shardgate_md5_bytes_total{how=\"alone\"} %llu\n",
+                        (unsigned long long)ms.blocks_in_lanes * 64,
+                        (unsigned long long)ms.blocks_alone * 64);
 
     struct cache_stats cs;
     memset(&cs, 0, sizeof cs);
