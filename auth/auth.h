@@ -30,6 +30,7 @@ enum auth_status {
     AUTH_EXPIRED,              /* AccessDenied "Request has expired" (403) */
     AUTH_TIME_SKEWED,          /* RequestTimeTooSkewed (403) */
     AUTH_BAD_CONTENT_SHA256,   /* InvalidArgument: bad x-amz-content-sha256 (400) */
+    AUTH_MISSING_CONTENT_SHA256, /* InvalidRequest: SigV4 header auth without it (400) */
     AUTH_SHA256_MISMATCH,      /* XAmzContentSHA256Mismatch (400) */
     AUTH_INVALID_DIGEST,       /* InvalidDigest: Content-MD5 not 16 bytes base64 (400) */
     AUTH_BAD_DIGEST,           /* BadDigest: Content-MD5 differs (400) */

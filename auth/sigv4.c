@@ -31,6 +31,7 @@ const char *auth_status_name(enum auth_status st)
     case AUTH_EXPIRED: return "EXPIRED";
     case AUTH_TIME_SKEWED: return "TIME_SKEWED";
     case AUTH_BAD_CONTENT_SHA256: return "BAD_CONTENT_SHA256";
+    case AUTH_MISSING_CONTENT_SHA256: return "MISSING_CONTENT_SHA256";
     case AUTH_SHA256_MISMATCH: return "SHA256_MISMATCH";
     case AUTH_INVALID_DIGEST: return "INVALID_DIGEST";
     case AUTH_BAD_DIGEST: return "BAD_DIGEST";
@@ -544,8 +545,8 @@ enum auth_status auth_verify(struct auth *a, const struct auth_req *r, struct au
             goto out;
         size_t n_ph = 0;
         pt.payload_hash = auth_req_header(r, "x-amz-content-sha256", &n_ph);
-        if (!pt.payload_hash || n_ph > 1) {
-            st = AUTH_BAD_CONTENT_SHA256;        /* S3 requires exactly one with SigV4 */
+        if (!pt.payload_hash || n_ph > 1) {      /* S3 requires exactly one with SigV4 */
+            st = pt.payload_hash ? AUTH_BAD_CONTENT_SHA256 : AUTH_MISSING_CONTENT_SHA256;
             goto out;
         }
     } else {

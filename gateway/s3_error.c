@@ -309,6 +309,7 @@ enum s3_err s3_error_from_auth(enum auth_status st)
     case AUTH_EXPIRED: return S3E_ACCESS_DENIED;
     case AUTH_TIME_SKEWED: return S3E_REQUEST_TIME_SKEWED;
     case AUTH_BAD_CONTENT_SHA256: return S3E_INVALID_ARGUMENT;
+    case AUTH_MISSING_CONTENT_SHA256: return S3E_INVALID_REQUEST;
     case AUTH_SHA256_MISMATCH: return S3E_SHA256_MISMATCH;
     case AUTH_INVALID_DIGEST: return S3E_INVALID_DIGEST;
     case AUTH_BAD_DIGEST: return S3E_BAD_DIGEST;
@@ -344,6 +345,8 @@ const char *s3_error_auth_message(enum auth_status st)
     case AUTH_BAD_CHECKSUM_HEADER: return "Value for x-amz-checksum header is invalid.";
     case AUTH_BAD_CONTENT_SHA256: return "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, "
                                          "STREAMING-* or a valid sha256 value.";
+    case AUTH_MISSING_CONTENT_SHA256:
+        return "Missing required header for this request: x-amz-content-sha256";   /* S3's words */
     case AUTH_BAD_CHUNK: return "The aws-chunked body is malformed.";
     case AUTH_TOO_LARGE: return "An aws-chunked chunk header or trailer is too large.";
     case AUTH_UNSIGNED_HEADER:

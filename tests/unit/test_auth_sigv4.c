@@ -736,7 +736,7 @@ static void header_auth_failure_classes(void)
         { "bad_terminator", mut_terminator, T0, AUTH_MALFORMED },
         { "wrong_region", mut_region, T0, AUTH_REGION_MISMATCH },
         { "unknown_access_key", mut_unknown_key, T0, AUTH_UNKNOWN_KEY },
-        { "no_content_sha256", mut_no_content_sha, T0, AUTH_BAD_CONTENT_SHA256 },
+        { "no_content_sha256", mut_no_content_sha, T0, AUTH_MISSING_CONTENT_SHA256 },
         { "short_content_sha256", mut_bad_content_sha, T0, AUTH_BAD_CONTENT_SHA256 },
         { "non_hex_content_sha256", mut_bad_content_sha_hex, T0, AUTH_BAD_CONTENT_SHA256 },
         { "two_content_sha256", mut_two_content_sha, T0, AUTH_BAD_CONTENT_SHA256 },
