@@ -523,22 +523,33 @@ static enum backend_status op_tagging_get(struct backend *b, const char *bucket,
     return route_read(w, bucket, key, verb_tagging_get, out);
 }
 
-/* Tags of a pending object change in the cold tier once it is there: the
- * change waits for the object's upload (bounded), so it is never lost to an
- * upload that read the old tags. */
+/* Tags of a pending object change on its staged copy, durably, and at once -
+ * a cold tier that is down or slow does not hold them up. The record's
+ * tags_gen tells the uploader to put them in the cold tier after the object
+ * (an upload may have read the old ones). The change is made under mu so
+ * that the record cannot be retired between the two: a rare verb, one small
+ * fsync'ed write. A pending delete's key has no object: NoSuchKey, as a
+ * reader finds. */
 static enum backend_status op_tagging_put(struct backend *b, const char *bucket,
                                           const char *key, const struct obj_tags *tags)
 {
     struct wb *w = wb_of(b);
     char v[WB_VID_LEN + 1];
-    if (key && pending_of(w, bucket, key, v) != PENDING_NONE) {
+    if (key && wb_bucket_is_wb(w, bucket)) {
         pthread_mutex_lock(&w->mu);
         struct wb_rec *r = wb_find_locked(w, bucket, key);
-        uint64_t seq = r ? r->seq : 0;
+        if (r && r->kind == WB_PUT && !r->through) {
+            wb_vid_name(r->vid, v);
+            enum backend_status st = w->stage->ops->tagging_put(w->stage, bucket, v, tags);
+            if (st == BACKEND_OK)
+                r->tags_gen++;
+            pthread_mutex_unlock(&w->mu);
+            return st;
+        }
         pthread_mutex_unlock(&w->mu);
-        if (seq && !wb_wait_uploaded(w, bucket, key, seq, 30000))
-            return BACKEND_UNAVAILABLE;
     }
+    if (key && pending_of(w, bucket, key, v) == PENDING_DEL)
+        return BACKEND_NO_KEY;   /* what a reader finds */
     return w->cold->ops->tagging_put(w->cold, bucket, key, tags);
 }
 

@@ -56,6 +56,11 @@ struct wb_rec {
     char *cold_upload;         /* the cold tier's multipart upload of this record,
                                   kept (and journaled) across failed attempts and
                                   restarts so parts sent are not sent again; NULL */
+    unsigned tags_gen;         /* WB_PUT: tag changes made on the staged object (or
+                                  possibly made: a cold upload resumed after a
+                                  restart was begun with the tags of its time); not
+                                  0: the uploader puts the staged tags in the cold
+                                  tier after the object, until no change is newer */
     struct wb_rec *next;       /* the upload queue, in seq order */
     struct wb_rec *key_next;   /* chain of the pending-key map (latest per key) */
 };

@@ -338,6 +338,10 @@ static int replay_one(struct wb *w, const struct jrec *j)
             if (r->seq == j->seq) {
                 free(r->cold_upload);
                 r->cold_upload = j->id_len ? dup_n(j->id, j->id_len) : NULL;
+                /* begun with the tags of its time: a change after it is in
+                 * the staged copy only (the journal does not record tags) */
+                if (r->cold_upload)
+                    r->tags_gen = 1;
                 break;
             }
         }

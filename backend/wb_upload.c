@@ -264,6 +264,30 @@ static enum backend_status upload_put(struct wb *w, struct wb_rec *r, bool compl
     return st;
 }
 
+/* After the object: the tags changed on its staged copy (op_tagging_put),
+ * put in the cold tier until no change is newer than what was put. Under mu,
+ * unlocked around the calls; the caller retires r without letting mu go
+ * after an OK, so a change cannot slip in between. */
+static enum backend_status push_tags_locked(struct wb *w, struct wb_rec *r)
+{
+    unsigned pushed = 0;
+    enum backend_status st = BACKEND_OK;
+    while (st == BACKEND_OK && r->tags_gen != pushed) {
+        pushed = r->tags_gen;
+        char v[WB_VID_LEN + 1];
+        wb_vid_name(r->vid, v);
+        pthread_mutex_unlock(&w->mu);
+        struct obj_tags tags;
+        st = w->stage->ops->tagging_get(w->stage, r->bucket, v, &tags);
+        if (st == BACKEND_OK) {
+            st = w->cold->ops->tagging_put(w->cold, r->bucket, r->key, &tags);
+            obj_tags_clear(&tags);
+        }
+        pthread_mutex_lock(&w->mu);
+    }
+    return st;
+}
+
 static enum backend_status upload_one(struct wb *w, struct wb_rec *r)
 {
     if (r->kind == WB_DEL) {
@@ -474,6 +498,8 @@ static void *uploader_main(void *arg)
         pthread_mutex_unlock(&w->mu);
         enum backend_status st = upload_one(w, r);
         pthread_mutex_lock(&w->mu);
+        if (st == BACKEND_OK && r->kind == WB_PUT && r->tags_gen)
+            st = push_tags_locked(w, r);
         w->inflight = NULL;
         if (st == BACKEND_OK) {
             w->uploaded_objects++;

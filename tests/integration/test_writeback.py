@@ -25,6 +25,8 @@ rename), checks on A's own directory:
   * [clients] aws-cli v1 and v2 `s3 cp`, Debian's older boto3 and curl
     --aws-sigv4 write with A cut off; after the flush A holds their bytes
     with the ETags B gave;
+  * [tags] PutObjectTagging of pending objects answers at once with A cut off,
+    GetObjectTagging shows the tags, and A has them after the flush;
   * [prefixes] "write": {"ckpt/": "back"}: only those keys are written
     back, the rest of the bucket through; uploads of both are listed as one;
   * [capacity] pending writes and parts of open uploads count against the
@@ -151,6 +153,16 @@ def ack_order_flush(cold, thr, cfg):
     r, body = flush(timeout=1)
     eq("[ack] flush with the cold tier cut off: 202 after its timeout", (r, body.get("flushed")),
        (202, False))
+    # tags of pending objects change on B at once, and follow them to A
+    t0 = time.time()
+    for k in ("step-100/optim.bin", "step-100/__0_0.distcp"):
+        c.put_object_tagging(Bucket=B, Key=k,
+                             Tagging={"TagSet": [{"Key": "state", "Value": "final"}]})
+    check("[tags] PutObjectTagging of two pending objects with the cold tier cut off: "
+          "answered at once (%.2f s)" % (time.time() - t0), time.time() - t0 < 5)
+    eq("[tags] ... and GetObjectTagging shows them",
+       c.get_object_tagging(Bucket=B, Key="step-100/optim.bin")["TagSet"],
+       [{"Key": "state", "Value": "final"}])
 
     # [order]: A back, slowly; a watcher polls A's directory meanwhile
     thr.set_rate(down_rate=None, up_rate=8e6)
@@ -184,6 +196,11 @@ def ack_order_flush(cold, thr, cfg):
        cold_etag(cold, "step-100/optim.bin"), big_etag)
     check("[flush] the rename's temporary key never reached the cold tier",
           cold_file(cold, "step-100/.metadata.tmp") is None)
+    cc = cold.client()
+    eq("[tags] the tags put while pending are in the cold tier after the flush",
+       [cc.get_object_tagging(Bucket=B, Key=k)["TagSet"]
+        for k in ("step-100/optim.bin", "step-100/__0_0.distcp")],
+       [[{"Key": "state", "Value": "final"}]] * 2)
     st = status()
     eq("[flush] ?writeback: nothing pending", st.get("pending", {}).get("objects"), 0)
     eq("[flush] shardgate_writeback_dirty_objects 0",

@@ -1301,6 +1301,85 @@ static void uploads_page(const char *delim, const char *key_marker, const char *
     backend_uploads_page_free(&up);
 }
 
+/* The tag set of key in b as "k=v&..." (canonical), or "(error)". */
+static char *tags_of(struct backend *b, const char *key)
+{
+    struct obj_tags t;
+    memset(&t, 0, sizeof t);
+    if (b->ops->tagging_get(b, "ckpt", key, &t) != BACKEND_OK)
+        return strdup("(error)");
+    char *q = obj_tags_to_query(&t);
+    obj_tags_clear(&t);
+    return q;
+}
+
+static enum backend_status tag(const char *key, const char *k, const char *v)
+{
+    struct obj_tags t;
+    memset(&t, 0, sizeof t);
+    if (k)
+        obj_tags_add(&t, k, v);
+    enum backend_status st = g_wb->ops->tagging_put(g_wb, "ckpt", key, &t);
+    obj_tags_clear(&t);
+    return st;
+}
+
+#define CU_ASSERT_TAGS(b, key, want)                                 \
+    do {                                                            \
+        char *got_ = tags_of((b), (key));                           \
+        CU_ASSERT_STRING_EQUAL(got_, (want));                       \
+        free(got_);                                                 \
+    } while (0)
+
+/* Tags put on a pending object change its staged copy at once - the cold
+ * tier being down or slow does not hold them up - and reach the cold tier
+ * after the object: for a plain PUT, for a multipart object whose cold
+ * upload began with the old tags, and for one resumed after a restart. A
+ * pending delete's key answers NoSuchKey, as a reader finds it. */
+static void tags_of_pending_objects_change_at_once_and_follow_the_object(void)
+{
+    setup();
+    backend_wb_pause(g_wb, true);
+    size_t n = 5000;
+    unsigned char *src = pattern(n, 9);
+    CU_ASSERT_EQUAL(put("tagged", src, n), BACKEND_OK);
+    CU_ASSERT_EQUAL(tag("tagged", "stage", "one"), BACKEND_OK);
+    CU_ASSERT_EQUAL(tag("tagged", "stage", "two"), BACKEND_OK);
+    CU_ASSERT_FALSE(cold_has("tagged"));
+    CU_ASSERT_TAGS(g_wb, "tagged", "stage=two");
+    CU_ASSERT_EQUAL(put("gone", src, n), BACKEND_OK);
+    CU_ASSERT_EQUAL(backend_object_delete(g_wb, "ckpt", "gone"), BACKEND_OK);
+    CU_ASSERT_EQUAL(tag("gone", "k", "v"), BACKEND_NO_KEY);
+
+    /* a multipart object whose cold upload was begun, then failed half-way:
+     * retagged meanwhile, then resumed by a new start */
+    size_t total;
+    char etag[72];
+    unsigned char *big = six_parts("big.bin", &total, etag);
+    g_fail_part_from = 3;
+    backend_wb_pause(g_wb, false);
+    struct backend_wb_status st = wait_upload_failure();
+    CU_ASSERT_TRUE(st.failures >= 1);
+    CU_ASSERT_EQUAL(tag("big.bin", "epoch", "7"), BACKEND_OK);
+    CU_ASSERT_TAGS(g_wb, "big.bin", "epoch=7");
+    backend_close(g_wb);
+    g_fail_part_from = 0;
+    g_wb = open_wb(0);
+    CU_ASSERT_TAGS(g_wb, "big.bin", "epoch=7");   /* durable on the staged copy */
+    CU_ASSERT_TRUE(flush_all());
+    CU_ASSERT_TRUE(holds(g_cold_raw, "tagged", src, n));
+    CU_ASSERT_TAGS(g_cold_raw, "tagged", "stage=two");
+    CU_ASSERT_TRUE(holds(g_cold_raw, "big.bin", big, total));
+    CU_ASSERT_TAGS(g_cold_raw, "big.bin", "epoch=7");
+    CU_ASSERT_FALSE(cold_has("gone"));
+    /* once uploaded, tags go to the cold tier; removing them too */
+    CU_ASSERT_EQUAL(tag("tagged", NULL, NULL), BACKEND_OK);
+    CU_ASSERT_TAGS(g_cold_raw, "tagged", "");
+    free(big);
+    free(src);
+    teardown();
+}
+
 /* "write": {"step/": "back", "step/logs/": "through"}: a key takes the mode
  * of its longest matching prefix, and the rest of the bucket is written
  * through - straight to the cold tier, whose uploads are listed together
@@ -1572,6 +1651,8 @@ static const struct cu_test tests[] = {
     { "an_abandoned_upload_expires_and_frees_its_parts",
       an_abandoned_upload_expires_and_frees_its_parts },
     { "prefix_rules_choose_the_mode_of_each_key", prefix_rules_choose_the_mode_of_each_key },
+    { "tags_of_pending_objects_change_at_once_and_follow_the_object",
+      tags_of_pending_objects_change_at_once_and_follow_the_object },
     { "the_status_tells_the_upload_rate", the_status_tells_the_upload_rate },
     { "conditional_writes_see_pending_and_cold_objects",
       conditional_writes_see_pending_and_cold_objects },
