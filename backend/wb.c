@@ -534,11 +534,15 @@ static enum backend_status op_tagging_put(struct backend *b, const char *bucket,
                                           const char *key, const struct obj_tags *tags)
 {
     struct wb *w = wb_of(b);
-    char v[WB_VID_LEN + 1];
     if (key && wb_bucket_is_wb(w, bucket)) {
         pthread_mutex_lock(&w->mu);
         struct wb_rec *r = wb_find_locked(w, bucket, key);
-        if (r && r->kind == WB_PUT && !r->through) {
+        if (r && r->kind == WB_DEL) {
+            pthread_mutex_unlock(&w->mu);
+            return BACKEND_NO_KEY;   /* what a reader finds */
+        }
+        if (r && !r->through) {
+            char v[WB_VID_LEN + 1];
             wb_vid_name(r->vid, v);
             enum backend_status st = w->stage->ops->tagging_put(w->stage, bucket, v, tags);
             if (st == BACKEND_OK)
@@ -548,8 +552,6 @@ static enum backend_status op_tagging_put(struct backend *b, const char *bucket,
         }
         pthread_mutex_unlock(&w->mu);
     }
-    if (key && pending_of(w, bucket, key, v) == PENDING_DEL)
-        return BACKEND_NO_KEY;   /* what a reader finds */
     return w->cold->ops->tagging_put(w->cold, bucket, key, tags);
 }
 

@@ -192,16 +192,23 @@ static uint64_t wide_steps(const struct sg_md5_stats *s)
     return wide;
 }
 
+/* STREAM random bytes (caller frees), with the lanes on. */
+static uint8_t *random_streams(unsigned seed)
+{
+    uint8_t *data = malloc(STREAM);
+    if (data)
+        fill_random(data, STREAM, &seed);
+    sg_md5_set_lanes(true);
+    return data;
+}
+
 /* Twelve threads at once, streams of different lengths (lanes come and go
  * as streams end), pieces of random sizes: each equal to OpenSSL's, and the
  * lanes were used (more than one busy at a time). */
 static void twelve_threads_at_once_each_equal_to_openssl(void)
 {
-    uint8_t *data = malloc(STREAM);
+    uint8_t *data = random_streams(3);
     CU_ASSERT_PTR_NOT_NULL_FATAL(data);
-    unsigned seed = 3;
-    fill_random(data, STREAM, &seed);
-    sg_md5_set_lanes(true);
     struct sg_md5_stats before, after;
     sg_md5_stats(&before);
     for (int round = 0; round < 3; round++)
@@ -221,11 +228,8 @@ static void twelve_threads_at_once_each_equal_to_openssl(void)
  * on its own thread, side by side. */
 static void few_streams_and_threads_that_do_not_share_hash_alone(void)
 {
-    uint8_t *data = malloc(STREAM);
+    uint8_t *data = random_streams(5);
     CU_ASSERT_PTR_NOT_NULL_FATAL(data);
-    unsigned seed = 5;
-    fill_random(data, STREAM, &seed);
-    sg_md5_set_lanes(true);
     struct sg_md5_stats before, after;
     sg_md5_stats(&before);
     hash_at_once(data, 3, true, 100);
