@@ -175,11 +175,18 @@ enum obj_tags_status obj_tags_check(const struct obj_tags *t, size_t max, size_t
 
 /* ---- opening ---- */
 
+/* How a posix store writes the bodies of large puts (1 MiB or more):
+ * write() (the default, and where io_uring is blocked), io_uring through
+ * the page cache, or io_uring with O_DIRECT where the file system takes it
+ * (backend/posix_aw.c). */
+enum backend_stage_io { BACKEND_STAGE_WRITE = 0, BACKEND_STAGE_URING, BACKEND_STAGE_DIRECT };
+
 struct backend_posix_conf {
     const char *root;        /* the data directory; created if missing */
     const char *state_dir;   /* multipart uploads and the lock; NULL: ROOT/.shardgate */
     unsigned mpu_max_age_s;  /* incomplete multipart uploads older than this are
                                 aborted (at open, then periodically); 0: never */
+    enum backend_stage_io stage_io;
     char *err;               /* optional: receives why the open failed (the path and
                                 the errno text), err_len bytes, NUL-terminated */
     size_t err_len;
@@ -286,6 +293,7 @@ struct backend_wb_conf {
     unsigned mpu_max_age_s;        /* multipart uploads begun longer ago are aborted, at
                                       open and every quarter of it (at most hourly); 0:
                                       kept until completed or aborted */
+    enum backend_stage_io stage_io;   /* how the staged bodies are written */
     char *err;                     /* optional: why the open failed */
     size_t err_len;
 };
@@ -304,6 +312,10 @@ struct backend_wb_status {
     uint64_t uploaded_bytes, uploaded_objects, failures;   /* since open, all buckets */
     uint64_t upload_bps;                   /* bytes per second the uploads sent over the
                                               last 10 s, all buckets */
+    uint64_t staged_direct, staged_uring, staged_write;   /* body bytes staged since
+                                              start, by how (enum backend_stage_io): io_uring
+                                              O_DIRECT, io_uring through the page cache,
+                                              write() (small bodies, heads and tails) */
     char last_error[256];                  /* the last failed upload, "" for none */
 };
 /* false when b is not a write-back handle. */

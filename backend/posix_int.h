@@ -62,6 +62,32 @@ struct posix_sweeper;
 
 #define POSIX_KEY_LOCKS 64u
 
+/* ---- writes through io_uring (posix_aw.c) ---- */
+
+/* POSIX_AW_OFF: write() (the cold store, where io_uring is blocked);
+ * URING: io_uring writes through the page cache; DIRECT: io_uring writes
+ * with O_DIRECT where the file system takes it. */
+enum posix_aw_mode { POSIX_AW_OFF, POSIX_AW_URING, POSIX_AW_DIRECT };
+/* How bytes were written, for posix_aw_stats. */
+enum posix_aw_how { POSIX_AW_HOW_DIRECT, POSIX_AW_HOW_URING, POSIX_AW_HOW_WRITE };
+struct posix_aw;
+/* A writer of fd from file offset off on; NULL when none can be had (mode
+ * OFF, io_uring not working, MAX_WRITERS busy, no memory): the caller
+ * writes as before. */
+struct posix_aw *posix_aw_start(int fd, uint64_t off, enum posix_aw_mode mode);
+/* Takes len more bytes (copied: buf is free on return). 0, or the errno of
+ * a write that failed (then every later call returns it). */
+int posix_aw_write(struct posix_aw *w, const void *buf, size_t len);
+/* Writes what it holds and waits for every write; fd without O_DIRECT
+ * again. 0 or the errno. Before the commit's fdatasync. */
+int posix_aw_finish(struct posix_aw *w);
+/* Waits for the writes in flight, then frees w (NULL: nothing). */
+void posix_aw_free(struct posix_aw *w);
+/* Bytes written by each enum posix_aw_how since start, all writers (and
+ * the plain writes of stores that stage, booked by posix_put_write). */
+void posix_aw_stats(uint64_t out[3]);
+void posix_aw_book(enum posix_aw_how how, uint64_t bytes);
+
 struct posix_store {
     struct backend base;     /* first: ops of the posix store */
     int rootfd;     /* ROOT, O_DIRECTORY; read-only after open */
@@ -80,6 +106,7 @@ struct posix_store {
      * so a conditional write's check and its rename are one step for every
      * writer of this store (posix_cond.c). */
     pthread_mutex_t key_locks[POSIX_KEY_LOCKS];
+    enum posix_aw_mode aw_mode;     /* how large puts write (posix_aw.c) */
 };
 
 struct posix_put {
@@ -104,6 +131,8 @@ struct posix_put {
     int slab_fd;             /* parts written into the upload's slab, else -1 */
     uint64_t slab_off;       /* where the part's bytes go in the slab */
     uint64_t slab_cap;       /* the slab's slot size: at most this many */
+    struct posix_aw *aw;     /* its bytes go through io_uring from here on, or NULL */
+    bool aw_tried;           /* posix_aw_start was asked */
     bool failed;             /* a write failed: commit refuses */
     enum backend_status fail_st;
 };

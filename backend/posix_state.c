@@ -141,6 +141,13 @@ enum backend_status backend_posix_open(const struct backend_posix_conf *cf,
     if (!b)
         return BACKEND_NOMEM;
     b->base.ops = &posix_ops;
+    static const enum posix_aw_mode aw_of[] = {
+        [BACKEND_STAGE_WRITE] = POSIX_AW_OFF,
+        [BACKEND_STAGE_URING] = POSIX_AW_URING,
+        [BACKEND_STAGE_DIRECT] = POSIX_AW_DIRECT,
+    };
+    b->aw_mode = (unsigned)cf->stage_io <= BACKEND_STAGE_DIRECT ? aw_of[cf->stage_io]
+                                                                : POSIX_AW_OFF;
     posix_key_locks_init(b);
     b->rootfd = b->mpufd = -1;
     b->rootfd = open_root(cf->root);

@@ -243,6 +243,43 @@ enum backend_status posix_put_begin(struct posix_store *b, const char *bucket, c
     return BACKEND_OK;
 }
 
+/* A put of a store that stages through io_uring gets its writer at the
+ * first write that knows the put is large: its length announced, or that
+ * much written. Smaller puts keep write(): a ring costs more than it saves
+ * there. A part in a slab slot past AW_SLAB_MAX keeps pwrite, whose EFBIG
+ * moves it to its own file (posix_slab_write). */
+#define AW_MIN ((uint64_t)1 << 20)
+#define AW_SLAB_MAX ((uint64_t)1 << 40)
+
+static void aw_try(struct posix_put *p)
+{
+    if (p->aw_tried || p->b->aw_mode == POSIX_AW_OFF)
+        return;
+    if (!(p->base.has_size && p->base.size >= AW_MIN) && p->size < AW_MIN)
+        return;
+    p->aw_tried = true;
+    if (p->slab_fd < 0)
+        p->aw = posix_aw_start(p->fd, p->size, p->b->aw_mode);
+    else if (p->slab_off <= AW_SLAB_MAX - p->slab_cap)
+        p->aw = posix_aw_start(p->slab_fd, p->slab_off + p->size, p->b->aw_mode);
+}
+
+static enum backend_status aw_write(struct posix_put *p, const void *buf, size_t len)
+{
+    uint64_t cap = p->slab_fd >= 0 ? p->slab_cap : p->max_size;
+    if (len > cap - p->size)
+        return BACKEND_TOO_LARGE;
+    int e = posix_aw_write(p->aw, buf, len);
+    if (e) {
+        enum backend_status s = posix_write_errno_status(e);
+        if (s == BACKEND_IO)
+            log_msg(LOG_LVL_ERROR, "backend", "write: %s", strerror(e));
+        return s;
+    }
+    p->size += len;
+    return BACKEND_OK;
+}
+
 enum backend_status posix_put_write(struct posix_put *p, const void *buf, size_t len)
 {
     if (p->failed)
@@ -251,12 +288,19 @@ enum backend_status posix_put_write(struct posix_put *p, const void *buf, size_t
         p->slab_tried = true;
         posix_slab_attach(p);
     }
+    aw_try(p);
     int e = 0;
     bool slab = p->slab_fd >= 0;
-    enum backend_status s = slab ? posix_slab_write(p, buf, len)
-                                 : backend_spool_append(p->fd, buf, len, &p->size, p->max_size,
-                                                        &e);
-    if (s == BACKEND_IO && !slab) {
+    enum backend_status s;
+    if (p->aw) {
+        s = aw_write(p, buf, len);
+    } else {
+        s = slab ? posix_slab_write(p, buf, len)
+                 : backend_spool_append(p->fd, buf, len, &p->size, p->max_size, &e);
+        if (s == BACKEND_OK && p->b->aw_mode != POSIX_AW_OFF)
+            posix_aw_book(POSIX_AW_HOW_WRITE, len);
+    }
+    if (s == BACKEND_IO && !slab && !p->aw) {
         s = posix_write_errno_status(e);
         if (s == BACKEND_IO)
             log_msg(LOG_LVL_ERROR, "backend", "write: %s", strerror(e));
@@ -309,6 +353,15 @@ enum backend_status posix_put_commit(struct posix_put *p, const struct obj_meta 
     if (p->failed) {
         s = p->fail_st;
         goto done;
+    }
+    if (p->aw) {   /* every byte written before the fdatasync below */
+        int e = posix_aw_finish(p->aw);
+        posix_aw_free(p->aw);
+        p->aw = NULL;
+        if (e) {
+            s = io_status("write", e);
+            goto done;
+        }
     }
     if (p->slab_fd >= 0) {
         s = posix_slab_part_commit(p);
@@ -421,6 +474,7 @@ void posix_put_abort(struct posix_put *p)
 {
     if (!p)
         return;
+    posix_aw_free(p->aw);   /* before its file is closed */
     if (p->fd >= 0)
         close(p->fd);
     if (p->slab_fd >= 0)

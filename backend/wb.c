@@ -5,6 +5,7 @@
  * key through: then it goes to the cold tier too), and a read looks at the
  * pending writes first. */
 #include "wb_int.h"
+#include "posix_int.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -1412,6 +1413,7 @@ enum backend_status backend_wb_open(const struct backend_wb_conf *cf, struct bac
         return BACKEND_IO;
     }
     struct backend_posix_conf pc = { .root = data, .state_dir = state, .mpu_max_age_s = 0,
+                                     .stage_io = cf->stage_io,
                                      .err = cf->err, .err_len = cf->err_len };
     enum backend_status st = backend_posix_open(&pc, &w->stage);
     if (st != BACKEND_OK) {
@@ -1480,6 +1482,11 @@ bool backend_wb_status(struct backend *b, const char *bucket, const char *prefix
     clock_gettime(CLOCK_MONOTONIC, &now);
     size_t plen = prefix ? strlen(prefix) : 0;
     out->upload_bps = wb_rate_bps(w);
+    uint64_t by[3];
+    posix_aw_stats(by);
+    out->staged_direct = by[POSIX_AW_HOW_DIRECT];
+    out->staged_uring = by[POSIX_AW_HOW_URING];
+    out->staged_write = by[POSIX_AW_HOW_WRITE];
     pthread_mutex_lock(&w->mu);
     for (struct wb_rec *r = w->head; r; r = r->next) {
         if ((bucket && strcmp(r->bucket, bucket) != 0) ||

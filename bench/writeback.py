@@ -75,6 +75,8 @@ def parse_args():
                    help="write_back.upload_bandwidth, e.g. 100MiB (default 0: none)")
     p.add_argument("--body-threads", type=int, default=0,
                    help="the gateway's body_threads (default 0: its own default)")
+    p.add_argument("--stage-io", choices=("direct", "uring", "write"), default=None,
+                   help="write_back.stage_io (default: the gateway's own, direct)")
     p.add_argument("--bin", default=os.path.join(ROOT, "build-bench", "shardgate"))
     p.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "writeback.md"))
     return p.parse_args()
@@ -124,6 +126,8 @@ class Bench:
                                    up_rate=self.a.cold_mbps * 1e6).start()
         cap = self.a.upload_cap
         wb = {"upload_bandwidth": int(cap) if cap.isdigit() else cap}
+        if self.a.stage_io:
+            wb["stage_io"] = self.a.stage_io
         self.cfg = C.Cache("http://127.0.0.1:%d" % self.thr.port, C.COLD_ACCESS, C.COLD_SECRET,
                            size="%dMiB" % (2 * self.a.size_mib + 1024), tag="wb",
                            config={"buckets": {WB: {"write": "back"},
@@ -321,6 +325,8 @@ def main():
           "--threads %d --runs %d --read-s %d --read-size-mib %d --upload-cap %s" % (
               a.size_mib, a.cold_mbps, a.part_mib, a.threads, a.runs, a.read_s,
               a.read_size_mib, a.upload_cap)
+    if a.stage_io:
+        cmd += " --stage-io " + a.stage_io
     run_and_report(a, Bench(a), report, cmd)
 
 

@@ -89,6 +89,13 @@ enum conf_cache_engine {
     CONF_ENGINE_THREADS,  /* pread/pwrite on the fill workers */
 };
 
+/* How write-back stages bodies of 1 MiB or more (backend/posix_aw.c). */
+enum conf_stage_io {
+    CONF_STAGE_DIRECT,
+    CONF_STAGE_URING,
+    CONF_STAGE_WRITE,
+};
+
 struct conf {
     /* listening */
     char *listen_addr;          /* "127.0.0.1": an IPv4 or IPv6 address (no brackets) or a
@@ -184,6 +191,11 @@ struct conf {
     uint64_t wb_upload_bandwidth; /* "upload_bandwidth": bytes per second all uploads
                                      together may send ("200MiB" or a number); 0 = no
                                      cap (the default) */
+    enum conf_stage_io wb_stage_io; /* "stage_io": how staged bodies of 1 MiB or more are
+                                       written: "direct" (io_uring, O_DIRECT where the file
+                                       system takes it; the default), "uring" (io_uring
+                                       through the page cache) or "write" (write()); always
+                                       write() with cache.engine "threads" */
     unsigned wb_through_timeout_ms; /* "through_timeout_ms": a write-through request into a
                                        write-back bucket answers 503 (and is taken back)
                                        after the uploads make no progress for this long;

@@ -223,11 +223,11 @@ static int json_bytes(const json_t *v, uint64_t *out)
 }
 
 /* write_back: {"max_dirty": "8GiB", "dirty_wait_ms": 10000,
- * "upload_bandwidth": "200MiB", "through_timeout_ms": 30000}: how much
- * acknowledged data may wait for its upload, how long a write waits for
- * room before it gets 503 SlowDown, the uploads' bandwidth cap (bytes per
- * second), and how long a write-through request waits without upload
- * progress. The buckets say "write": "back". */
+ * "upload_bandwidth": "200MiB", "stage_io": "direct", "through_timeout_ms":
+ * 30000}: how much acknowledged data may wait for its upload, how long a
+ * write waits for room before it gets 503 SlowDown, the uploads' bandwidth
+ * cap (bytes per second), how staged bodies are written, and how long a
+ * write-through request waits without upload progress. The buckets say "write": "back". */
 static int write_back_from_json(struct conf *c, const json_t *v, char *err, size_t errlen)
 {
     const char *key;
@@ -249,6 +249,18 @@ static int write_back_from_json(struct conf *c, const json_t *v, char *err, size
             if (json_bytes(val, &c->wb_upload_bandwidth) != 0)
                 return conf_fail(err, errlen, "write_back.upload_bandwidth: must be bytes per "
                                  "second, a size like \"200MiB\" or a number (0: no cap)");
+        } else if (strcmp(key, "stage_io") == 0) {
+            static const char *const names[] = { [CONF_STAGE_DIRECT] = "direct",
+                                                  [CONF_STAGE_URING] = "uring",
+                                                  [CONF_STAGE_WRITE] = "write" };
+            const char *s = json_string_value(val);
+            size_t i = 0;
+            while (s && i < sizeof names / sizeof names[0] && strcmp(s, names[i]) != 0)
+                i++;
+            if (!s || i == sizeof names / sizeof names[0])
+                return conf_fail(err, errlen, "write_back.stage_io: must be \"direct\", "
+                                 "\"uring\" or \"write\"");
+            c->wb_stage_io = (enum conf_stage_io)i;
         } else if (strcmp(key, "through_timeout_ms") == 0) {
             if (json_uint(val, "write_back.through_timeout_ms", 1, 3600000, &n, err,
                           errlen) != 0)
@@ -256,7 +268,8 @@ static int write_back_from_json(struct conf *c, const json_t *v, char *err, size
             c->wb_through_timeout_ms = (unsigned)n;
         } else {
             return conf_fail(err, errlen, "write_back: unknown key \"%.64s\" (allowed: "
-                             "max_dirty, dirty_wait_ms, upload_bandwidth, through_timeout_ms)", key);
+                             "max_dirty, dirty_wait_ms, upload_bandwidth, stage_io, through_timeout_ms)",
+                             key);
         }
     }
     return 0;

@@ -93,6 +93,23 @@ static void warn_if_cold_unreachable(struct backend *b, const char *where)
  * "write": "back" (conf_validate made sure there is a cache directory: the
  * staging store and journal live in CACHE/writeback). On failure *b is
  * closed and the reason printed. */
+/* write_back.stage_io, except that no io_uring is used where cache.engine
+ * says it is blocked. */
+static enum backend_stage_io stage_io_of(const struct conf *c)
+{
+    if (c->cache_engine == CONF_ENGINE_THREADS)
+        return BACKEND_STAGE_WRITE;
+    switch (c->wb_stage_io) {
+    case CONF_STAGE_DIRECT:
+        return BACKEND_STAGE_DIRECT;
+    case CONF_STAGE_URING:
+        return BACKEND_STAGE_URING;
+    case CONF_STAGE_WRITE:
+        break;
+    }
+    return BACKEND_STAGE_WRITE;
+}
+
 static int wrap_write_back(const struct conf *c, struct backend **b)
 {
     size_t n_rules = 0;
@@ -133,6 +150,7 @@ static int wrap_write_back(const struct conf *c, struct backend **b)
                                   .dirty_wait_ms = c->wb_dirty_wait_ms,
                                   .upload_bandwidth = c->wb_upload_bandwidth,
                                   .through_timeout_ms = c->wb_through_timeout_ms,
+                                  .stage_io = stage_io_of(c),
                                   .mpu_max_age_s = c->mpu_max_age_s, .err = err,
                                   .err_len = sizeof err };
     struct backend *w = NULL;

@@ -244,7 +244,7 @@ void gw_h_metrics(struct gw_req *r)
                                 "shardgate_prefetch_settled %d\n",
                             cache_prefetch_settled(r->cache) ? 1 : 0);
     struct backend_wb_status ws;
-    if (backend_wb_status(r->backend, NULL, NULL, &ws))
+    if (backend_wb_status(r->backend, NULL, NULL, &ws)) {
         rc |= gw_buf_printf(&b, "# HELP shardgate_writeback_dirty_bytes Bytes of acknowledged "
                                 "writes not yet in the cold tier.\n"
                                 "# TYPE shardgate_writeback_dirty_bytes gauge\n"
@@ -275,6 +275,18 @@ void gw_h_metrics(struct gw_req *r)
                             (unsigned long long)ws.staged_part_bytes,
                             (unsigned long long)ws.uploaded_bytes,
                             (unsigned long long)ws.failures);
+        rc |= gw_buf_printf(&b, "# HELP shardgate_writeback_staged_bytes_total Body bytes "
+                                "written to the staging directory, by how: io_uring with "
+                                "O_DIRECT, io_uring through the page cache, write() (bodies "
+                                "under 1 MiB, unaligned heads and tails).\n"
+                                "# TYPE shardgate_writeback_staged_bytes_total counter\n"
+                                "shardgate_writeback_staged_bytes_total{how=\"direct\"} %llu\n"
+                                "shardgate_writeback_staged_bytes_total{how=\"uring\"} %llu\n"
+                                "shardgate_writeback_staged_bytes_total{how=\"write\"} %llu\n",
+                            (unsigned long long)ws.staged_direct,
+                            (unsigned long long)ws.staged_uring,
+                            (unsigned long long)ws.staged_write);
+    }
 
     struct backend_stats bs;
     backend_stats_get(&bs);

@@ -125,6 +125,12 @@ def ack_order_flush(cold, thr, cfg):
                                         max_concurrency=4))
     objs["step-100/optim.bin"] = big
     order.append("step-100/optim.bin")
+    staged = {how: C.bm("shardgate_writeback_staged_bytes_total", how=how)
+              for how in ("direct", "uring", "write")}
+    check("[stage] the 5 MiB parts were staged through io_uring with O_DIRECT, the small "
+          "puts with write() (shardgate_writeback_staged_bytes_total %r)" % staged,
+          staged["direct"] >= 12 * MB - 3 * 4096 and staged["uring"] == 0
+          and staged["write"] >= sum(len(v) for k, v in objs.items() if k != "step-100/optim.bin"))
     # DCP's commit: .metadata via a temporary key, copy + delete
     meta = json.dumps({"step": 100, "files": sorted(objs)}).encode()
     c.put_object(Bucket=B, Key="step-100/.metadata.tmp", Body=meta)

@@ -323,6 +323,8 @@ static const struct bad_case bad_files[] = {
       "write_back: unknown key \"max_dirt\"" },
     { "write_back_bad_size", "{\"write_back\":{\"max_dirty\":\"lots\"}}",
       "write_back.max_dirty: must be a size" },
+    { "write_back_bad_stage_io", "{\"write_back\":{\"stage_io\":\"mmap\"}}",
+      "write_back.stage_io: must be \"direct\", \"uring\" or \"write\"" },
     { "bucket_consistency_null", "{\"buckets\":{\"a1\":{\"consistency\":null}}}",
       "buckets.a1.consistency:" },
     { "bucket_cold_bucket_uppercase", "{\"buckets\":{\"a1\":{\"cold_bucket\":\"Data\"}}}",
@@ -520,12 +522,14 @@ static void write_back_needs_a_cache_dir(void)
     CU_ASSERT_EQUAL_FATAL(load_text(&c, "{\"cache\":{\"dir\":\"/tmp/c\"},\"buckets\":{\"ck\":"
                                     "{\"write\":\"back\"}},\"write_back\":{\"max_dirty\":"
                                     "\"2GiB\",\"dirty_wait_ms\":50,\"through_timeout_ms\":"
-                                    "1500,\"upload_bandwidth\":\"100MiB\"}}", 0600, err, sizeof err), 0);
+                                    "1500,\"upload_bandwidth\":\"100MiB\",\"stage_io\":"
+                                    "\"uring\"}}", 0600, err, sizeof err), 0);
     CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), 0);
     CU_ASSERT_EQUAL(c.wb_max_dirty, 2ull << 30);
     CU_ASSERT_EQUAL(c.wb_dirty_wait_ms, 50);
     CU_ASSERT_EQUAL(c.wb_through_timeout_ms, 1500);
     CU_ASSERT_EQUAL(c.wb_upload_bandwidth, 100ull << 20);
+    CU_ASSERT_EQUAL(c.wb_stage_io, CONF_STAGE_URING);
     conf_free(&c);
     /* by key prefix: the bucket is written back when any prefix is */
     defaults(&c);
@@ -846,7 +850,8 @@ static void example_config_loads_and_names_every_key(void)
                                         "\"consistency\"", "\"cold_bucket\"",
                                         "\"state_dir\"", "\"mpu_max_age\"", "\"write\"",
                                         "\"write_back\"", "\"max_dirty\"",
-                                        "\"dirty_wait_ms\"", "\"through_timeout_ms\"" };
+                                        "\"dirty_wait_ms\"", "\"through_timeout_ms\"",
+                                        "\"stage_io\"" };
     char root[512], path[1024], err[1024];
     src_root(root, sizeof root);
     snprintf(path, sizeof path, "%s/conf/shardgate.example.json", root);
@@ -878,6 +883,7 @@ static void example_config_loads_and_names_every_key(void)
     CU_ASSERT_EQUAL(c.wb_max_dirty, 64ull << 30);
     CU_ASSERT_EQUAL(c.wb_dirty_wait_ms, 10000);
     CU_ASSERT_EQUAL(c.wb_through_timeout_ms, 30000);
+    CU_ASSERT_EQUAL(c.wb_stage_io, CONF_STAGE_DIRECT);
     CU_ASSERT_TRUE(immutable >= 1);
     CU_ASSERT_TRUE(renamed >= 1);
     CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), 0);
