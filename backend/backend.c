@@ -210,6 +210,12 @@ void backend_put_set_size(struct backend_put *p, uint64_t size)
     p->size = size;
 }
 
+bool backend_put_from_fd(struct backend_put *p, int fd, uint64_t off, uint64_t len,
+                         const struct backend_pacer *pace)
+{
+    return p->ops->put_from_fd && p->ops->put_from_fd(p, fd, off, len, pace);
+}
+
 void backend_put_abort(struct backend_put *p)
 {
     if (p)

@@ -312,6 +312,10 @@ struct backend_wb_status {
     uint64_t uploaded_bytes, uploaded_objects, failures;   /* since open, all buckets */
     uint64_t upload_bps;                   /* bytes per second the uploads sent over the
                                               last 10 s, all buckets */
+    uint64_t upload_copied;                /* bytes uploads copied through a buffer
+                                              (MD5'd and spooled) instead of sending
+                                              them from the staged file: a cold tier
+                                              that is not S3 */
     uint64_t staged_direct, staged_uring, staged_write;   /* body bytes staged since
                                               start, by how (enum backend_stage_io): io_uring
                                               O_DIRECT, io_uring through the page cache,
@@ -438,6 +442,21 @@ enum backend_status backend_put_commit(struct backend_put *p, const struct obj_m
                                        struct obj_meta *out);
 /* Drops what was written. Frees `p`. */
 void backend_put_abort(struct backend_put *p);
+
+/* Pacing of a transfer: fn(arg, n) runs before each piece of n bytes is
+ * sent, may sleep, and returns false to stop it (the put then fails). */
+struct backend_pacer {
+    bool (*fn)(void *arg, size_t n);
+    void *arg;
+};
+/* Instead of backend_put_write calls: the put's body is bytes [off,
+ * off + len) of fd, read when it is committed (by then still open and
+ * unchanged: the backend keeps a dup of it), each piece paced by `pace`
+ * (NULL: none). False when the backend takes bodies only by put_write (the
+ * directory store, write-back) or some were written already: nothing
+ * changed, write the body. */
+bool backend_put_from_fd(struct backend_put *p, int fd, uint64_t off, uint64_t len,
+                         const struct backend_pacer *pace);
 
 /* ---- conditional writes (AWS, 2024) ----
  * A condition on the object a write replaces, checked atomically with the

@@ -32,6 +32,9 @@ struct backend_ops {
     enum backend_status (*put_commit)(struct backend_put *p, const struct obj_meta *meta,
                                       struct obj_meta *out);
     void (*put_abort)(struct backend_put *p);
+    /* optional (NULL: false): backend_put_from_fd */
+    bool (*put_from_fd)(struct backend_put *p, int fd, uint64_t off, uint64_t len,
+                        const struct backend_pacer *pace);
     enum backend_status (*object_copy)(struct backend *b, const char *src_bucket,
                                        const char *src_key, const char *dst_bucket,
                                        const char *dst_key, const struct obj_meta *meta,

@@ -366,6 +366,7 @@ const struct backend_ops s3_ops = {
     .put_write = s3_put_write,
     .put_commit = s3_put_commit,
     .put_abort = s3_put_abort,
+    .put_from_fd = s3_put_from_fd,
     .object_copy = s3_object_copy,
     .object_delete = s3_object_delete,
     .list_objects = s3_list_objects,

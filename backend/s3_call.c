@@ -129,6 +129,8 @@ static size_t on_read(char *buf, size_t size, size_t n, void *arg)
         size_t want = size * n < left ? size * n : (size_t)left;
         if (want == 0)
             return 0;
+        if (c->pace && !c->pace->fn(c->pace->arg, want))
+            return CURL_READFUNC_ABORT;   /* the owner stops (shutting down) */
         ssize_t r;
         do
             r = pread(c->body_fd, buf, want, (off_t)(c->fd_off + c->fd_pos));

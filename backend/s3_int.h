@@ -194,7 +194,10 @@ struct s3_put {
     char *bucket, *key;         /* cold names */
     char *upload_id;            /* parts: the upload */
     unsigned part_no;
-    int fd;                     /* the spool file (unlinked) */
+    int fd;                     /* the spool file (unlinked), or the dup of the file
+                                   s3_put_from_fd was given */
+    uint64_t fd_off;            /* where the body starts in fd (s3_put_from_fd) */
+    struct backend_pacer pace;  /* s3_put_from_fd's, or none (fn NULL) */
     uint64_t size, max_size;
     bool failed;
     enum backend_status fail_st;
@@ -233,6 +236,7 @@ struct s3_call {
     size_t body_len;
     int body_fd;                /* spooled body when >= 0 */
     uint64_t fd_off, fd_len;
+    const struct backend_pacer *pace;   /* paces the reads of body_fd, or NULL */
     bool idempotent;
     bool long_transfer;         /* no total timeout: low-speed limit only */
     bool slow_answer;           /* the server may work long before it answers
@@ -383,6 +387,8 @@ enum backend_status s3_put_write(struct backend_put *base, const void *buf, size
 enum backend_status s3_put_commit(struct backend_put *base, const struct obj_meta *meta,
                                   struct obj_meta *out);
 void s3_put_abort(struct backend_put *base);
+bool s3_put_from_fd(struct backend_put *base, int fd, uint64_t off, uint64_t len,
+                    const struct backend_pacer *pace);
 enum backend_status s3_object_copy(struct backend *base, const char *src_bucket,
                                    const char *src_key, const char *dst_bucket,
                                    const char *dst_key, const struct obj_meta *meta,

@@ -102,6 +102,26 @@ enum backend_status s3_put_write(struct backend_put *base, const void *buf, size
     return st;
 }
 
+/* The body is a range of the caller's file: the spool gives way to a dup
+ * of it, and commit sends from there as it would from the spool. */
+bool s3_put_from_fd(struct backend_put *base, int fd, uint64_t off, uint64_t len,
+                    const struct backend_pacer *pace)
+{
+    struct s3_put *p = (struct s3_put *)base;
+    if (p->failed || p->size != 0 || len > p->max_size)
+        return false;
+    int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (d < 0)
+        return false;
+    close(p->fd);
+    p->fd = d;
+    p->fd_off = off;
+    p->size = len;
+    if (pace)
+        p->pace = *pace;
+    return true;
+}
+
 static void put_free(struct s3_put *p)
 {
     if (p->fd >= 0)
@@ -151,7 +171,7 @@ static enum backend_status upload_part_fd(struct s3_store *s, const char *bucket
                                           const char *key, const char *upload_id,
                                           unsigned part_no, int fd, uint64_t off, uint64_t len,
                                           const char *md5_etag, const char *checksum_line,
-                                          char etag_out[72])
+                                          const struct backend_pacer *pace, char etag_out[72])
 {
     char *eid = s3_uri_encode(upload_id, false);
     char *q = NULL;
@@ -168,8 +188,9 @@ static enum backend_status upload_part_fd(struct s3_store *s, const char *bucket
     bool has_md5 = md5_etag && content_md5(md5_etag, md5h) == 0;
     struct s3_call c = { .method = "PUT", .bucket = bucket, .key = key, .query = q,
                          .hdrs = has_md5 ? &h1 : checksum_line ? &h2 : NULL,
-                         .body_fd = fd, .fd_off = off,
-                         .fd_len = len, .idempotent = true, .long_transfer = true,
+                         .body_fd = fd, .fd_off = off, .fd_len = len,
+                         .pace = pace && pace->fn ? pace : NULL, .idempotent = true,
+                         .long_transfer = true,
                          .slow_answer = true };
     enum backend_status st = s3_do(s, &c);
     if (st == BACKEND_OK) {
@@ -204,8 +225,8 @@ static enum backend_status put_multipart(struct s3_put *p, const struct obj_meta
         uint64_t off = (uint64_t)i * part;
         uint64_t len = p->size - off < part ? p->size - off : part;
         parts[i].part_no = (unsigned)i + 1;
-        st = upload_part_fd(s, p->bucket, p->key, id, parts[i].part_no, p->fd, off, len, NULL,
-                            NULL, parts[i].etag);
+        st = upload_part_fd(s, p->bucket, p->key, id, parts[i].part_no, p->fd, p->fd_off + off,
+                            len, NULL, NULL, &p->pace, parts[i].etag);
     }
     if (st == BACKEND_OK) {
         st = s3_mpu_complete_cold(s, p->bucket, p->key, id, parts, n, &p->base.cond, NULL);
@@ -242,8 +263,8 @@ enum backend_status s3_put_commit(struct backend_put *base, const struct obj_met
                 goto out;
             }
         }
-        st = upload_part_fd(s, p->bucket, p->key, p->upload_id, p->part_no, p->fd, 0, p->size,
-                            meta ? meta->etag : NULL, ckline, etag);
+        st = upload_part_fd(s, p->bucket, p->key, p->upload_id, p->part_no, p->fd, p->fd_off,
+                            p->size, meta ? meta->etag : NULL, ckline, &p->pace, etag);
         free(ckline);
         if (st == BACKEND_OK && out) {
             memset(out, 0, sizeof *out);
@@ -280,7 +301,8 @@ enum backend_status s3_put_commit(struct backend_put *base, const struct obj_met
             hl = t;
         }
         struct s3_call c = { .method = "PUT", .bucket = p->bucket, .key = p->key, .hdrs = hl,
-                             .body_fd = p->fd, .fd_len = p->size, .idempotent = !conditional,
+                             .body_fd = p->fd, .fd_off = p->fd_off, .fd_len = p->size,
+                             .pace = p->pace.fn ? &p->pace : NULL, .idempotent = !conditional,
                              .long_transfer = true,
                              .slow_answer = true };
         st = s3_do(s, &c);

@@ -712,8 +712,10 @@ enum backend_status wb_stream_into(struct backend_obj *src, uint64_t first, uint
         st = p->ops->put_write(p, buf, got);
         if (st != BACKEND_OK)
             goto out;
-        if (up)
+        if (up) {
             wb_rate_add(up, got);
+            __atomic_fetch_add(&up->upload_copied, got, __ATOMIC_RELAXED);
+        }
         off += got;
     }
     unsigned char d[16];
@@ -1501,6 +1503,7 @@ bool backend_wb_status(struct backend *b, const char *bucket, const char *prefix
     }
     out->staged_part_bytes = w->staged_bytes;
     out->uploaded_bytes = w->uploaded_bytes;
+    out->upload_copied = __atomic_load_n(&w->upload_copied, __ATOMIC_RELAXED);
     out->uploaded_objects = w->uploaded_objects;
     out->failures = w->failures;
     snprintf(out->last_error, sizeof out->last_error, "%s", w->last_error);

@@ -120,6 +120,8 @@ struct wb {
     uint64_t staged_bytes;     /* parts of open uploads: on the disk, not yet
                                   anybody's object, so not dirty either */
     uint64_t uploaded_bytes, uploaded_objects, failures;
+    uint64_t upload_copied;    /* bytes uploads read through a buffer (a cold tier
+                                  that does not send from the staged file; __atomic) */
     char last_error[256];
     bool paused;
     bool stopping;             /* written under mu, read without it by the

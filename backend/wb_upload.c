@@ -24,6 +24,75 @@
 
 #include "deadline.h"
 #include "log.h"
+#include "md5.h"
+
+/* ---- sending a staged range ----
+ * To a cold S3 the bytes go straight from the staged file (libcurl reads
+ * it: backend_put_from_fd), not through a buffer and the S3 tier's spool.
+ * Other cold tiers take them through a buffer (wb_stream_into). */
+
+static bool pace_and_count(void *arg, size_t n)
+{
+    struct wb *w = arg;
+    if (!wb_pace(w, n))
+        return false;
+    wb_rate_add(w, n);
+    return true;
+}
+
+#define MD5_CHUNK (1u << 20)
+
+/* The MD5 (hex) of bytes [first, first + len) of fd. */
+static enum backend_status range_md5(struct wb *w, int fd, uint64_t first, uint64_t len,
+                                     char md5_hex[33])
+{
+    unsigned char *buf = malloc(MD5_CHUNK);
+    if (!buf)
+        return BACKEND_NOMEM;
+    struct sg_md5 m;
+    sg_md5_init(&m);
+    enum backend_status st = BACKEND_OK;
+    for (uint64_t off = first, end = first + len; off < end && st == BACKEND_OK;) {
+        if (__atomic_load_n(&w->stopping, __ATOMIC_RELAXED)) {
+            st = BACKEND_UNAVAILABLE;   /* shutting down: the journal resumes it */
+            break;
+        }
+        size_t want = end - off < MD5_CHUNK ? (size_t)(end - off) : MD5_CHUNK;
+        ssize_t got = pread(fd, buf, want, (off_t)off);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            log_msg(LOG_LVL_ERROR, "write-back", "read a staged object: %s",
+                    got < 0 ? strerror(errno) : "it ended early");
+            st = BACKEND_IO;
+            break;
+        }
+        sg_md5_update(&m, buf, (size_t)got);
+        off += (uint64_t)got;
+    }
+    uint8_t d[16];
+    sg_md5_final(&m, d);
+    for (int i = 0; i < 16; i++)
+        snprintf(md5_hex + 2 * i, 3, "%02x", d[i]);
+    free(buf);
+    return st;
+}
+
+/* Bytes [first, first + len) of the staged object o into the cold put p,
+ * with their MD5 in md5_hex for p's commit (Content-MD5). `known`: md5_hex
+ * holds it already (a plain object's ETag, so the cold tier checks the
+ * staged bytes against what the client was given); else it is computed, in
+ * a pass over the range before it is sent. */
+static enum backend_status send_range(struct wb *w, struct backend_obj *o, uint64_t first,
+                                      uint64_t len, struct backend_put *p, char md5_hex[33],
+                                      bool known)
+{
+    int fd = backend_obj_fd(o);
+    struct backend_pacer pace = { pace_and_count, w };
+    if (fd < 0 || !backend_put_from_fd(p, fd, first, len, &pace))
+        return wb_stream_into(o, first, len, p, md5_hex, w);
+    return known ? BACKEND_OK : range_md5(w, fd, first, len, md5_hex);
+}
 
 /* One multipart upload's parts, sent by up to WB_PART_STREAMS threads at
  * once (a cold S3 is limited per connection: one stream would leave most of
@@ -45,6 +114,7 @@ static void *part_stream(void *arg)
 {
     struct part_job *j = arg;
     wb_upload_thread_priority();
+    sg_md5_share_lanes(true);   /* WB_PART_STREAMS threads hash parts at once */
     for (;;) {
         pthread_mutex_lock(&j->mu);
         while (j->next <= j->n && j->have[j->next - 1])
@@ -53,8 +123,10 @@ static void *part_stream(void *arg)
             j->st = BACKEND_UNAVAILABLE;   /* shutting down: the journal resumes it */
         unsigned i = j->st == BACKEND_OK && j->next <= j->n ? j->next++ : 0;
         pthread_mutex_unlock(&j->mu);
-        if (!i)
+        if (!i) {
+            sg_md5_share_lanes(false);
             return NULL;
+        }
         struct backend_part_range pr;
         enum backend_status st = j->w->stage->ops->object_part(j->w->stage, j->r->bucket,
                                                                j->v, i, &pr);
@@ -64,7 +136,7 @@ static void *part_stream(void *arg)
         struct obj_meta pm;
         memset(&pm, 0, sizeof pm);
         if (st == BACKEND_OK) {
-            st = wb_stream_into(j->o, pr.first, pr.size, p, pm.etag, j->w);
+            st = send_range(j->w, j->o, pr.first, pr.size, p, pm.etag, false);
             if (st == BACKEND_OK)
                 st = backend_put_commit(p, &pm, NULL);
             else
@@ -249,8 +321,11 @@ static enum backend_status upload_put(struct wb *w, struct wb_rec *r, bool compl
         struct backend_put *p = NULL;
         st = backend_put_begin(w->cold, r->bucket, r->key, &p);
         char md5[33] = "";
+        bool known = strlen(r->etag) == 32 && strspn(r->etag, "0123456789abcdef") == 32;
+        if (known)
+            memcpy(md5, r->etag, sizeof md5);
         if (st == BACKEND_OK) {
-            st = wb_stream_into(o, 0, meta.size, p, md5, w);
+            st = send_range(w, o, 0, meta.size, p, md5, known);
             if (st != BACKEND_OK)
                 backend_put_abort(p);
         }
@@ -536,11 +611,17 @@ static void *uploader_main(void *arg)
             continue;
         }
         w->failures++;
-        snprintf(w->last_error, sizeof w->last_error, "%s/%s: %s", r->bucket, r->key,
-                 backend_status_name(st));
+        /* the cold tier's own words, when it answered this thread an error */
+        char why[192] = "";
+        struct backend_cold_error ce;
+        if (st == BACKEND_COLD_ERROR && backend_cold_error_take(&ce))
+            snprintf(why, sizeof why, " (%d %.63s: %.100s)", ce.http_status, ce.code,
+                     ce.message);
+        snprintf(w->last_error, sizeof w->last_error, "%s/%s: %s%s", r->bucket, r->key,
+                 backend_status_name(st), why);
         backoff_ms = backoff_ms ? (backoff_ms >= 2500 ? 5000 : backoff_ms * 2) : 500;
-        log_msg(LOG_LVL_WARN, "write-back", "upload of %s/%s failed (%s): retrying in %u ms",
-                r->bucket, r->key, backend_status_name(st), backoff_ms);
+        log_msg(LOG_LVL_WARN, "write-back", "upload of %s/%s failed (%s%s): retrying in %u ms",
+                r->bucket, r->key, backend_status_name(st), why, backoff_ms);
         backoff_locked(w, backoff_ms);
     }
     pthread_mutex_unlock(&w->mu);

@@ -275,6 +275,13 @@ void gw_h_metrics(struct gw_req *r)
                             (unsigned long long)ws.staged_part_bytes,
                             (unsigned long long)ws.uploaded_bytes,
                             (unsigned long long)ws.failures);
+        rc |= gw_buf_printf(&b, "# HELP shardgate_writeback_upload_copied_bytes_total Bytes "
+                                "the uploads read through a buffer (hashed and spooled) "
+                                "instead of sending them from the staged file, as they do to "
+                                "an S3 cold tier.\n"
+                                "# TYPE shardgate_writeback_upload_copied_bytes_total counter\n"
+                                "shardgate_writeback_upload_copied_bytes_total %llu\n",
+                            (unsigned long long)ws.upload_copied);
         rc |= gw_buf_printf(&b, "# HELP shardgate_writeback_staged_bytes_total Body bytes "
                                 "written to the staging directory, by how: io_uring with "
                                 "O_DIRECT, io_uring through the page cache, write() (bodies "
