@@ -444,9 +444,13 @@ enum backend_status backend_put_commit(struct backend_put *p, const struct obj_m
 void backend_put_abort(struct backend_put *p);
 
 /* Pacing of a transfer: fn(arg, n) runs before each piece of n bytes is
- * sent, may sleep, and returns false to stop it (the put then fails). */
+ * sent, may sleep, and returns false to stop it (the put then fails).
+ * With `last` set, the body's last byte is held back until last(arg)
+ * returns: true sends it, false stops the transfer (the object never
+ * becomes visible: a server waits for the whole body). */
 struct backend_pacer {
     bool (*fn)(void *arg, size_t n);
+    bool (*last)(void *arg);
     void *arg;
 };
 /* Instead of backend_put_write calls: the put's body is bytes [off,

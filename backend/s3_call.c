@@ -129,6 +129,12 @@ static size_t on_read(char *buf, size_t size, size_t n, void *arg)
         size_t want = size * n < left ? size * n : (size_t)left;
         if (want == 0)
             return 0;
+        if (c->pace && c->pace->last && want == left) {   /* the body's last byte */
+            if (left > 1)
+                want = (size_t)left - 1;   /* all but it now */
+            else if (!c->pace->last(c->pace->arg))
+                return CURL_READFUNC_ABORT;
+        }
         if (c->pace && !c->pace->fn(c->pace->arg, want))
             return CURL_READFUNC_ABORT;   /* the owner stops (shutting down) */
         ssize_t r;

@@ -202,7 +202,7 @@ static enum pending pending_of(struct wb *w, const char *bucket, const char *key
 static void withdraw_locked(struct wb *w, struct wb_rec *r)
 {
     r->withdraw = true;
-    if (w->inflight != r && !r->ahead)
+    if (w->inflight != r && !r->ahead && !r->train)
         wb_retire_locked(w, r, WB_WITHDRAWN);
 }
 

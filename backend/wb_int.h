@@ -28,6 +28,11 @@
 #define WB_VID_LEN 16          /* a staged object's name: the version id in hex */
 #define WB_PART_STREAMS 4u     /* parts of one multipart object uploaded at once */
 #define WB_LOOKAHEAD 8u        /* records behind the head whose parts may go ahead */
+#define WB_TRAIN 8u            /* plain PUTs sent at once, in order (wb_upload.c) */
+#define WB_TRAIN_MAX ((uint64_t)8 << 20)   /* ... each of at most this size */
+#define WB_HOLD_MS 5000u       /* how long a train's PUT holds its last byte for the
+                                  one before it, before it gives up (and is sent
+                                  again in its turn) */
 
 enum wb_kind { WB_PUT = 1, WB_DEL = 2 };
 
@@ -53,6 +58,9 @@ struct wb_rec {
                                   waits, a giving-up request leaves it to the
                                   look-ahead */
     bool ahead_done;           /* the look-ahead has been at it (once is enough) */
+    bool train;                /* sent in the train of the record before it: neither
+                                  retired nor withdrawn until the uploader reaches it */
+    bool train_sent;           /* ... and it is in the cold tier */
     char *cold_upload;         /* the cold tier's multipart upload of this record,
                                   kept (and journaled) across failed attempts and
                                   restarts so parts sent are not sent again; NULL */

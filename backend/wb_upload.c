@@ -1,8 +1,9 @@
 /* backend/wb_upload.c - the write-back uploader: one thread that sends the
- * queue's records to the cold tier in sequence order, one at a time, so the
- * cold tier shows writes in the order they were acknowledged (an object is
- * visible at its PUT's or CompleteMultipartUpload's end, after every earlier
- * one ended). A record superseded by a later write of its key is skipped. A
+ * queue's records to the cold tier in sequence order, so the cold tier shows
+ * writes in the order they were acknowledged (an object is visible at its
+ * PUT's or CompleteMultipartUpload's end, after every earlier one ended):
+ * one at a time, or small plain PUTs in trains whose PUTs end one after
+ * another (below). A record superseded by a later write of its key is skipped. A
  * failure is retried with backoff (0.5 s doubling to 5 s; a flush retries at
  * once) and blocks the
  * records behind it: that is the ordering's price, and the status shows it.
@@ -31,13 +32,33 @@
  * it: backend_put_from_fd), not through a buffer and the S3 tier's spool.
  * Other cold tiers take them through a buffer (wb_stream_into). */
 
-static bool pace_and_count(void *arg, size_t n)
+/* What the end of a put waits for (a train's PUT: the one before it in the
+ * cold tier): fn(arg) true lets it end, false stops it. */
+struct hold {
+    bool (*fn)(void *arg);
+    void *arg;
+};
+
+/* The pacer's argument while a put sends from its staged file; lives until
+ * the put's commit. */
+struct send_ctx {
+    struct wb *w;
+    const struct hold *hold;   /* NULL: none */
+};
+
+static bool ctx_pace(void *arg, size_t n)
 {
-    struct wb *w = arg;
-    if (!wb_pace(w, n))
+    struct send_ctx *c = arg;
+    if (!wb_pace(c->w, n))
         return false;
-    wb_rate_add(w, n);
+    wb_rate_add(c->w, n);
     return true;
+}
+
+static bool ctx_last(void *arg)
+{
+    struct send_ctx *c = arg;
+    return c->hold->fn(c->hold->arg);
 }
 
 #define MD5_CHUNK (1u << 20)
@@ -82,15 +103,20 @@ static enum backend_status range_md5(struct wb *w, int fd, uint64_t first, uint6
  * with their MD5 in md5_hex for p's commit (Content-MD5). `known`: md5_hex
  * holds it already (a plain object's ETag, so the cold tier checks the
  * staged bytes against what the client was given); else it is computed, in
- * a pass over the range before it is sent. */
-static enum backend_status send_range(struct wb *w, struct backend_obj *o, uint64_t first,
-                                      uint64_t len, struct backend_put *p, char md5_hex[33],
-                                      bool known)
+ * a pass over the range before it is sent. When the bytes go from the
+ * staged file, the body's last byte waits for ctx->hold (if any) and *held
+ * says so; else the caller waits for it before the commit. */
+static enum backend_status send_range(struct send_ctx *ctx, struct backend_obj *o,
+                                      uint64_t first, uint64_t len, struct backend_put *p,
+                                      char md5_hex[33], bool known, bool *held)
 {
+    struct wb *w = ctx->w;
     int fd = backend_obj_fd(o);
-    struct backend_pacer pace = { pace_and_count, w };
+    struct backend_pacer pace = { ctx_pace, ctx->hold ? ctx_last : NULL, ctx };
+    *held = false;
     if (fd < 0 || !backend_put_from_fd(p, fd, first, len, &pace))
         return wb_stream_into(o, first, len, p, md5_hex, w);
+    *held = ctx->hold != NULL;
     return known ? BACKEND_OK : range_md5(w, fd, first, len, md5_hex);
 }
 
@@ -136,7 +162,9 @@ static void *part_stream(void *arg)
         struct obj_meta pm;
         memset(&pm, 0, sizeof pm);
         if (st == BACKEND_OK) {
-            st = send_range(j->w, j->o, pr.first, pr.size, p, pm.etag, false);
+            struct send_ctx ctx = { j->w, NULL };
+            bool held;
+            st = send_range(&ctx, j->o, pr.first, pr.size, p, pm.etag, false, &held);
             if (st == BACKEND_OK)
                 st = backend_put_commit(p, &pm, NULL);
             else
@@ -304,8 +332,10 @@ static enum backend_status upload_parts(struct wb *w, struct wb_rec *r,
 
 /* Sends r's staged object: as a multipart upload with its own parts when
  * its ETag says it has parts and the staging store knows them, else whole.
- * Without `complete` (the look-ahead) only the parts go, never the object. */
-static enum backend_status upload_put(struct wb *w, struct wb_rec *r, bool complete)
+ * Without `complete` (the look-ahead) only the parts go, never the object.
+ * `hold` (a train's PUT, never multipart): its end waits for hold->fn. */
+static enum backend_status upload_put(struct wb *w, struct wb_rec *r, bool complete,
+                                      const struct hold *hold)
 {
     char v[WB_VID_LEN + 1];
     wb_vid_name(r->vid, v);
@@ -324,8 +354,12 @@ static enum backend_status upload_put(struct wb *w, struct wb_rec *r, bool compl
         bool known = strlen(r->etag) == 32 && strspn(r->etag, "0123456789abcdef") == 32;
         if (known)
             memcpy(md5, r->etag, sizeof md5);
+        struct send_ctx ctx = { w, hold };
+        bool held = false;
         if (st == BACKEND_OK) {
-            st = send_range(w, o, 0, meta.size, p, md5, known);
+            st = send_range(&ctx, o, 0, meta.size, p, md5, known, &held);
+            if (st == BACKEND_OK && hold && !held && !hold->fn(hold->arg))
+                st = BACKEND_UNAVAILABLE;   /* the one before it did not make it */
             if (st != BACKEND_OK)
                 backend_put_abort(p);
         }
@@ -369,7 +403,129 @@ static enum backend_status upload_one(struct wb *w, struct wb_rec *r)
         enum backend_status st = backend_object_delete(w->cold, r->bucket, r->key);
         return st == BACKEND_NO_KEY ? BACKEND_OK : st;
     }
-    return upload_put(w, r, true);
+    return upload_put(w, r, true, NULL);
+}
+
+/* ---- trains: plain PUTs sent together, in order ----
+ * A plain PUT used to wait for the answer to the one before it: with the
+ * cold tier a round trip away, small objects went one round trip each
+ * (bench/results/wb-order.md). A train sends up to WB_TRAIN of them at once,
+ * the head by the uploader and each other on a thread of its own, every one
+ * but the head holding back its body's last byte until the PUT before it is
+ * answered: a server makes an object visible only with its last byte, so
+ * the order holds. (A cold tier the bytes cannot go to from the staged file
+ * - the directory store - holds the commit instead.) A PUT whose
+ * predecessor failed, or that waited WB_HOLD_MS, stops without its last
+ * byte, nothing visible, and is sent again in its turn. The uploader takes
+ * the records out of the queue in order, as ever: a PUT that went up in the
+ * train of the one before it is retired when the uploader reaches it. */
+
+struct train;
+
+struct car {
+    struct train *t;
+    struct wb_rec *r;
+    unsigned i;                /* its place; 0: the head */
+    int done;                  /* 0: sending; 1: in the cold tier; -1: not */
+};
+
+struct train {
+    struct wb *w;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct car car[WB_TRAIN];
+};
+
+/* A record that may ride in a train (under mu): a plain PUT, small, not
+ * skipped, not given up, not in another train. */
+static bool train_fits(const struct wb_rec *r)
+{
+    return r->kind == WB_PUT && !r->superseded && !r->withdraw && !r->ahead && !r->train &&
+           r->size <= WB_TRAIN_MAX && backend_etag_parts(r->etag) == 0;
+}
+
+static void car_done(struct car *c, enum backend_status st)
+{
+    pthread_mutex_lock(&c->t->mu);
+    c->done = st == BACKEND_OK ? 1 : -1;
+    pthread_cond_broadcast(&c->t->cv);
+    pthread_mutex_unlock(&c->t->mu);
+}
+
+static bool past(const struct timespec *t)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
+}
+
+/* Car c's hold: until the car before it is done, at most WB_HOLD_MS, in
+ * slices that notice a close. True when that one made it. */
+static bool car_may_end(void *arg)
+{
+    struct car *c = arg;
+    struct train *t = c->t;
+    const struct car *prev = &t->car[c->i - 1];
+    struct timespec until = sg_deadline(CLOCK_REALTIME, WB_HOLD_MS);
+    pthread_mutex_lock(&t->mu);
+    while (prev->done == 0 && !past(&until) &&
+           !__atomic_load_n(&t->w->stopping, __ATOMIC_RELAXED)) {
+        struct timespec slice = sg_deadline(CLOCK_REALTIME, 100);
+        pthread_cond_timedwait(&t->cv, &t->mu, &slice);
+    }
+    bool ok = prev->done == 1;
+    pthread_mutex_unlock(&t->mu);
+    return ok;
+}
+
+static void *car_main(void *arg)
+{
+    struct car *c = arg;
+    wb_upload_thread_priority();
+    struct hold h = { car_may_end, c };
+    car_done(c, upload_put(c->t->w, c->r, true, &h));
+    return NULL;
+}
+
+/* Sends the head rs[0] and the n - 1 records behind it (their r->train
+ * set) as a train; the head's status. A record that went up keeps `train`
+ * with train_sent (the uploader retires it when it gets there); one that
+ * did not is pending as before, or retired if its request gave up. Without
+ * mu. */
+static enum backend_status train_run(struct wb *w, struct wb_rec *const *rs, unsigned n)
+{
+    struct train t = { .w = w };
+    pthread_mutex_init(&t.mu, NULL);
+    pthread_cond_init(&t.cv, NULL);
+    pthread_t th[WB_TRAIN];
+    bool started[WB_TRAIN] = { false };
+    for (unsigned i = 0; i < n; i++)
+        t.car[i] = (struct car){ .t = &t, .r = rs[i], .i = i };
+    for (unsigned i = 1; i < n; i++) {
+        started[i] = pthread_create(&th[i], NULL, car_main, &t.car[i]) == 0;
+        if (!started[i])
+            car_done(&t.car[i], BACKEND_NOMEM);   /* those behind it stop too */
+    }
+    enum backend_status st = upload_one(w, rs[0]);
+    car_done(&t.car[0], st);
+    for (unsigned i = 1; i < n; i++)
+        if (started[i])
+            pthread_join(th[i], NULL);
+    pthread_mutex_lock(&w->mu);
+    for (unsigned i = 1; i < n; i++) {
+        struct wb_rec *r = rs[i];
+        r->train_sent = t.car[i].done == 1;
+        if (r->train_sent)
+            continue;   /* retired when the uploader gets to it */
+        r->train = false;   /* pending as before: sent again in its turn */
+        if (r->withdraw)    /* its request gave up meanwhile */
+            wb_retire_locked(w, r, WB_WITHDRAWN);
+    }
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_cond_destroy(&t.cv);
+    pthread_mutex_destroy(&t.mu);
+    return st;
 }
 
 /* Takes r out of the queue and the journal, and removes its staged file.
@@ -522,7 +678,7 @@ static void *lookahead_main(void *arg)
         }
         r->ahead = true;   /* neither uploaded, retired nor withdrawn under us */
         pthread_mutex_unlock(&w->mu);
-        enum backend_status st = upload_put(w, r, false);
+        enum backend_status st = upload_put(w, r, false, NULL);
         if (st != BACKEND_OK)   /* the uploader tries again in its turn */
             log_msg(LOG_LVL_INFO, "write-back", "parts of %s/%s sent ahead: %s", r->bucket,
                     r->key, backend_status_name(st));
@@ -560,6 +716,19 @@ static void *uploader_main(void *arg)
             continue;
         }
         w->inflight = r;
+        if (r->train) {   /* it went up in the train of the one before it */
+            r->train = r->train_sent = false;
+            enum backend_status st = r->tags_gen ? push_tags_locked(w, r) : BACKEND_OK;
+            if (st == BACKEND_OK) {
+                w->inflight = NULL;
+                w->uploaded_objects++;
+                w->uploaded_bytes += r->size;
+                __atomic_fetch_add(&w->progress, 1, __ATOMIC_RELAXED);
+                backoff_ms = 0;
+                wb_retire_locked(w, r, WB_UPLOADED);
+                continue;
+            }   /* its tags did not go: the object is sent again, then they */
+        }
         if (r->superseded) {
             if (r->cold_upload) {   /* a failed attempt's upload: not needed now */
                 pthread_mutex_unlock(&w->mu);
@@ -570,8 +739,15 @@ static void *uploader_main(void *arg)
             wb_retire_locked(w, r, WB_WITHDRAWN);
             continue;
         }
+        struct wb_rec *cars[WB_TRAIN] = { r };
+        unsigned n = 1;
+        if (train_fits(r))
+            for (struct wb_rec *q = r->next; q && n < WB_TRAIN && train_fits(q); q = q->next) {
+                q->train = true;
+                cars[n++] = q;
+            }
         pthread_mutex_unlock(&w->mu);
-        enum backend_status st = upload_one(w, r);
+        enum backend_status st = n > 1 ? train_run(w, cars, n) : upload_one(w, r);
         pthread_mutex_lock(&w->mu);
         if (st == BACKEND_OK && r->kind == WB_PUT && r->tags_gen)
             st = push_tags_locked(w, r);

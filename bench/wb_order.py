@@ -3,9 +3,9 @@
 
 The write-back uploader makes objects visible in the cold tier in the order
 they were acknowledged, so a checkpoint's commit marker, written last, implies
-its shards are there. Plain PUTs therefore go to the cold tier one at a time;
-multipart objects send their parts ahead (look-ahead) and only their completes
-wait in line. This measures the price against uploads without the order.
+its shards are there. Plain PUTs therefore go in trains, each holding its last
+byte until the one before it is answered; multipart objects send their parts
+ahead (look-ahead) and only their completes wait in line. This measures the price against uploads without the order.
 
 Set-up: a gateway with a write-back bucket; its cold tier is a second
 shardgate behind throttle.py, at --cold-mbps MB/s towards the cold tier and

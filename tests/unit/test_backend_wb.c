@@ -48,8 +48,12 @@ static char g_acked[256][64];         /* keys in the order the test wrote them *
 static int g_n_acked;
 static int g_order_violations;
 static bool g_cold_fails;
-static char g_current[64];            /* the key of the PUT being uploaded (the
-                                         uploader's alone: look-ahead sends parts) */
+/* The key of each PUT being uploaded (several at once: a train of small
+ * PUTs, backend/wb_upload.c), by its put. */
+static struct {
+    const struct backend_put *p;
+    char key[64];
+} g_putting[16];
 
 static void acked(const char *key)
 {
@@ -97,10 +101,18 @@ static enum backend_status rec_put_begin(struct backend *b, const char *bucket, 
 {
     if (g_cold_fails)
         return BACKEND_UNAVAILABLE;
-    snprintf(g_current, sizeof g_current, "%s", key);
     enum backend_status st = real_ops->put_begin(b, bucket, key, out);
-    if (st == BACKEND_OK)
-        (*out)->ops = &rec_ops;   /* its commit comes through the recorder */
+    if (st != BACKEND_OK)
+        return st;
+    (*out)->ops = &rec_ops;   /* its commit comes through the recorder */
+    pthread_mutex_lock(&rec_mu);
+    size_t i = 0;
+    while (i < 16 && g_putting[i].p)
+        i++;
+    CU_ASSERT_FATAL(i < 16);
+    g_putting[i].p = *out;
+    snprintf(g_putting[i].key, sizeof g_putting[i].key, "%s", key);
+    pthread_mutex_unlock(&rec_mu);
     return st;
 }
 
@@ -182,11 +194,33 @@ static void uploaded(const char *key)
     pthread_mutex_unlock(&rec_mu);
 }
 
+/* The key of put p, forgotten: its commit or abort. */
+static void put_key_take(const struct backend_put *p, char key[64])
+{
+    pthread_mutex_lock(&rec_mu);
+    key[0] = '\0';
+    for (size_t i = 0; i < 16; i++)
+        if (g_putting[i].p == p) {
+            memcpy(key, g_putting[i].key, 64);
+            g_putting[i].p = NULL;
+        }
+    pthread_mutex_unlock(&rec_mu);
+}
+
 static enum backend_status rec_put_commit(struct backend_put *p, const struct obj_meta *meta,
                                           struct obj_meta *out)
 {
-    uploaded(g_current);   /* objects only: parts keep the store's own ops */
+    char key[64];
+    put_key_take(p, key);
+    uploaded(key);   /* objects only: parts keep the store's own ops */
     return real_ops->put_commit(p, meta, out);
+}
+
+static void rec_put_abort(struct backend_put *p)
+{
+    char key[64];
+    put_key_take(p, key);
+    real_ops->put_abort(p);
 }
 
 static enum backend_status rec_mpu_complete(struct backend *b, const char *bucket,
@@ -221,6 +255,7 @@ static struct backend *open_wb(uint64_t max_dirty)
     rec_ops = *real_ops;
     rec_ops.put_begin = rec_put_begin;
     rec_ops.put_commit = rec_put_commit;
+    rec_ops.put_abort = rec_put_abort;
     rec_ops.put_write = rec_put_write;
     rec_ops.mpu_create = rec_mpu_create;
     rec_ops.mpu_complete = rec_mpu_complete;
