@@ -699,6 +699,22 @@ static void *lookahead_main(void *arg)
     return NULL;
 }
 
+/* The head failed (under mu): the records behind it that went up in its
+ * train wait for it no longer. They are pending as any record, sent again
+ * in their turn (the same bytes once more); one whose write-through request
+ * gave up meanwhile is retired as uploaded, as it is in the cold tier. */
+static void train_drop_locked(struct wb *w)
+{
+    struct wb_rec *q = w->head ? w->head->next : NULL;
+    while (q && q->train) {
+        struct wb_rec *next = q->next;
+        q->train = q->train_sent = false;
+        if (q->withdraw)
+            wb_retire_locked(w, q, WB_UPLOADED);
+        q = next;
+    }
+}
+
 static void *uploader_main(void *arg)
 {
     struct wb *w = arg;
@@ -798,6 +814,7 @@ static void *uploader_main(void *arg)
         backoff_ms = backoff_ms ? (backoff_ms >= 2500 ? 5000 : backoff_ms * 2) : 500;
         log_msg(LOG_LVL_WARN, "write-back", "upload of %s/%s failed (%s%s): retrying in %u ms",
                 r->bucket, r->key, backend_status_name(st), why, backoff_ms);
+        train_drop_locked(w);
         backoff_locked(w, backoff_ms);
     }
     pthread_mutex_unlock(&w->mu);

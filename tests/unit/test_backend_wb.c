@@ -207,11 +207,21 @@ static void put_key_take(const struct backend_put *p, char key[64])
     pthread_mutex_unlock(&rec_mu);
 }
 
+/* The commit of a PUT of this key fails (UNAVAILABLE; "": none). Under rec_mu. */
+static char g_fail_commit_key[64];
+
 static enum backend_status rec_put_commit(struct backend_put *p, const struct obj_meta *meta,
                                           struct obj_meta *out)
 {
     char key[64];
     put_key_take(p, key);
+    pthread_mutex_lock(&rec_mu);
+    bool fail = strcmp(key, g_fail_commit_key) == 0;
+    pthread_mutex_unlock(&rec_mu);
+    if (fail) {
+        real_ops->put_abort(p);
+        return BACKEND_UNAVAILABLE;
+    }
     uploaded(key);   /* objects only: parts keep the store's own ops */
     return real_ops->put_commit(p, meta, out);
 }
@@ -517,6 +527,45 @@ static void uploads_keep_the_order_of_acknowledgement(void)
     for (int i = 0; i < g_n_uploaded && i < g_n_acked; i++)
         CU_ASSERT_STRING_EQUAL(g_uploaded[i], g_acked[i]);
     free(src);
+    teardown();
+}
+
+/* Small PUTs go up in trains, each ending after the one before it: a PUT
+ * whose predecessor failed ends without becoming visible, and so does the
+ * rest of its train; all go up, in order, once the failed one does. */
+static void a_train_stops_behind_a_put_that_fails(void)
+{
+    setup();
+    backend_wb_pause(g_wb, true);
+    char key[32];
+    for (int i = 0; i < 6; i++) {
+        snprintf(key, sizeof key, "t%d", i);
+        CU_ASSERT_EQUAL(put(key, key, strlen(key)), BACKEND_OK);
+    }
+    pthread_mutex_lock(&rec_mu);
+    snprintf(g_fail_commit_key, sizeof g_fail_commit_key, "t1");
+    pthread_mutex_unlock(&rec_mu);
+    backend_wb_pause(g_wb, false);
+    struct backend_wb_status s = wait_upload_failure();
+    CU_ASSERT_TRUE(s.failures >= 1);
+    usleep(300000);   /* the rest of a train would have ended by now */
+    CU_ASSERT_TRUE(cold_has("t0"));
+    for (int i = 1; i < 6; i++) {
+        snprintf(key, sizeof key, "t%d", i);
+        CU_ASSERT_FALSE(cold_has(key));
+    }
+    pthread_mutex_lock(&rec_mu);
+    g_fail_commit_key[0] = '\0';
+    pthread_mutex_unlock(&rec_mu);
+    CU_ASSERT_TRUE(flush_all());
+    CU_ASSERT_EQUAL(g_n_uploaded, 6);
+    CU_ASSERT_EQUAL(g_order_violations, 0);
+    for (int i = 0; i < g_n_uploaded && i < g_n_acked; i++)
+        CU_ASSERT_STRING_EQUAL(g_uploaded[i], g_acked[i]);
+    for (int i = 0; i < 6; i++) {
+        snprintf(key, sizeof key, "t%d", i);
+        CU_ASSERT_TRUE(holds(g_cold_raw, key, key, strlen(key)));
+    }
     teardown();
 }
 
@@ -1654,6 +1703,7 @@ static const struct cu_test tests[] = {
       a_write_is_read_at_once_and_reaches_the_cold_tier_by_the_uploader },
     { "other_buckets_pass_through", other_buckets_pass_through },
     { "uploads_keep_the_order_of_acknowledgement", uploads_keep_the_order_of_acknowledgement },
+    { "a_train_stops_behind_a_put_that_fails", a_train_stops_behind_a_put_that_fails },
     { "overwrites_and_deletes_supersede_pending_writes",
       overwrites_and_deletes_supersede_pending_writes },
     { "a_restart_resumes_pending_uploads_from_the_journal",
