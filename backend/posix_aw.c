@@ -102,6 +102,14 @@ static int set_direct(struct posix_aw *w, bool on)
     return 0;
 }
 
+/* len bytes at off by pwrite, O_DIRECT off: the unaligned head and tail,
+ * and what the ring could not write. 0 or the errno. */
+static int write_plain(struct posix_aw *w, const unsigned char *b, size_t len, uint64_t off)
+{
+    int e = set_direct(w, false);
+    return e ? e : pwrite_all(w->fd, b, len, off);
+}
+
 struct posix_aw *posix_aw_start(int fd, uint64_t off, enum posix_aw_mode mode)
 {
     if (mode == POSIX_AW_OFF || atomic_load_explicit(&uring_off, memory_order_relaxed))
@@ -142,9 +150,7 @@ struct posix_aw *posix_aw_start(int fd, uint64_t off, enum posix_aw_mode mode)
  * writer goes on without O_DIRECT. Runs with nothing else in flight. */
 static int redo_buffered(struct posix_aw *w, unsigned i)
 {
-    int e = set_direct(w, false);
-    if (e == 0)
-        e = pwrite_all(w->fd, w->mem + i * BUF_SIZE, w->buf[i].len, w->buf[i].off);
+    int e = write_plain(w, w->mem + i * BUF_SIZE, w->buf[i].len, w->buf[i].off);
     if (e == 0)
         w->mode = POSIX_AW_URING;
     return e;
@@ -184,10 +190,8 @@ static void reap_one(struct posix_aw *w)
     } else if ((size_t)res < len) {   /* short (a full disk on the way): the rest */
         while (w->inflight > 0)
             reap_one(w);
-        e = set_direct(w, false);
-        if (e == 0)
-            e = pwrite_all(w->fd, w->mem + i * BUF_SIZE + res, len - (size_t)res,
-                           w->buf[i].off + (uint64_t)res);
+        e = write_plain(w, w->mem + i * BUF_SIZE + res, len - (size_t)res,
+                        w->buf[i].off + (uint64_t)res);
     }
     if (e && !w->err)
         w->err = e;
@@ -199,9 +203,7 @@ static void reap_one(struct posix_aw *w)
  * or was refused before). */
 static void write_sync(struct posix_aw *w, size_t len)
 {
-    int e = set_direct(w, false);
-    if (e == 0)
-        e = pwrite_all(w->fd, w->mem + w->cur * BUF_SIZE, len, w->off);
+    int e = write_plain(w, w->mem + w->cur * BUF_SIZE, len, w->off);
     if (e && !w->err)
         w->err = e;
     if (!e)
@@ -293,9 +295,7 @@ int posix_aw_finish(struct posix_aw *w)
         while (w->inflight > 0)
             reap_one(w);
         if (tail > 0 && !w->err) {
-            int e = set_direct(w, false);
-            if (e == 0)
-                e = pwrite_all(w->fd, w->mem + i * BUF_SIZE + whole, tail, w->off);
+            int e = write_plain(w, w->mem + i * BUF_SIZE + whole, tail, w->off);
             if (e)
                 w->err = e;
             else {
