@@ -171,8 +171,17 @@ def _port_range():
 
 
 def _free_port():
+    return free_ports(1)
+
+
+def free_ports(count):
+    """The first of count consecutive free ports, each locked for this
+    process's life (a server of several ports: Ceph's monitor, OSD and
+    radosgw take 31)."""
     lo, hi = _port_range()
     if hi - lo < 1000:   # an unusual ephemeral range: the old way
+        if count != 1:
+            raise RuntimeError("no range below the ephemeral ports for %d ports" % count)
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -182,24 +191,39 @@ def _free_port():
     os.makedirs(d, exist_ok=True)
     rnd = random.SystemRandom()   # concurrent tests start at different places
     for _ in range(2000):
-        port = rnd.randint(lo, hi)
-        fd = os.open(os.path.join(d, str(port)), os.O_CREAT | os.O_RDWR, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)   # another test holds it
-            continue
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            os.close(fd)   # in use by something that is not a test of ours
-            continue
-        finally:
-            s.close()
-        _PORT_LOCKS.append(fd)   # released when this process exits
-        return port
-    raise RuntimeError("no free port in %d-%d" % (lo, hi))
+        base = rnd.randint(lo, hi - count + 1)
+        fds = []
+        for port in range(base, base + count):
+            fd = _lock_port(d, port)
+            if fd is None:
+                break
+            fds.append(fd)
+        if len(fds) == count:
+            _PORT_LOCKS.extend(fds)   # released when this process exits
+            return base
+        for fd in fds:
+            os.close(fd)
+    raise RuntimeError("no %d free ports in %d-%d" % (count, lo, hi))
+
+
+def _lock_port(d, port):
+    """A lock on port's file in d and a successful bind, or None: another
+    test holds it, or something that is not a test of ours uses it."""
+    fd = os.open(os.path.join(d, str(port)), os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        os.close(fd)
+        return None
+    finally:
+        s.close()
+    return fd
 
 
 def log_tail(n=60):

@@ -47,14 +47,18 @@ class Rgw:
         self.port = None
 
     def start(self):
-        """Up to three ports (an instance needs PORT..PORT+30 free)."""
+        """An instance needs PORT..PORT+30: they are locked like every test
+        server's port (harness.free_ports), below the kernel's ephemeral
+        range, so neither another test's server nor a client connection's
+        local port can take one between the script's check and the daemon's
+        bind. Another tries only if something else took one anyway."""
         env = dict(os.environ, RGW_ACCESS_KEY=ACCESS, RGW_SECRET_KEY=SECRET,
                    PYTHON=sys.executable)
         out = ""
         for _ in range(3):
             self.dir = H.tmpdir("ceph")
             shutil.rmtree(self.dir)
-            self.port = random.randrange(20000, 60000)
+            self.port = H.free_ports(31)
             p = subprocess.run(["bash", SCRIPT, "start", self.dir, str(self.port)], env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
             out = p.stdout.decode("utf-8", "replace")
@@ -63,8 +67,10 @@ class Rgw:
             self.stop()
             if "in use" not in out:
                 break
+        # the script's own lines (why it stopped) first, then the daemons' logs
+        said = [ln for ln in out.splitlines() if ln.startswith("ceph_rgw.sh:")]
         check("Ceph (mon, memstore OSD, radosgw) starts on 127.0.0.1 (ceph_rgw.sh)", False,
-              out[-3000:])
+              "\n".join(said) + "\n" + out[-6000:])
         return False
 
     def stop(self):
