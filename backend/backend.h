@@ -294,6 +294,9 @@ struct backend_wb_conf {
                                       open and every quarter of it (at most hourly); 0:
                                       kept until completed or aborted */
     enum backend_stage_io stage_io;   /* how the staged bodies are written */
+    unsigned train_hold_ms;        /* a train's PUT waits at most this long for the one
+                                      before it, then stops and goes again in its turn;
+                                      0: WB_HOLD_MS (5000) */
     char *err;                     /* optional: why the open failed */
     size_t err_len;
 };

@@ -1374,6 +1374,7 @@ enum backend_status backend_wb_open(const struct backend_wb_conf *cf, struct bac
     w->max_dirty = cf->max_dirty;
     w->dirty_wait_ms = cf->dirty_wait_ms ? cf->dirty_wait_ms : 10000;
     w->through_timeout_ms = cf->through_timeout_ms ? cf->through_timeout_ms : 30000;
+    w->train_hold_ms = cf->train_hold_ms ? cf->train_hold_ms : WB_HOLD_MS;
     w->upload_bps = cf->upload_bandwidth;
     w->compact_at = cf->compact_bytes ? cf->compact_bytes : 1u << 20;
     pthread_mutex_init(&w->mu, NULL);

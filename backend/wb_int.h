@@ -32,7 +32,7 @@
 #define WB_TRAIN_MAX ((uint64_t)8 << 20)   /* ... each of at most this size */
 #define WB_HOLD_MS 5000u       /* how long a train's PUT holds its last byte for the
                                   one before it, before it gives up (and is sent
-                                  again in its turn) */
+                                  again in its turn): backend_wb_conf.train_hold_ms */
 
 enum wb_kind { WB_PUT = 1, WB_DEL = 2 };
 
@@ -112,6 +112,7 @@ struct wb {
     unsigned mpu_max_age_s;    /* older ones are aborted (0: never) */
     pthread_t expiry;          /* ... by this thread */
     bool expiry_up;
+    unsigned train_hold_ms;        /* WB_HOLD_MS unless the conf says otherwise (tests) */
     unsigned through_timeout_ms;   /* a write-through request gives up after the
                                       uploads make no progress for this long */
     struct wb_rec *inflight;   /* the record the uploader is sending: not freed,

@@ -459,14 +459,14 @@ static bool past(const struct timespec *t)
     return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
 }
 
-/* Car c's hold: until the car before it is done, at most WB_HOLD_MS, in
+/* Car c's hold: until the car before it is done, at most train_hold_ms, in
  * slices that notice a close. True when that one made it. */
 static bool car_may_end(void *arg)
 {
     struct car *c = arg;
     struct train *t = c->t;
     const struct car *prev = &t->car[c->i - 1];
-    struct timespec until = sg_deadline(CLOCK_REALTIME, WB_HOLD_MS);
+    struct timespec until = sg_deadline(CLOCK_REALTIME, t->w->train_hold_ms);
     pthread_mutex_lock(&t->mu);
     while (prev->done == 0 && !past(&until) &&
            !__atomic_load_n(&t->w->stopping, __ATOMIC_RELAXED)) {

@@ -34,6 +34,7 @@ static uint64_t g_compact;            /* compact_bytes of the next open (0: defa
 static unsigned g_through_ms;         /* through_timeout_ms of the next open (0: default) */
 static uint64_t g_bandwidth;          /* upload_bandwidth of the next open (0: no cap) */
 static unsigned g_mpu_age;            /* mpu_max_age_s of the next open (0: never) */
+static unsigned g_hold_ms;            /* train_hold_ms of the next open (0: default) */
 static const struct backend_wb_rules *g_rules;   /* ckpt's prefix rules (NULL: all keys) */
 
 /* ---- the cold tier behind a recorder: which keys were uploaded, in what
@@ -96,6 +97,15 @@ static void check_order_before(const char *key)
     pthread_mutex_unlock(&rec_mu);
 }
 
+/* The keys of the PUTs begun, in order (under rec_mu). */
+static char g_begun[256][64];
+static int g_n_begun;
+
+/* The commit of a PUT of this key waits g_slow_commit_ms first (an answer
+ * that is slow to come). Under rec_mu. */
+static char g_slow_commit_key[64];
+static unsigned g_slow_commit_ms;
+
 static enum backend_status rec_put_begin(struct backend *b, const char *bucket, const char *key,
                                          struct backend_put **out)
 {
@@ -112,8 +122,21 @@ static enum backend_status rec_put_begin(struct backend *b, const char *bucket, 
     CU_ASSERT_FATAL(i < 16);
     g_putting[i].p = *out;
     snprintf(g_putting[i].key, sizeof g_putting[i].key, "%s", key);
+    if (g_n_begun < 256)
+        snprintf(g_begun[g_n_begun++], sizeof g_begun[0], "%s", key);
     pthread_mutex_unlock(&rec_mu);
     return st;
+}
+
+/* PUTs begun on the cold tier, of key. */
+static int times_begun(const char *key)
+{
+    int n = 0;
+    pthread_mutex_lock(&rec_mu);
+    for (int i = 0; i < g_n_begun; i++)
+        n += strcmp(g_begun[i], key) == 0;
+    pthread_mutex_unlock(&rec_mu);
+    return n;
 }
 
 static enum backend_status rec_mpu_create(struct backend *b, const char *bucket,
@@ -217,7 +240,10 @@ static enum backend_status rec_put_commit(struct backend_put *p, const struct ob
     put_key_take(p, key);
     pthread_mutex_lock(&rec_mu);
     bool fail = strcmp(key, g_fail_commit_key) == 0;
+    unsigned slow = strcmp(key, g_slow_commit_key) == 0 ? g_slow_commit_ms : 0;
     pthread_mutex_unlock(&rec_mu);
+    if (slow)
+        usleep(slow * 1000u);
     if (fail) {
         real_ops->put_abort(p);
         return BACKEND_UNAVAILABLE;
@@ -280,6 +306,7 @@ static struct backend *open_wb(uint64_t max_dirty)
                                   .through_timeout_ms = g_through_ms,
                                   .upload_bandwidth = g_bandwidth,
                                   .mpu_max_age_s = g_mpu_age, .rules = g_rules,
+                                  .train_hold_ms = g_hold_ms,
                                   .err = err, .err_len = sizeof err };
     struct backend *w = NULL;
     enum backend_status st = backend_wb_open(&wc, cold, &w);
@@ -306,6 +333,10 @@ static void setup_with(uint64_t max_dirty)
     g_through_ms = 0;
     g_bandwidth = 0;
     g_mpu_age = 0;
+    g_hold_ms = 0;
+    g_n_begun = 0;
+    g_slow_commit_key[0] = '\0';
+    g_slow_commit_ms = 0;
     g_rules = NULL;
     g_writes = 0;
     g_slow_write_ms = 0;
@@ -564,6 +595,41 @@ static void a_train_stops_behind_a_put_that_fails(void)
         CU_ASSERT_STRING_EQUAL(g_uploaded[i], g_acked[i]);
     for (int i = 0; i < 6; i++) {
         snprintf(key, sizeof key, "t%d", i);
+        CU_ASSERT_TRUE(holds(g_cold_raw, key, key, strlen(key)));
+    }
+    teardown();
+}
+
+/* A PUT in a train waits for the one before it at most train_hold_ms: the
+ * head's answer takes longer, so the rest stop without their commit (here,
+ * a directory cold tier: the rename) and go again in their turn, in order. */
+static void a_train_put_that_waits_too_long_stops_and_goes_again(void)
+{
+    setup();
+    backend_close(g_wb);
+    g_hold_ms = 150;
+    g_wb = open_wb(0);
+    backend_wb_pause(g_wb, true);
+    char key[32];
+    for (int i = 0; i < 4; i++) {
+        snprintf(key, sizeof key, "h%d", i);
+        CU_ASSERT_EQUAL(put(key, key, strlen(key)), BACKEND_OK);
+    }
+    pthread_mutex_lock(&rec_mu);
+    snprintf(g_slow_commit_key, sizeof g_slow_commit_key, "h0");
+    g_slow_commit_ms = 1000;
+    pthread_mutex_unlock(&rec_mu);
+    backend_wb_pause(g_wb, false);
+    CU_ASSERT_TRUE(flush_all());
+    CU_ASSERT_EQUAL(g_n_uploaded, 4);
+    CU_ASSERT_EQUAL(g_order_violations, 0);
+    for (int i = 0; i < g_n_uploaded && i < g_n_acked; i++)
+        CU_ASSERT_STRING_EQUAL(g_uploaded[i], g_acked[i]);
+    /* h1 rode in h0's train, gave up after 150 ms, and went again */
+    CU_ASSERT_TRUE(times_begun("h1") >= 2);
+    for (int i = 0; i < 4; i++) {
+        snprintf(key, sizeof key, "h%d", i);
+        CU_ASSERT_EQUAL(times_uploaded(key), 1);
         CU_ASSERT_TRUE(holds(g_cold_raw, key, key, strlen(key)));
     }
     teardown();
@@ -1704,6 +1770,8 @@ static const struct cu_test tests[] = {
     { "other_buckets_pass_through", other_buckets_pass_through },
     { "uploads_keep_the_order_of_acknowledgement", uploads_keep_the_order_of_acknowledgement },
     { "a_train_stops_behind_a_put_that_fails", a_train_stops_behind_a_put_that_fails },
+    { "a_train_put_that_waits_too_long_stops_and_goes_again",
+      a_train_put_that_waits_too_long_stops_and_goes_again },
     { "overwrites_and_deletes_supersede_pending_writes",
       overwrites_and_deletes_supersede_pending_writes },
     { "a_restart_resumes_pending_uploads_from_the_journal",
