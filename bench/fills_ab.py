@@ -2,7 +2,7 @@
 """A/B two shardgate binaries on the fill path (cold misses), side by side.
 
   python3 bench/fills_ab.py BIN_A BIN_B [--reps N] [--cold nginx|shardgate|dir] [--conc N]
-                            [--out FILE]
+                            [--a-cache JSON] [--b-cache JSON] [--out FILE]
 
 One cold tier and the two gateways on 127.0.0.1, each with its own cache
 directory. The cold tier is nginx static over warm files, as in
@@ -21,8 +21,11 @@ keep-alive, sequential. Runs alternate A/B (B first on odd runs); a direct
 GET from the cold tier runs beside them as the ceiling. Reports per arm the
 median [min-max] of MB/s, the time to the first body byte, the gateway's CPU
 per object (utime + stime of its process), and the per-run ratio B/A.
+--a-cache / --b-cache add keys to an arm's "cache" config object (one binary,
+two settings: --b-cache '{"fill_io": "direct"}').
 Used for issue 14's fill-path changes (bench/results/fills-ab-*.md)."""
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -60,6 +63,8 @@ def main():
     ap.add_argument("--cold", choices=("nginx", "shardgate", "dir"), default="nginx")
     ap.add_argument("--conc", type=int, default=1, help="clients at once")
     ap.add_argument("--out", help="also write the table to this file")
+    ap.add_argument("--a-cache", default="{}", help="JSON: more keys of arm A's cache config")
+    ap.add_argument("--b-cache", default="{}", help="JSON: more keys of arm B's cache config")
     a = ap.parse_args()
     work = os.environ.get("BENCH_WORK", "/tmp/shardgate-bench-fills-ab")
     shutil.rmtree(work, ignore_errors=True)
@@ -87,11 +92,12 @@ def main():
   server {{ listen 127.0.0.1:{p}; root {root};
     location ~ ^/[^/]+/?$ {{ return 200; }} }}""".format(p=cp, root=os.path.dirname(data_of("A"))), cp)
         gw = {}
-        for arm, binp in (("A", a.bin_a), ("B", a.bin_b)):
+        for arm, binp, extra in (("A", a.bin_a, a.a_cache), ("B", a.bin_b, a.b_cache)):
             env_["bin"] = binp
             port = free_port(cp + 1 + len(gw) * 10)
             gw[arm] = start_shardgate(env_, "sg-" + arm, port, cp, os.path.join(work, "cache-" + arm),
-                                      data_dir=dirs[arm] if a.cold == "dir" else None)
+                                      data_dir=dirs[arm] if a.cold == "dir" else None,
+                                      cache_conf=json.loads(extra))
         rows = []
         for name, size, count in SIZES:
             count *= a.conc
@@ -142,8 +148,9 @@ def main():
             rows.append((name, A, B, D))
     finally:
         stop_all()
-    L = ["A = `%s`, B = `%s`; cold tier %s; %d client(s) at once; %d runs each, alternating; "
-         "medians [min-max]; ratio = per-run B / A." % (a.bin_a, a.bin_b, a.cold, a.conc, a.reps), "",
+    L = ["A = `%s` (cache %s), B = `%s` (cache %s); cold tier %s; %d client(s) at once; %d runs "
+         "each, alternating; medians [min-max]; ratio = per-run B / A." % (
+             a.bin_a, a.a_cache, a.bin_b, a.b_cache, a.cold, a.conc, a.reps), "",
          "| size | arm | MB/s | first body byte ms | CPU ms per object |",
          "| --- | --- | --- | --- | --- |"]
     for name, A, B, D in rows:

@@ -53,6 +53,12 @@ struct cache_bucket_conf {
     unsigned ttl_s;
 };
 
+/* cache.fill_io: which fills of FILL_DIRECT_MIN bytes or more skip the page
+ * cache (O_DIRECT). AUTO: staging fills (prefetch: no reader waits for
+ * their bytes); a read-through miss goes through the page cache, where its
+ * reader reads the bytes back without a trip to the drive. */
+enum cache_fill_io { CACHE_FILL_IO_AUTO = 0, CACHE_FILL_IO_DIRECT, CACHE_FILL_IO_BUFFERED };
+
 struct cache_conf {
     const char *dir;              /* created if missing */
     uint64_t capacity;            /* bytes of object data */
@@ -63,6 +69,7 @@ struct cache_conf {
     bool read_uring;              /* cache_obj_read reads through io_uring, not pread */
     uint64_t memory;              /* bytes of small objects also kept in memory (0: none) */
     enum cache_engine engine;     /* AUTO (0) by default */
+    enum cache_fill_io fill_io;   /* which fills are written with O_DIRECT (AUTO: staging) */
     unsigned dirwatch_ms;         /* how often the cache directory is checked (0: 1000) */
     unsigned job_keep_s;          /* ended prefetch jobs are kept this long (0: 3600) */
     enum cache_consistency default_consistency;
@@ -188,6 +195,8 @@ struct cache_stats {
     uint64_t memory_hits;     /* hits served from the memory tier (no file read) */
     uint64_t memory_bytes, memory_objects;   /* held in the memory tier now */
     uint64_t fill_checks[CACHE_CHECKS];      /* fills that began their bytes, by check */
+    uint64_t fill_bytes_direct, fill_bytes_buffered;  /* bytes of fills written, by how
+                                                        (O_DIRECT, or the page cache) */
 };
 void cache_stats_get(struct cache *c, struct cache_stats *out);
 

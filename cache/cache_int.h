@@ -126,6 +126,8 @@ struct fill {
     struct obj_meta meta;
     uint64_t data_off;           /* where the object's bytes start in the file */
     uint64_t filled;             /* object bytes written, contiguous from 0 */
+    bool direct;                 /* written with O_DIRECT: not in the page cache (its
+                                    readers read ahead only below `filled`, read.c) */
     enum cache_status err;       /* FILL_FAILED: why */
     enum backend_status bst;
     struct backend_cold_error cold; /* bst == BACKEND_COLD_ERROR: the cold tier's answer,
@@ -182,6 +184,8 @@ struct cache {
 
     atomic_uint_fast64_t hits, misses, fills_started, fills_done, fills_failed;
     atomic_uint_fast64_t fills_withdrawn;   /* of fills_failed: staging fills given up */
+    atomic_uint_fast64_t fill_bytes_direct, fill_bytes_buffered;  /* how fills were written */
+    atomic_bool fill_direct_off; /* O_DIRECT refused at a write: later fills buffered */
     atomic_uint_fast64_t fill_checks[CACHE_CHECKS];
     atomic_uint_fast64_t waiters_now, backend_bytes, revalidations, evictions;
     struct cache_reval reval;    /* revalidate.c: deadline, hold-off, counters */

@@ -39,6 +39,16 @@
 enum {
     FILL_BUF = 1024 * 1024,      /* bytes per cold-tier read and cache write */
     FILL_BUFS = 2,               /* read one while the other is written */
+    /* Staging fills (cache.fill_io "auto"; every fill with "direct") of
+     * this size or more are written with O_DIRECT: the bytes go from the
+     * fill's buffers to the drive without a copy into the page cache, half
+     * of a staging fill's CPU (bench/results/fills-ab-direct.md). A reader
+     * of such a fill reads the bytes back from the drive (read.c): for a
+     * read-through miss that costs what the copy saved and adds the drive's
+     * latency, so misses go through the page cache. Below this size one
+     * buffered write is cheaper than waiting for the drive. */
+    FILL_DIRECT_MIN = 256 * 1024,
+    DIO_ALIGN = 4096,            /* offsets, lengths and buffers of O_DIRECT writes */
 };
 
 /* ---- the fill worker ---- */
@@ -48,6 +58,8 @@ enum {
 struct fill_slot {
     uint64_t off;                /* file offset of the write */
     size_t len, done;            /* bytes to write, bytes written */
+    size_t obj;                  /* of len, the object's (an O_DIRECT write's last
+                                    block is padded with zeros, cut off after) */
     bool complete;
     unsigned buf;                /* which of io->buf */
 };
@@ -131,7 +143,7 @@ static int reap_one(struct cache *c, struct fill *f, struct fill_io *io, int fd)
     io->slot[s].complete = true;
     uint64_t advance = 0;
     while (io->count && io->slot[io->head].complete) {
-        advance += io->slot[io->head].len;
+        advance += io->slot[io->head].obj;
         io->slot[io->head].complete = false;
         io->head = (io->head + 1) % FILL_BUFS;
         io->count--;
@@ -247,6 +259,34 @@ static void fail_on_cache_io(struct cache *c, struct fill *f, const char *what, 
     cache_dirwatch_report(c->watch, err);
 }
 
+/* O_DIRECT was refused (a file system without it): later fills go
+ * through the page cache; said once. */
+static void direct_refused(struct cache *c, const char *what, int err)
+{
+    if (!atomic_exchange(&c->fill_direct_off, true))
+        log_msg(LOG_LVL_WARN, "cache", "%s of a cache file with O_DIRECT in %s failed (%s): "
+                "fills write through the page cache from now on", what, c->dir, strerror(err));
+}
+
+/* Creates f's data file for an object of size bytes: O_DIRECT (*direct)
+ * where cache.fill_io asks for it for this fill (staging: no reader waits
+ * for its bytes yet) and the file system takes it. */
+static int create_data_file(struct cache *c, struct fill *f, uint64_t size, bool staging,
+                            bool *direct)
+{
+    bool wanted = c->cf.fill_io == CACHE_FILL_IO_DIRECT ||
+                  (c->cf.fill_io == CACHE_FILL_IO_AUTO && staging);
+    *direct = wanted && size >= FILL_DIRECT_MIN && !atomic_load(&c->fill_direct_off);
+    if (*direct) {
+        int fd = cache_open_data(c, f->id, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT);
+        if (fd >= 0 || errno != EINVAL)
+            return fd;
+        direct_refused(c, "an open", EINVAL);
+        *direct = false;
+    }
+    return cache_open_data(c, f->id, O_WRONLY | O_CREAT | O_TRUNC);
+}
+
 static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
 {
     struct obj_meta meta;
@@ -256,6 +296,7 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
     struct cache_verify verify;
     memset(&verify, 0, sizeof verify);
     uint8_t *hdr = NULL;
+    bool direct = false;
 
     char why[CACHE_JOB_MSG_LEN];
     pthread_mutex_lock(&c->mu);
@@ -292,10 +333,13 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
     staging = f->background;
     pthread_mutex_unlock(&c->mu);
     make_room(c, staging);
-    fd = cache_open_data(c, f->id, O_WRONLY | O_CREAT | O_TRUNC);
+    fd = create_data_file(c, f, meta.size, staging, &direct);
     int oe = errno;
     size_t hlen = 0;
-    hdr = calloc(1, CACHE_HDR_MAX);
+    if (posix_memalign((void **)&hdr, DIO_ALIGN, CACHE_HDR_MAX) == 0)
+        memset(hdr, 0, CACHE_HDR_MAX);
+    else
+        hdr = NULL;
     if (fd < 0 || !hdr || cache_hdr_encode(&meta, hdr, CACHE_HDR_MAX, &hlen) != 0) {
         snprintf(why, sizeof why, "cannot create the cache file in %s: %s", c->dir,
                  fd < 0 ? strerror(oe) : hdr ? "metadata too large" : "out of memory");
@@ -316,6 +360,7 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
     f->meta = meta;
     memset(&meta, 0, sizeof meta);   /* the fill owns the strings now */
     f->meta_known = true;
+    f->direct = direct;
     f->state = FILL_RUNNING;
     cache_waiters_wake(c, f);
     uint64_t size = f->meta.size;
@@ -373,7 +418,12 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
             cache_fill_fail(c, f, CACHE_NOMEM, BACKEND_OK, "out of memory");
             goto out;
         }
-        io->slot[s] = (struct fill_slot){ data_off + off, got, 0, false, b };
+        size_t len = got;
+        if (direct && len % DIO_ALIGN) {   /* the last piece: zeros to the block's end */
+            len = (got + DIO_ALIGN - 1) / DIO_ALIGN * DIO_ALIGN;
+            memset(io->buf[b] + got, 0, len - got);
+        }
+        io->slot[s] = (struct fill_slot){ data_off + off, len, 0, got, false, b };
         io->count++;
         if ((rc = submit_write(io, fd, s)) < 0)
             goto io_fail;
@@ -382,6 +432,14 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
     while (io->count)
         if ((rc = reap_one(c, f, io, fd)) < 0)
             goto io_fail;
+    /* the padding of the last block goes (the file's size is always
+     * data_off + size: the index's sweep checks it); the publisher's
+     * fdatasync makes the size durable with the bytes */
+    if (direct && size % DIO_ALIGN && ftruncate(fd, (off_t)(data_off + size)) != 0) {
+        rc = -errno;
+        goto io_fail;
+    }
+    atomic_fetch_add(direct ? &c->fill_bytes_direct : &c->fill_bytes_buffered, size);
     char got_sum[CACHE_VERIFY_VALUE];
     if (!cache_verify_end(&verify, got_sum)) {
         log_msg(LOG_LVL_ERROR, "cache", "%s/%s: bytes from the cold tier do not match its "
@@ -401,6 +459,11 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
 
 io_fail:
     drain(io);
+    if (direct && rc == -EINVAL) {   /* O_DIRECT opened, then refused: not the directory's fault */
+        direct_refused(c, "a write", EINVAL);
+        cache_fill_fail(c, f, CACHE_IO, BACKEND_OK, "O_DIRECT write refused");
+        goto out;
+    }
     fail_on_cache_io(c, f, "write to", -rc);
 out:
     drain(io);   /* before the buffers are reused and the file closed */

@@ -30,7 +30,31 @@ struct cache_obj {
     uint64_t id;
     bool pinned;                 /* a hit pins its entry against eviction */
     struct cache_blob *blob;     /* a small hit: the file's first bytes, body included */
+    bool direct;                 /* reads a fill written with O_DIRECT (below) */
+    uint64_t ahead;              /* object bytes below which reading ahead was asked */
 };
+
+/* A fill written with O_DIRECT has none of its bytes in the page cache, so
+ * its readers read them from the drive. The kernel's own read-ahead could
+ * read blocks beyond `filled` - not yet written, or being written - into the
+ * page cache, where only the invalidation that follows a direct write keeps
+ * them from being served stale: such a reader's descriptor reads no more
+ * than asked (POSIX_FADV_RANDOM), and the reader asks for the next
+ * READ_AHEAD bytes itself, never past `filled` (POSIX_FADV_WILLNEED). */
+enum { READ_AHEAD = 2 * 1024 * 1024 };
+
+static void read_ahead(struct cache_obj *o, uint64_t off, uint64_t filled)
+{
+    if (off + READ_AHEAD / 2 < o->ahead)
+        return;   /* half a window ahead still asked for */
+    uint64_t from = o->ahead > off ? o->ahead : off;
+    uint64_t to = off + READ_AHEAD < filled ? off + READ_AHEAD : filled;
+    if (to <= from)
+        return;
+    (void)posix_fadvise(o->fd, (off_t)(o->data_off + from), (off_t)(to - from),
+                        POSIX_FADV_WILLNEED);
+    o->ahead = to;
+}
 
 /* A hit on an object of at most CACHE_INLINE_MAX bytes reads header and
  * body in one pread, and the gateway sends the body from memory together
@@ -349,7 +373,10 @@ static enum cache_status obj_open(struct cache *c, const char *bucket, const cha
         o->data_off = f->data_off;
         o->size = f->meta.size;
         o->id = f->id;
+        o->direct = f->direct;
         pthread_mutex_unlock(&f->mu);
+        if (o->direct)
+            (void)posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
         *out = o;
         return CACHE_OK;
     }
@@ -425,8 +452,11 @@ enum cache_status cache_obj_read(struct cache_obj *o, uint64_t off, void *buf, s
     struct fill *f = o->f;
     pthread_mutex_lock(&f->mu);
     if (f->filled > off) {
-        uint64_t avail = f->filled - off;
+        uint64_t filled = f->filled;
         pthread_mutex_unlock(&f->mu);
+        if (o->direct)
+            read_ahead(o, off, filled);
+        uint64_t avail = filled - off;
         return read_file(o, off, buf, avail < len ? (size_t)avail : len, got);
     }
     if (f->state == FILL_FAILED) {

@@ -28,13 +28,13 @@ static int json_uint(const json_t *v, const char *field, unsigned long long min,
 static const char *const cache_keys[] = { "dir", "size", "high_watermark", "low_watermark",
                                           "fill_workers", "wait_timeout_ms", "on_write",
                                           "consistency", "read_path", "engine",
-                                          "revalidate_timeout_ms", "memory" };
+                                          "revalidate_timeout_ms", "memory", "fill_io" };
 enum { N_CACHE_KEYS = sizeof cache_keys / sizeof cache_keys[0] };
-_Static_assert(N_CACHE_KEYS == 12, "update cache_keys, CACHE_KEYS_HELP, cache_from_json and "
+_Static_assert(N_CACHE_KEYS == 13, "update cache_keys, CACHE_KEYS_HELP, cache_from_json and "
                "the example config");
 #define CACHE_KEYS_HELP "dir, size, high_watermark, low_watermark, fill_workers, " \
                         "wait_timeout_ms, on_write, consistency, read_path, engine, " \
-                        "revalidate_timeout_ms, memory"
+                        "revalidate_timeout_ms, memory, fill_io"
 
 /* cache: {"dir": "/nvme/sg", "size": "100GiB", ...}. Each key given replaces
  * that one setting; the rest keep their values. Whether low_watermark is below
@@ -122,6 +122,17 @@ static int cache_from_json(struct conf *c, const json_t *v, char *err, size_t er
             else
                 return conf_fail(err, errlen, "cache.read_path: must be \"auto\", \"sendfile\" or "
                                  "\"io_uring\"");
+        } else if (strcmp(key, "fill_io") == 0) {
+            const char *s = conf_json_cstr(val);
+            if (s && strcmp(s, "auto") == 0)
+                c->cache_fill_io = CONF_FILL_IO_AUTO;
+            else if (s && strcmp(s, "direct") == 0)
+                c->cache_fill_io = CONF_FILL_IO_DIRECT;
+            else if (s && strcmp(s, "buffered") == 0)
+                c->cache_fill_io = CONF_FILL_IO_BUFFERED;
+            else
+                return conf_fail(err, errlen, "cache.fill_io: must be \"auto\", \"direct\" or "
+                                 "\"buffered\"");
         } else if (strcmp(key, "engine") == 0) {
             const char *s = conf_json_cstr(val);
             if (s == NULL)

@@ -368,6 +368,7 @@ static int serve(int argc, char **argv)
             .memory = c.cache_memory,
             .read_uring = c.cache_read_path != CONF_READ_SENDFILE,
             .engine = engine_of[c.cache_engine],
+            .fill_io = (enum cache_fill_io)c.cache_fill_io,
             .job_keep_s = c.prefetch_keep_s,
             .default_consistency = consistency_of[c.consistency],
             .default_ttl_s = c.consistency_ttl_s,

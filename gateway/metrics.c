@@ -232,6 +232,16 @@ void gw_h_metrics(struct gw_req *r)
                             (unsigned long long)cs.fill_checks[CACHE_CHECK_MD5],
                             (unsigned long long)cs.fill_checks[CACHE_CHECK_NONE]);
     if (r->cache)
+        rc |= gw_buf_printf(&b, "# HELP shardgate_cache_fill_bytes_total Bytes of fills written "
+                                "to the cache, by how: direct (O_DIRECT, cache.fill_io), "
+                                "buffered (the page cache: small objects, or fill_io "
+                                "\"buffered\").\n"
+                                "# TYPE shardgate_cache_fill_bytes_total counter\n"
+                                "shardgate_cache_fill_bytes_total{how=\"direct\"} %llu\n"
+                                "shardgate_cache_fill_bytes_total{how=\"buffered\"} %llu\n",
+                            (unsigned long long)cs.fill_bytes_direct,
+                            (unsigned long long)cs.fill_bytes_buffered);
+    if (r->cache)
         rc |= gw_buf_printf(&b, "# HELP shardgate_cache_engine The engine of cache fills: "
                                 "io_uring, or threads (pread/pwrite, io_uring blocked).\n"
                                 "# TYPE shardgate_cache_engine gauge\n"

@@ -197,9 +197,10 @@ def start_nginx(name, dir_, body, port, workers=2, access="access_log off;"):
 
 
 def start_shardgate(env_, name, port, cold_port, cache_dir, threads=0, extra=None, memory=None,
-                    data_dir=None):
+                    data_dir=None, cache_conf=None):
     """A caching gateway on 127.0.0.1:port in front of the S3 cold tier on
-    cold_port, or of the directory store data_dir (--data) when given."""
+    cold_port, or of the directory store data_dir (--data) when given;
+    cache_conf: more keys of its "cache" object (e.g. fill_io)."""
     d = os.path.join(env_["work"], name)
     os.makedirs(d, exist_ok=True)
     os.makedirs(cache_dir, exist_ok=True)
@@ -209,6 +210,7 @@ def start_shardgate(env_, name, port, cold_port, cache_dir, threads=0, extra=Non
            "buckets": {"bench": {"public_read": True, "consistency": "immutable"}}}
     if memory is not None:   # cache.memory: small objects also in memory (0: off)
         cfg["cache"]["memory"] = memory
+    cfg["cache"].update(cache_conf or {})
     os.makedirs(cfg["spool_dir"], exist_ok=True)
     cp = os.path.join(d, "shardgate.json")
     with open(cp, "w") as f:

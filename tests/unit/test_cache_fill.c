@@ -78,6 +78,7 @@ static struct backend *cold;
 static struct cache *cache;
 static bool read_uring;   /* setup() opens the cache with cache.read_path io_uring */
 static uint64_t memory;   /* setup() opens the cache with this cache.memory (0: off) */
+static enum cache_fill_io fill_io;   /* setup() opens the cache with this cache.fill_io */
 
 static void rm_rf(const char *dir)
 {
@@ -143,7 +144,7 @@ static void setup(unsigned workers)
     struct cache_conf cc = { .dir = cache_dir, .capacity = 256u << 20, .high_pct = 90,
                              .low_pct = 80, .fill_workers = workers, .wait_timeout_ms = 5000,
                              .default_consistency = CACHE_IMMUTABLE, .read_uring = read_uring,
-                             .memory = memory };
+                             .memory = memory, .fill_io = fill_io };
     CU_ASSERT_EQUAL_FATAL(cache_open(&cc, cold, &cache), 0);
     CU_ASSERT_EQUAL(cache_reads_uring(cache), read_uring);
 }
@@ -254,11 +255,18 @@ static void miss_fills_then_hit_serves_same_bytes_and_headers(void)
     CU_ASSERT_STRING_EQUAL(m.etag, etag);
     got = read_all(o, n);
     CU_ASSERT_EQUAL(memcmp(got, src, n), 0);
-    /* the file behind the fd holds the bytes at the data offset (sendfile) */
-    unsigned char first[16];
+    /* the file behind the fd holds the bytes at the data offset (sendfile),
+     * and nothing after them: an O_DIRECT fill's padded last block is cut */
+    unsigned char first[16], last[16];
     CU_ASSERT_EQUAL(pread(cache_obj_fd(o), first, sizeof first,
                           (off_t)cache_obj_data_offset(o)), (ssize_t)sizeof first);
     CU_ASSERT_EQUAL(memcmp(first, src, sizeof first), 0);
+    CU_ASSERT_EQUAL(pread(cache_obj_fd(o), last, sizeof last,
+                          (off_t)(cache_obj_data_offset(o) + n - sizeof last)), (ssize_t)sizeof last);
+    CU_ASSERT_EQUAL(memcmp(last, src + n - sizeof last, sizeof last), 0);
+    struct stat fst;
+    CU_ASSERT_EQUAL_FATAL(fstat(cache_obj_fd(o), &fst), 0);
+    CU_ASSERT_EQUAL((uint64_t)fst.st_size, cache_obj_data_offset(o) + n);
     free(got);
     cache_obj_close(o);
     obj_meta_clear(&m);
@@ -266,6 +274,12 @@ static void miss_fills_then_hit_serves_same_bytes_and_headers(void)
     CU_ASSERT_EQUAL(s.hits, 1);
     CU_ASSERT_EQUAL(s.misses, 1);
     CU_ASSERT_EQUAL(s.objects, 1);
+    /* a reader's miss goes through the page cache unless cache.fill_io is
+     * "direct" (tmpfs takes O_DIRECT too since Linux 6.6; a file system
+     * that refuses it would show here as buffered bytes) */
+    bool direct = fill_io == CACHE_FILL_IO_DIRECT;
+    CU_ASSERT_EQUAL(s.fill_bytes_direct, direct ? n : 0);
+    CU_ASSERT_EQUAL(s.fill_bytes_buffered, direct ? 0 : n);
     free(src);
     teardown();
 }
@@ -787,6 +801,9 @@ static void warm_brings_an_object_in_without_a_reader(void)
         usleep(10000);
     CU_ASSERT_EQUAL(s.fills_done, 1);
     CU_ASSERT_EQUAL(s.misses, 0);   /* a background fill, not a reader's miss */
+    /* with no reader waiting for it, written with O_DIRECT (fill_io "auto") */
+    CU_ASSERT_EQUAL(s.fill_bytes_direct, 700000);
+    CU_ASSERT_EQUAL(s.fill_bytes_buffered, 0);
     struct obj_meta m;
     memset(&m, 0, sizeof m);
     struct cache_obj *o = NULL;
@@ -1027,6 +1044,58 @@ static void uring_read_path_serves_the_same_bytes(void)
     read_uring = false;
 }
 
+static void direct_fills_serve_the_same_bytes(void)
+{
+    fill_io = CACHE_FILL_IO_DIRECT;
+    miss_fills_then_hit_serves_same_bytes_and_headers();
+    fill_io = CACHE_FILL_IO_AUTO;
+}
+
+/* Readers that follow an O_DIRECT fill closely read each piece from the
+ * drive as it lands: many objects of sizes around the block and piece
+ * boundaries, four readers each, every byte compared. */
+static void readers_of_direct_fills_never_see_unwritten_blocks(void)
+{
+    fill_io = CACHE_FILL_IO_DIRECT;
+    setup(4);
+    fill_io = CACHE_FILL_IO_AUTO;
+    static const size_t sizes[] = { 256 * 1024, 256 * 1024 + 1, 1024 * 1024 - 1,
+                                    2 * 1024 * 1024 + 4096, 3 * 1024 * 1024 + 4095,
+                                    6 * 1024 * 1024 + 17 };
+    enum { N = sizeof sizes / sizeof sizes[0], READERS = 4 };
+    unsigned char *src[N];
+    char key[N][16];
+    for (unsigned i = 0; i < N; i++) {
+        src[i] = pattern(sizes[i], 10 + i);
+        snprintf(key[i], sizeof key[i], "d%u", i);
+        put_object(key[i], src[i], sizes[i]);
+    }
+    pthread_t th[N * READERS];
+    struct reader_arg args[N * READERS];
+    for (unsigned i = 0; i < N * READERS; i++) {
+        args[i] = (struct reader_arg){ key[i % N], src[i % N], sizes[i % N], 0 };
+        pthread_create(&th[i], NULL, reader, &args[i]);
+    }
+    for (unsigned i = 0; i < N * READERS; i++) {
+        pthread_join(th[i], NULL);
+        CU_ASSERT_TRUE(args[i].ok);
+    }
+    struct cache_stats s;
+    cache_stats_get(cache, &s);
+    CU_ASSERT_EQUAL(s.fills_started, N);
+    uint64_t total = 0;
+    for (unsigned i = 0; i < N; i++)
+        total += sizes[i];
+    for (int i = 0; i < 1000 && s.fill_bytes_direct < total; i++) {
+        usleep(10000);
+        cache_stats_get(cache, &s);
+    }
+    CU_ASSERT_EQUAL(s.fill_bytes_direct, total);
+    for (unsigned i = 0; i < N; i++)
+        free(src[i]);
+    teardown();
+}
+
 static void header_codec_round_trips(void)
 {
     struct obj_meta m, d;
@@ -1096,6 +1165,9 @@ int register_tests(void)
     CU_add_test(s, "memory_tier_is_bounded_and_keeps_bodies_being_sent",
                 memory_tier_is_bounded_and_keeps_bodies_being_sent);
     CU_add_test(s, "uring_read_path_serves_the_same_bytes", uring_read_path_serves_the_same_bytes);
+    CU_add_test(s, "direct_fills_serve_the_same_bytes", direct_fills_serve_the_same_bytes);
+    CU_add_test(s, "readers_of_direct_fills_never_see_unwritten_blocks",
+                readers_of_direct_fills_never_see_unwritten_blocks);
     CU_add_test(s, "header_codec_round_trips", header_codec_round_trips);
     return CU_get_error() == CUE_SUCCESS ? 0 : -1;
 }

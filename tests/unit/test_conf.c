@@ -44,6 +44,7 @@ static void defaults_match_documented_values(void)
     CU_ASSERT_EQUAL(c.cache_fill_workers, 8);
     CU_ASSERT_EQUAL(c.cache_wait_ms, 30000);
     CU_ASSERT_FALSE(c.cache_on_write);
+    CU_ASSERT_EQUAL(c.cache_fill_io, CONF_FILL_IO_AUTO);
     CU_ASSERT_EQUAL(c.consistency, CONF_CONSISTENCY_TTL);
     CU_ASSERT_EQUAL(c.consistency_ttl_s, 60);
     CU_ASSERT_FALSE(c.metrics_public);
@@ -248,7 +249,7 @@ static const struct bad_case bad_files[] = {
     { "cache_unknown_key", "{\"cache\":{\"directory\":\"/nvme\"}}",
       "cache: unknown key \"directory\" (allowed: dir, size, high_watermark, low_watermark, "
       "fill_workers, wait_timeout_ms, on_write, consistency, read_path, engine, "
-      "revalidate_timeout_ms, memory)" },
+      "revalidate_timeout_ms, memory, fill_io)" },
     { "cache_memory_bad", "{\"cache\":{\"memory\":\"lots\"}}",
       "cache.memory: must be 0 (off) or a size up to 64 GiB" },
     { "cache_memory_too_big", "{\"cache\":{\"memory\":\"65GiB\"}}",
@@ -261,6 +262,8 @@ static const struct bad_case bad_files[] = {
       "cache.revalidate_timeout_ms: must be an integer from 1 to 60000" },
     { "cache_revalidate_timeout_too_long", "{\"cache\":{\"revalidate_timeout_ms\":60001}}",
       "cache.revalidate_timeout_ms: must be an integer from 1 to 60000" },
+    { "cache_fill_io_bad", "{\"cache\": {\"fill_io\": \"mmap\"}}",
+      "cache.fill_io: must be \"auto\", \"direct\" or \"buffered\"" },
     { "cache_read_path_bad", "{\"cache\": {\"read_path\": \"mmap\"}}",
       "cache.read_path: must be \"auto\", \"sendfile\" or \"io_uring\"" },
     { "cache_dir_empty", "{\"cache\":{\"dir\":\"\"}}", "cache.dir: must be a non-empty path" },
@@ -619,6 +622,7 @@ static void cold_and_cache_values_reach_every_field(void)
         "\"spool_dir\":\"/var/spool/sg\",\"metrics_public\":true,\"sigv2\":false,"
         "\"cache\":{\"dir\":\"/nvme/sg\",\"size\":\"1.5GiB\",\"high_watermark\":95,"
         "\"low_watermark\":70,\"fill_workers\":32,\"wait_timeout_ms\":5000,\"on_write\":true,"
+        "\"fill_io\":\"buffered\","
         "\"consistency\":\"always\",\"revalidate_timeout_ms\":250,\"memory\":\"8MiB\"}}";
     CU_ASSERT_EQUAL_FATAL(load_text(&c, json, 0600, err, sizeof err), 0);
     CU_ASSERT_EQUAL(c.cache_memory, 8u << 20);
@@ -639,6 +643,7 @@ static void cold_and_cache_values_reach_every_field(void)
     CU_ASSERT_EQUAL(c.cache_fill_workers, 32);
     CU_ASSERT_EQUAL(c.cache_wait_ms, 5000);
     CU_ASSERT_TRUE(c.cache_on_write);
+    CU_ASSERT_EQUAL(c.cache_fill_io, CONF_FILL_IO_BUFFERED);
     CU_ASSERT_EQUAL(c.consistency, CONF_CONSISTENCY_ALWAYS);
     CU_ASSERT_EQUAL(c.consistency_ttl_s, 0);
     CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), 0);
