@@ -232,6 +232,8 @@ void cache_stats_get(struct cache *c, struct cache_stats *out)
     out->fills_withdrawn = atomic_load(&c->fills_withdrawn);
     out->fill_bytes_direct = atomic_load(&c->fill_bytes_direct);
     out->fill_bytes_buffered = atomic_load(&c->fill_bytes_buffered);
+    out->fill_read_window = atomic_load(&c->fill_read_window);
+    out->fill_read_file = atomic_load(&c->fill_read_file);
     for (int i = 0; i < CACHE_CHECKS; i++)
         out->fill_checks[i] = atomic_load(&c->fill_checks[i]);
     out->fill_waiters = atomic_load(&c->waiters_now);

@@ -197,6 +197,8 @@ struct cache_stats {
     uint64_t fill_checks[CACHE_CHECKS];      /* fills that began their bytes, by check */
     uint64_t fill_bytes_direct, fill_bytes_buffered;  /* bytes of fills written, by how
                                                         (O_DIRECT, or the page cache) */
+    uint64_t fill_read_window, fill_read_file;   /* bytes fills' readers had from the
+                                                    fill's buffers, from its file */
 };
 void cache_stats_get(struct cache *c, struct cache_stats *out);
 

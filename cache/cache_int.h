@@ -111,6 +111,21 @@ enum {
 
 enum fill_state { FILL_QUEUED, FILL_RUNNING, FILL_DONE, FILL_FAILED };
 
+/* A fill worker's buffers (fill_worker.c), each 1 MiB: one is read from the
+ * cold tier while the others are written. */
+#define CACHE_FILL_BUFS 4
+
+/* A piece of a fill in one of its worker's buffers, which the fill's readers
+ * copy from (read.c) from the moment it was read from the cold tier - before
+ * it is in the file - until the worker takes the buffer back for another
+ * piece, after its write completed and once no reader is copying (pins). */
+struct fill_window {
+    const unsigned char *p;      /* the bytes; len 0: no window */
+    uint64_t off;                /* object offset of p[0] */
+    size_t len;
+    unsigned pins;               /* readers copying from it now */
+};
+
 struct fill {
     struct fill *table_next;     /* chain in c->table */
     struct fill *queue_next;     /* c->queue or c->bg_queue */
@@ -126,6 +141,11 @@ struct fill {
     struct obj_meta meta;
     uint64_t data_off;           /* where the object's bytes start in the file */
     uint64_t filled;             /* object bytes written, contiguous from 0 */
+    uint64_t avail;              /* object bytes readers may have (>= filled): those
+                                    below filled from the file, the rest from win */
+    struct fill_window win[CACHE_FILL_BUFS];
+    pthread_cond_t win_cv;       /* the worker waits here for a window's pins */
+    bool win_waiting;
     bool direct;                 /* written with O_DIRECT: not in the page cache (its
                                     readers read ahead only below `filled`, read.c) */
     enum cache_status err;       /* FILL_FAILED: why */
@@ -185,6 +205,7 @@ struct cache {
     atomic_uint_fast64_t hits, misses, fills_started, fills_done, fills_failed;
     atomic_uint_fast64_t fills_withdrawn;   /* of fills_failed: staging fills given up */
     atomic_uint_fast64_t fill_bytes_direct, fill_bytes_buffered;  /* how fills were written */
+    atomic_uint_fast64_t fill_read_window, fill_read_file;  /* fill readers' bytes, by source */
     atomic_bool fill_direct_off; /* O_DIRECT refused at a write: later fills buffered */
     atomic_uint_fast64_t fill_checks[CACHE_CHECKS];
     atomic_uint_fast64_t waiters_now, backend_bytes, revalidations, evictions;

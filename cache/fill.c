@@ -64,7 +64,7 @@ void cache_waiters_wake(struct cache *c, struct fill *f)
     struct cache_waiter **pp = &f->waiters;
     while (*pp) {
         struct cache_waiter *w = *pp;
-        bool ready = final || (w->for_meta ? f->meta_known : f->filled > w->need);
+        bool ready = final || (w->for_meta ? f->meta_known : f->avail > w->need);
         if (!ready) {
             pp = &w->next;
             continue;
@@ -144,6 +144,7 @@ void cache_table_remove(struct cache *c, struct fill *f)
 static void fill_free(struct fill *f)
 {
     pthread_mutex_destroy(&f->mu);
+    pthread_cond_destroy(&f->win_cv);
     obj_meta_clear(&f->meta);
     free(f->bucket);
     free(f->key);
@@ -276,6 +277,7 @@ struct fill *cache_fill_new_locked(struct cache *c, const char *bucket, const ch
         return NULL;
     }
     pthread_mutex_init(&f->mu, NULL);
+    pthread_cond_init(&f->win_cv, NULL);
     f->id = id;
     f->refs = 2;   /* the table and the worker that will run it */
     f->state = FILL_QUEUED;

@@ -4,10 +4,12 @@
  *
  * A fill is run by one worker thread from start to end: it opens the object
  * on the cold tier, writes the header block and then the bytes to the data
- * file through its I/O engine (engine_int.h: its own io_uring, where two
- * 1 MiB buffers let one be read from the cold tier while the other is being
- * written; or pwrite where io_uring is blocked), advances `filled` in order
- * as writes complete and resumes the readers waiting for those bytes. Only a
+ * file through its I/O engine (engine_int.h: its own io_uring, where four
+ * 1 MiB buffers let one be read from the cold tier while the others are
+ * being written; or pwrite where io_uring is blocked). Each piece is shown
+ * to the readers as soon as it is read (a window: they copy it from the
+ * buffer), and `filled` advances in order as writes complete; a reader
+ * behind the windows reads the file. Only a
  * complete, verified and fdatasync'ed file is published to the index: the
  * sync and the publish (cache_fill_finish) run on a publisher thread
  * (publish.c) while the worker takes its next fill.
@@ -38,7 +40,8 @@
 
 enum {
     FILL_BUF = 1024 * 1024,      /* bytes per cold-tier read and cache write */
-    FILL_BUFS = 2,               /* read one while the other is written */
+    FILL_BUFS = CACHE_FILL_BUFS, /* read one while the others are written, and are
+                                    windows for the readers (fill_window) */
     /* Staging fills (cache.fill_io "auto"; every fill with "direct") of
      * this size or more are written with O_DIRECT: the bytes go from the
      * fill's buffers to the drive without a copy into the page cache, half
@@ -155,6 +158,47 @@ static int reap_one(struct cache *c, struct fill *f, struct fill_io *io, int fd)
         pthread_mutex_unlock(&f->mu);
     }
     return 0;
+}
+
+/* ---- windows: the readers copy a piece from its buffer (fill_window) ---- */
+
+/* Shows the piece of len bytes at object offset off, just read into p, to
+ * f's readers, and wakes those waiting for it. */
+static void window_open(struct cache *c, struct fill *f, const unsigned char *p, uint64_t off,
+                        size_t len)
+{
+    pthread_mutex_lock(&f->mu);
+    for (unsigned i = 0; i < FILL_BUFS; i++) {
+        if (f->win[i].len == 0) {
+            f->win[i] = (struct fill_window){ p, off, len, 0 };
+            f->avail = off + len;
+            break;
+        }
+    }
+    cache_waiters_wake(c, f);
+    pthread_mutex_unlock(&f->mu);
+}
+
+/* Takes the window over buffer p back (NULL: every window of f), once no
+ * reader copies from it: the buffer may take other bytes then. Its piece
+ * is in the file by now (a buffer is reused only after its write
+ * completed); with every window gone, readers have what is in the file. */
+static void window_close(struct fill *f, const unsigned char *p)
+{
+    pthread_mutex_lock(&f->mu);
+    for (unsigned i = 0; i < FILL_BUFS; i++) {
+        struct fill_window *w = &f->win[i];
+        if (w->len == 0 || (p && w->p != p))
+            continue;
+        while (w->pins) {
+            f->win_waiting = true;
+            pthread_cond_wait(&f->win_cv, &f->mu);
+        }
+        w->len = 0;
+    }
+    if (!p)
+        f->avail = f->filled;
+    pthread_mutex_unlock(&f->mu);
 }
 
 static bool stopping(struct cache *c)
@@ -395,6 +439,7 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
         unsigned s = (io->head + io->count) % FILL_BUFS;
         unsigned b = next_buf;
         next_buf = (next_buf + 1) % FILL_BUFS;
+        window_close(f, io->buf[b]);   /* its last piece is in the file */
         size_t want = size - off < piece ? (size_t)(size - off) : piece;
         if (piece < FILL_BUF)
             piece *= 2;
@@ -418,6 +463,9 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
             cache_fill_fail(c, f, CACHE_NOMEM, BACKEND_OK, "out of memory");
             goto out;
         }
+        /* the readers have the piece now, while it is being written (before
+         * the padding below, which is past the object's bytes) */
+        window_open(c, f, io->buf[b], off, got);
         size_t len = got;
         if (direct && len % DIO_ALIGN) {   /* the last piece: zeros to the block's end */
             len = (got + DIO_ALIGN - 1) / DIO_ALIGN * DIO_ALIGN;
@@ -450,7 +498,9 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
         goto out;
     }
     /* Durable before published, off this worker: it goes on to the next
-     * fill while the data file is synced (publish.c). */
+     * fill while the data file is synced (publish.c). Its readers read the
+     * file from here on: the buffers are the next fill's. */
+    window_close(f, NULL);
     if (!cache_publish_later(c, f, fd))
         cache_fill_finish(c, f, fd);
     fd = -1;
@@ -466,6 +516,8 @@ io_fail:
     }
     fail_on_cache_io(c, f, "write to", -rc);
 out:
+    if (f)
+        window_close(f, NULL);
     drain(io);   /* before the buffers are reused and the file closed */
     cache_verify_free(&verify);
     free(hdr);
@@ -546,7 +598,9 @@ void *cache_worker_main(void *arg)
     for (int i = 0; i < FILL_BUFS; i++)
         if (posix_memalign((void **)&io.buf[i], 4096, FILL_BUF) != 0)
             io.buf[i] = NULL;
-    bool ok = rc == 0 && io.buf[0] && io.buf[1];
+    bool ok = rc == 0;
+    for (int i = 0; i < FILL_BUFS; i++)
+        ok = ok && io.buf[i];
     char why[CACHE_JOB_MSG_LEN];
     snprintf(why, sizeof why, "the fill worker could not start: %s",
              rc < 0 ? strerror(-rc) : "buffers: out of memory");

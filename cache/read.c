@@ -435,6 +435,30 @@ static enum cache_status read_file(struct cache_obj *o, uint64_t off, void *buf,
     return CACHE_OK;
 }
 
+/* Copies what window w of fill f holds from off (at most len bytes) and lets
+ * it go. Called under f->mu, which it releases; the pin keeps the worker
+ * from reusing the buffer while the copy runs without the lock. */
+static enum cache_status read_window(struct cache_obj *o, struct fill *f, struct fill_window *w,
+                                     uint64_t off, void *buf, size_t len, size_t *got)
+{
+    size_t n = w->len - (size_t)(off - w->off);
+    if (n > len)
+        n = len;
+    const unsigned char *src = w->p + (off - w->off);
+    w->pins++;
+    pthread_mutex_unlock(&f->mu);
+    memcpy(buf, src, n);
+    pthread_mutex_lock(&f->mu);
+    if (--w->pins == 0 && f->win_waiting) {
+        f->win_waiting = false;
+        pthread_cond_broadcast(&f->win_cv);
+    }
+    pthread_mutex_unlock(&f->mu);
+    atomic_fetch_add(&o->c->fill_read_window, n);
+    *got = n;
+    return CACHE_OK;
+}
+
 enum cache_status cache_obj_read(struct cache_obj *o, uint64_t off, void *buf, size_t len,
                                  size_t *got, struct cache_waiter *w)
 {
@@ -451,13 +475,25 @@ enum cache_status cache_obj_read(struct cache_obj *o, uint64_t off, void *buf, s
     }
     struct fill *f = o->f;
     pthread_mutex_lock(&f->mu);
-    if (f->filled > off) {
+    if (f->avail > off) {
+        for (unsigned i = 0; i < CACHE_FILL_BUFS; i++)
+            if (f->win[i].len && off >= f->win[i].off && off - f->win[i].off < f->win[i].len)
+                return read_window(o, f, &f->win[i], off, buf, len, got);
         uint64_t filled = f->filled;
         pthread_mutex_unlock(&f->mu);
+        if (filled <= off) {   /* cannot be: bytes past filled are in a window */
+            log_msg(LOG_LVL_ERROR, "cache", "cache file %016llx: offset %llu is neither "
+                    "written nor in a buffer", (unsigned long long)o->id,
+                    (unsigned long long)off);
+            return CACHE_IO;
+        }
         if (o->direct)
             read_ahead(o, off, filled);
         uint64_t avail = filled - off;
-        return read_file(o, off, buf, avail < len ? (size_t)avail : len, got);
+        enum cache_status st = read_file(o, off, buf, avail < len ? (size_t)avail : len, got);
+        if (st == CACHE_OK)
+            atomic_fetch_add(&o->c->fill_read_file, *got);
+        return st;
     }
     if (f->state == FILL_FAILED) {
         enum cache_status r = f->err;

@@ -242,6 +242,16 @@ void gw_h_metrics(struct gw_req *r)
                             (unsigned long long)cs.fill_bytes_direct,
                             (unsigned long long)cs.fill_bytes_buffered);
     if (r->cache)
+        rc |= gw_buf_printf(&b, "# HELP shardgate_cache_fill_read_bytes_total Bytes the readers "
+                                "of fills in progress had, by where from: buffer (the fill's "
+                                "own, as the bytes arrived), file (the cache file, for a "
+                                "reader behind them).\n"
+                                "# TYPE shardgate_cache_fill_read_bytes_total counter\n"
+                                "shardgate_cache_fill_read_bytes_total{from=\"buffer\"} %llu\n"
+                                "shardgate_cache_fill_read_bytes_total{from=\"file\"} %llu\n",
+                            (unsigned long long)cs.fill_read_window,
+                            (unsigned long long)cs.fill_read_file);
+    if (r->cache)
         rc |= gw_buf_printf(&b, "# HELP shardgate_cache_engine The engine of cache fills: "
                                 "io_uring, or threads (pread/pwrite, io_uring blocked).\n"
                                 "# TYPE shardgate_cache_engine gauge\n"

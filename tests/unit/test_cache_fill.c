@@ -132,6 +132,39 @@ static void put_object(const char *key, const void *p, size_t n)
     put_object_as(key, p, n, NULL, SG_CK_NONE);
 }
 
+/* A slow cold tier: each read of an object's bytes waits g_read_ms first
+ * (slow_cold() swaps the store's ops for these). */
+static const struct backend_ops *real_ops;
+static struct backend_ops slow_ops;
+static unsigned g_read_ms;
+
+static enum backend_status slow_obj_read(struct backend_obj *o, uint64_t off, void *buf,
+                                         size_t len, size_t *got)
+{
+    usleep(g_read_ms * 1000u);
+    return real_ops->obj_read(o, off, buf, len, got);
+}
+
+static enum backend_status slow_object_open(struct backend *b, const char *bucket,
+                                            const char *key, struct obj_meta *meta,
+                                            struct backend_obj **out)
+{
+    enum backend_status st = real_ops->object_open(b, bucket, key, meta, out);
+    if (st == BACKEND_OK)
+        (*out)->ops = &slow_ops;
+    return st;
+}
+
+static void slow_cold(unsigned ms)
+{
+    real_ops = cold->ops;
+    slow_ops = *real_ops;
+    slow_ops.object_open = slow_object_open;
+    slow_ops.obj_read = slow_obj_read;
+    g_read_ms = ms;
+    cold->ops = &slow_ops;
+}
+
 static void setup(unsigned workers)
 {
     strcpy(data_dir, "/tmp/sg-cf-data-XXXXXX");
@@ -1096,6 +1129,48 @@ static void readers_of_direct_fills_never_see_unwritten_blocks(void)
     teardown();
 }
 
+/* A reader that keeps up copies each piece from the fill's buffer as the
+ * cold tier delivers it, before the piece is in the file; a reader of the
+ * same fill that reads after the fill ended reads the file. */
+static void readers_copy_pieces_from_the_fill_buffers(void)
+{
+    setup(1);
+    slow_cold(40);   /* ms per cold read: the reader always waits for the next piece */
+    size_t n = 3 * 1024 * 1024 + 4097;
+    unsigned char *src = pattern(n, 21);
+    put_object("w", src, n);
+    struct obj_meta m1, m2;
+    memset(&m1, 0, sizeof m1);
+    memset(&m2, 0, sizeof m2);
+    struct cache_obj *o1 = NULL, *o2 = NULL;
+    enum backend_status bst;
+    int waits;
+    CU_ASSERT_EQUAL_FATAL(open_wait("w", &m1, &o1, &bst, &waits), CACHE_OK);
+    CU_ASSERT_EQUAL_FATAL(open_wait("w", &m2, &o2, &bst, &waits), CACHE_OK);
+    CU_ASSERT_FALSE(cache_obj_complete(o2));   /* both read the fill */
+    unsigned char *got = read_all(o1, n);
+    CU_ASSERT_EQUAL(memcmp(got, src, n), 0);
+    free(got);
+    struct cache_stats s;
+    cache_stats_get(cache, &s);
+    CU_ASSERT_TRUE(s.fill_read_window > 0);
+    CU_ASSERT_EQUAL(s.fill_read_window + s.fill_read_file, n);
+    uint64_t window = s.fill_read_window, file = s.fill_read_file;
+    wait_fills_done(1);
+    got = read_all(o2, n);   /* the buffers are gone: all from the file */
+    CU_ASSERT_EQUAL(memcmp(got, src, n), 0);
+    free(got);
+    cache_stats_get(cache, &s);
+    CU_ASSERT_EQUAL(s.fill_read_window, window);
+    CU_ASSERT_EQUAL(s.fill_read_file, file + n);
+    cache_obj_close(o1);
+    cache_obj_close(o2);
+    obj_meta_clear(&m1);
+    obj_meta_clear(&m2);
+    free(src);
+    teardown();
+}
+
 static void header_codec_round_trips(void)
 {
     struct obj_meta m, d;
@@ -1168,6 +1243,8 @@ int register_tests(void)
     CU_add_test(s, "direct_fills_serve_the_same_bytes", direct_fills_serve_the_same_bytes);
     CU_add_test(s, "readers_of_direct_fills_never_see_unwritten_blocks",
                 readers_of_direct_fills_never_see_unwritten_blocks);
+    CU_add_test(s, "readers_copy_pieces_from_the_fill_buffers",
+                readers_copy_pieces_from_the_fill_buffers);
     CU_add_test(s, "header_codec_round_trips", header_codec_round_trips);
     return CU_get_error() == CUE_SUCCESS ? 0 : -1;
 }
