@@ -4,8 +4,8 @@
   python3 bench/staging_ab.py [--reps N] [--dur S] [--bin BIN] [--out FILE]
 
 One gateway binary, two settings of cache.fill_io: "buffered" (every fill
-through the page cache) and "auto" (staging fills of 256 KiB or more with
-O_DIRECT). Each arm is a gateway over a directory store (--data: a dataset
+through the page cache) and "direct" (the default: fills of 256 KiB or more
+with O_DIRECT; staging fills are written the same under "staging"). Each arm is a gateway over a directory store (--data: a dataset
 directory or a parallel file system mount) holding 2,000 objects of 4 KiB
 and 64 MiB objects (hard links of one random file), with its own empty
 cache directory. Per run and arm:
@@ -29,7 +29,7 @@ from report import fmt, summary  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MiB = 1 << 20
 SMALL, ALONE, BUSY = 2000, 24, 160
-ARMS = (("A", "buffered"), ("B", "auto"))
+ARMS = (("A", "buffered"), ("B", "direct"))
 
 
 def prefetch(env_, port, first, count):
@@ -124,7 +124,7 @@ def main():
     finally:
         stop_all()
     rows = ["cache.fill_io A/B on staging fills (`python3 bench/staging_ab.py --reps %d --dur %d`), "
-            "%s, load %.2f at the start, %.2f at the end; binary %s. A = \"buffered\", B = \"auto\" "
+            "%s, load %.2f at the start, %.2f at the end; binary %s. A = \"buffered\", B = \"direct\" "
             "(staging fills with O_DIRECT). Medians [min-max] of %d runs each, alternating; ratio = "
             "per-run B / A." % (a.reps, a.dur, t_start, load0, os.getloadavg()[0], a.bin, a.reps), "",
             "| arm | staging: CPU-s per GiB | staging: s for 24 x 64 MiB | GiB written O_DIRECT "

@@ -54,10 +54,10 @@ struct cache_bucket_conf {
 };
 
 /* cache.fill_io: which fills of FILL_DIRECT_MIN bytes or more skip the page
- * cache (O_DIRECT). AUTO: staging fills (prefetch: no reader waits for
- * their bytes); a read-through miss goes through the page cache, where its
- * reader reads the bytes back without a trip to the drive. */
-enum cache_fill_io { CACHE_FILL_IO_AUTO = 0, CACHE_FILL_IO_DIRECT, CACHE_FILL_IO_BUFFERED };
+ * cache (O_DIRECT): every one (DIRECT, the default: their readers copy the
+ * bytes from the fill's buffers), only staging fills (prefetch: no reader
+ * waits for their bytes), or none. */
+enum cache_fill_io { CACHE_FILL_IO_DIRECT = 0, CACHE_FILL_IO_STAGING, CACHE_FILL_IO_BUFFERED };
 
 struct cache_conf {
     const char *dir;              /* created if missing */
@@ -69,7 +69,7 @@ struct cache_conf {
     bool read_uring;              /* cache_obj_read reads through io_uring, not pread */
     uint64_t memory;              /* bytes of small objects also kept in memory (0: none) */
     enum cache_engine engine;     /* AUTO (0) by default */
-    enum cache_fill_io fill_io;   /* which fills are written with O_DIRECT (AUTO: staging) */
+    enum cache_fill_io fill_io;   /* which fills are written with O_DIRECT (DIRECT: all) */
     unsigned dirwatch_ms;         /* how often the cache directory is checked (0: 1000) */
     unsigned job_keep_s;          /* ended prefetch jobs are kept this long (0: 3600) */
     enum cache_consistency default_consistency;

@@ -42,14 +42,13 @@ enum {
     FILL_BUF = 1024 * 1024,      /* bytes per cold-tier read and cache write */
     FILL_BUFS = CACHE_FILL_BUFS, /* read one while the others are written, and are
                                     windows for the readers (fill_window) */
-    /* Staging fills (cache.fill_io "auto"; every fill with "direct") of
-     * this size or more are written with O_DIRECT: the bytes go from the
-     * fill's buffers to the drive without a copy into the page cache, half
-     * of a staging fill's CPU (bench/results/fills-ab-direct.md). A reader
-     * of such a fill reads the bytes back from the drive (read.c): for a
-     * read-through miss that costs what the copy saved and adds the drive's
-     * latency, so misses go through the page cache. Below this size one
-     * buffered write is cheaper than waiting for the drive. */
+    /* Fills of this size or more are written with O_DIRECT (cache.fill_io
+     * "direct", the default; "staging": only fills no reader waits for):
+     * the bytes go from the fill's buffers to the drive without a copy into
+     * the page cache - half of a staging fill's CPU, and misses as fast or
+     * faster, their readers copying from the buffers
+     * (bench/results/fills-ab-direct.md). Below this size one buffered
+     * write is cheaper than waiting for the drive. */
     FILL_DIRECT_MIN = 256 * 1024,
     DIO_ALIGN = 4096,            /* offsets, lengths and buffers of O_DIRECT writes */
 };
@@ -319,7 +318,7 @@ static int create_data_file(struct cache *c, struct fill *f, uint64_t size, bool
                             bool *direct)
 {
     bool wanted = c->cf.fill_io == CACHE_FILL_IO_DIRECT ||
-                  (c->cf.fill_io == CACHE_FILL_IO_AUTO && staging);
+                  (c->cf.fill_io == CACHE_FILL_IO_STAGING && staging);
     *direct = wanted && size >= FILL_DIRECT_MIN && !atomic_load(&c->fill_direct_off);
     if (*direct) {
         int fd = cache_open_data(c, f->id, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT);

@@ -76,7 +76,7 @@ struct conf_bucket {
 };
 
 /* How a cache hit's bytes reach the client. */
-enum conf_fill_io { CONF_FILL_IO_AUTO = 0, CONF_FILL_IO_DIRECT, CONF_FILL_IO_BUFFERED };
+enum conf_fill_io { CONF_FILL_IO_DIRECT = 0, CONF_FILL_IO_STAGING, CONF_FILL_IO_BUFFERED };
 
 enum conf_read_path {
     CONF_READ_AUTO,       /* small objects through io_uring, large ones by sendfile */
@@ -161,8 +161,9 @@ struct conf {
                                        | "auto": how cached bytes reach a client, README */
     enum conf_cache_engine cache_engine;  /* "engine" / SHARDGATE_CACHE_ENGINE: "auto"
                                        (default) | "io_uring" | "threads" */
-    enum conf_fill_io cache_fill_io;  /* "fill_io": "auto" (default: staging fills with
-                                       O_DIRECT) | "direct" (every fill) | "buffered" */
+    enum conf_fill_io cache_fill_io;  /* "fill_io": "direct" (default: fills of 256 KiB
+                                       or more with O_DIRECT) | "staging" (only staging
+                                       fills) | "buffered" (none) */
     unsigned prefetch_keep_s;       /* "prefetch_keep_s": ended prefetch jobs stay listed this
                                        long (3600; 1 s to 30 days) */
     bool cache_on_write;            /* "on_write": false; true = a write through shardgate

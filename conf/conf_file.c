@@ -124,15 +124,15 @@ static int cache_from_json(struct conf *c, const json_t *v, char *err, size_t er
                                  "\"io_uring\"");
         } else if (strcmp(key, "fill_io") == 0) {
             const char *s = conf_json_cstr(val);
-            if (s && strcmp(s, "auto") == 0)
-                c->cache_fill_io = CONF_FILL_IO_AUTO;
-            else if (s && strcmp(s, "direct") == 0)
+            if (s && strcmp(s, "direct") == 0)
                 c->cache_fill_io = CONF_FILL_IO_DIRECT;
+            else if (s && strcmp(s, "staging") == 0)
+                c->cache_fill_io = CONF_FILL_IO_STAGING;
             else if (s && strcmp(s, "buffered") == 0)
                 c->cache_fill_io = CONF_FILL_IO_BUFFERED;
             else
-                return conf_fail(err, errlen, "cache.fill_io: must be \"auto\", \"direct\" or "
-                                 "\"buffered\"");
+                return conf_fail(err, errlen, "cache.fill_io: must be \"direct\", \"staging\" "
+                                 "or \"buffered\"");
         } else if (strcmp(key, "engine") == 0) {
             const char *s = conf_json_cstr(val);
             if (s == NULL)

@@ -307,8 +307,8 @@ static void miss_fills_then_hit_serves_same_bytes_and_headers(void)
     CU_ASSERT_EQUAL(s.hits, 1);
     CU_ASSERT_EQUAL(s.misses, 1);
     CU_ASSERT_EQUAL(s.objects, 1);
-    /* a reader's miss goes through the page cache unless cache.fill_io is
-     * "direct" (tmpfs takes O_DIRECT too since Linux 6.6; a file system
+    /* a reader's miss skips the page cache unless cache.fill_io says
+     * otherwise (tmpfs takes O_DIRECT too since Linux 6.6; a file system
      * that refuses it would show here as buffered bytes) */
     bool direct = fill_io == CACHE_FILL_IO_DIRECT;
     CU_ASSERT_EQUAL(s.fill_bytes_direct, direct ? n : 0);
@@ -825,7 +825,9 @@ static void invalidate_makes_the_next_open_a_miss(void)
 
 static void warm_brings_an_object_in_without_a_reader(void)
 {
+    fill_io = CACHE_FILL_IO_STAGING;   /* a fill without a reader is one of those */
     setup(2);
+    fill_io = CACHE_FILL_IO_DIRECT;
     unsigned char *src = pattern(700000, 6);
     put_object("written", src, 700000);
     cache_warm(cache, "bkt", "written");
@@ -834,7 +836,7 @@ static void warm_brings_an_object_in_without_a_reader(void)
         usleep(10000);
     CU_ASSERT_EQUAL(s.fills_done, 1);
     CU_ASSERT_EQUAL(s.misses, 0);   /* a background fill, not a reader's miss */
-    /* with no reader waiting for it, written with O_DIRECT (fill_io "auto") */
+    /* with no reader waiting for it, written with O_DIRECT (fill_io "staging") */
     CU_ASSERT_EQUAL(s.fill_bytes_direct, 700000);
     CU_ASSERT_EQUAL(s.fill_bytes_buffered, 0);
     struct obj_meta m;
@@ -1077,11 +1079,18 @@ static void uring_read_path_serves_the_same_bytes(void)
     read_uring = false;
 }
 
-static void direct_fills_serve_the_same_bytes(void)
+static void buffered_fills_serve_the_same_bytes(void)
 {
-    fill_io = CACHE_FILL_IO_DIRECT;
+    fill_io = CACHE_FILL_IO_BUFFERED;
     miss_fills_then_hit_serves_same_bytes_and_headers();
-    fill_io = CACHE_FILL_IO_AUTO;
+    fill_io = CACHE_FILL_IO_DIRECT;
+}
+
+static void staging_only_leaves_misses_in_the_page_cache(void)
+{
+    fill_io = CACHE_FILL_IO_STAGING;
+    miss_fills_then_hit_serves_same_bytes_and_headers();
+    fill_io = CACHE_FILL_IO_DIRECT;
 }
 
 /* Readers that follow an O_DIRECT fill closely read each piece from the
@@ -1089,9 +1098,7 @@ static void direct_fills_serve_the_same_bytes(void)
  * boundaries, four readers each, every byte compared. */
 static void readers_of_direct_fills_never_see_unwritten_blocks(void)
 {
-    fill_io = CACHE_FILL_IO_DIRECT;
     setup(4);
-    fill_io = CACHE_FILL_IO_AUTO;
     static const size_t sizes[] = { 256 * 1024, 256 * 1024 + 1, 1024 * 1024 - 1,
                                     2 * 1024 * 1024 + 4096, 3 * 1024 * 1024 + 4095,
                                     6 * 1024 * 1024 + 17 };
@@ -1240,7 +1247,9 @@ int register_tests(void)
     CU_add_test(s, "memory_tier_is_bounded_and_keeps_bodies_being_sent",
                 memory_tier_is_bounded_and_keeps_bodies_being_sent);
     CU_add_test(s, "uring_read_path_serves_the_same_bytes", uring_read_path_serves_the_same_bytes);
-    CU_add_test(s, "direct_fills_serve_the_same_bytes", direct_fills_serve_the_same_bytes);
+    CU_add_test(s, "buffered_fills_serve_the_same_bytes", buffered_fills_serve_the_same_bytes);
+    CU_add_test(s, "staging_only_leaves_misses_in_the_page_cache",
+                staging_only_leaves_misses_in_the_page_cache);
     CU_add_test(s, "readers_of_direct_fills_never_see_unwritten_blocks",
                 readers_of_direct_fills_never_see_unwritten_blocks);
     CU_add_test(s, "readers_copy_pieces_from_the_fill_buffers",

@@ -44,7 +44,7 @@ static void defaults_match_documented_values(void)
     CU_ASSERT_EQUAL(c.cache_fill_workers, 8);
     CU_ASSERT_EQUAL(c.cache_wait_ms, 30000);
     CU_ASSERT_FALSE(c.cache_on_write);
-    CU_ASSERT_EQUAL(c.cache_fill_io, CONF_FILL_IO_AUTO);
+    CU_ASSERT_EQUAL(c.cache_fill_io, CONF_FILL_IO_DIRECT);
     CU_ASSERT_EQUAL(c.consistency, CONF_CONSISTENCY_TTL);
     CU_ASSERT_EQUAL(c.consistency_ttl_s, 60);
     CU_ASSERT_FALSE(c.metrics_public);
@@ -263,7 +263,7 @@ static const struct bad_case bad_files[] = {
     { "cache_revalidate_timeout_too_long", "{\"cache\":{\"revalidate_timeout_ms\":60001}}",
       "cache.revalidate_timeout_ms: must be an integer from 1 to 60000" },
     { "cache_fill_io_bad", "{\"cache\": {\"fill_io\": \"mmap\"}}",
-      "cache.fill_io: must be \"auto\", \"direct\" or \"buffered\"" },
+      "cache.fill_io: must be \"direct\", \"staging\" or \"buffered\"" },
     { "cache_read_path_bad", "{\"cache\": {\"read_path\": \"mmap\"}}",
       "cache.read_path: must be \"auto\", \"sendfile\" or \"io_uring\"" },
     { "cache_dir_empty", "{\"cache\":{\"dir\":\"\"}}", "cache.dir: must be a non-empty path" },
