@@ -414,11 +414,21 @@ def entrypoint_checks(df):
 
 # ---------------------------------------------------------------- compose
 
-def cached(cache_dir, size):
+def cached(cache_dir, size, wait_s=10.0):
     """True when the cache directory holds an object file of at least `size`
-    bytes (a cache file is the object's bytes behind a header)."""
-    return any(os.path.getsize(os.path.join(dp, f)) >= size
-               for dp, _, fns in os.walk(os.path.join(cache_dir, "objects")) for f in fns)
+    bytes (a cache file is the object's bytes behind a header), within
+    wait_s: a fill's readers copy its bytes from its buffers as they arrive,
+    so a client can have the whole object a moment before the fill's last
+    write has landed in the file (run 134)."""
+    def present():
+        return any(os.path.getsize(os.path.join(dp, f)) >= size
+                   for dp, _, fns in os.walk(os.path.join(cache_dir, "objects")) for f in fns)
+    deadline = time.time() + wait_s
+    while not present():
+        if time.time() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 _VAR = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
