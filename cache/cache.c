@@ -111,7 +111,8 @@ int cache_open(const struct cache_conf *cf, struct backend *cold, struct cache *
     if (!c->cf.job_keep_s)
         c->cf.job_keep_s = 3600;
     c->cold = cold;
-    c->mem = cache_mem_new(cf->memory);   /* NULL when off, or without memory: no tier */
+    c->mem = cache_mem_new(cf->memory, 4096);   /* NULL when off, or without memory: no tier */
+    c->hdrs = cache_mem_new(cf->header_memory, 256);   /* a header block is ~200 bytes */
     cache_reval_init(&c->reval, cf->revalidate_timeout_ms);
     c->dir = strdup(cf->dir);
     pthread_mutex_init(&c->mu, NULL);
@@ -135,6 +136,7 @@ int cache_open(const struct cache_conf *cf, struct backend *cold, struct cache *
     if (rc != 0) {   /* logged */
         sg_dirlock_release(c->lock);
         cache_mem_free(c->mem);
+        cache_mem_free(c->hdrs);
         pthread_cond_destroy(&c->work);
         pthread_mutex_destroy(&c->mu);
         free(c->dir);
@@ -213,6 +215,7 @@ void cache_close(struct cache *c)
     sg_dirlock_release(c->lock);   /* after the index is persisted */
     free(c->workers);
     cache_mem_free(c->mem);
+    cache_mem_free(c->hdrs);
     pthread_cond_destroy(&c->pub_cv);
     pthread_mutex_destroy(&c->pub_mu);
     pthread_cond_destroy(&c->work);
@@ -247,6 +250,7 @@ void cache_stats_get(struct cache *c, struct cache_stats *out)
     out->engine = cache_eng_name(c->engine);
     out->dir_resets = cache_dirwatch_resets(c->watch);
     cache_mem_stats(c->mem, &out->memory_hits, &out->memory_bytes, &out->memory_objects);
+    cache_mem_stats(c->hdrs, &out->header_hits, &out->header_bytes, &out->header_objects);
 }
 
 bool cache_ready(struct cache *c, char *why, size_t len)

@@ -68,6 +68,8 @@ struct cache_conf {
     unsigned revalidate_timeout_ms; /* a hit's check against the cold tier (0: 1000) */
     bool read_uring;              /* cache_obj_read reads through io_uring, not pread */
     uint64_t memory;              /* bytes of small objects also kept in memory (0: none) */
+    uint64_t header_memory;       /* bytes of data files' header blocks kept in memory, so a
+                                     hit reads only its body from the file (0: none) */
     enum cache_engine engine;     /* AUTO (0) by default */
     enum cache_fill_io fill_io;   /* which fills are written with O_DIRECT (DIRECT: all) */
     unsigned dirwatch_ms;         /* how often the cache directory is checked (0: 1000) */
@@ -194,6 +196,8 @@ struct cache_stats {
     uint64_t revalidations_skipped;   /* checks skipped just after such a timeout */
     uint64_t memory_hits;     /* hits served from the memory tier (no file read) */
     uint64_t memory_bytes, memory_objects;   /* held in the memory tier now */
+    uint64_t header_hits;     /* file hits whose header block came from memory */
+    uint64_t header_bytes, header_objects;   /* held in the header tier now */
     uint64_t fill_checks[CACHE_CHECKS];      /* fills that began their bytes, by check */
     uint64_t fill_bytes_direct, fill_bytes_buffered;  /* bytes of fills written, by how
                                                         (O_DIRECT, or the page cache) */

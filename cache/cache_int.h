@@ -37,6 +37,9 @@ size_t cache_hdr_length(const uint8_t *buf, size_t n);
 /* Decodes a header block; m (cleared by the caller) gets new strings. 0 or -1. */
 int cache_hdr_decode(const uint8_t *buf, size_t len, struct obj_meta *m);
 uint64_t cache_hdr_data_offset(size_t hdr_len);
+/* read.c: keeps a copy of entry id's header block (len bytes) in the header
+ * tier, when there is one. Any thread. */
+void cache_hdr_keep(struct cache *c, uint64_t id, const uint8_t *hdr, size_t len);
 
 /* Is etag (bare) a plain MD5 - 32 hex digits - that a fill can verify? */
 int cache_etag_is_md5(const char *etag);
@@ -201,6 +204,7 @@ struct cache {
     enum cache_engine engine;    /* URING or THREADS: decided once at open */
     struct cache_dirwatch *watch;
     struct cache_mem *mem;       /* small objects in memory (NULL: cache.memory 0) */
+    struct cache_mem *hdrs;      /* data files' header blocks (NULL: cache.header_memory 0) */
 
     atomic_uint_fast64_t hits, misses, fills_started, fills_done, fills_failed;
     atomic_uint_fast64_t fills_withdrawn;   /* of fills_failed: staging fills given up */
@@ -213,8 +217,8 @@ struct cache {
 };
 
 /* memtier.c: small cached objects kept in memory, by entry id. A blob is
- * a reference-counted buffer (header block and body of a data file);
- * cache_mem_get returns one with a reference taken, or NULL; cache_mem_put
+ * a reference-counted buffer (header block and body of a data file; in the
+ * header tier, c->hdrs, the header block alone); cache_mem_get returns one with a reference taken, or NULL; cache_mem_put
  * takes a reference of its own when it keeps b. Any thread. */
 struct cache_mem;
 struct cache_blob;
@@ -222,8 +226,10 @@ struct cache_blob *cache_blob_new(size_t len);
 /* Gives back all but len bytes of a blob nobody else holds yet (may move it). */
 struct cache_blob *cache_blob_shrink(struct cache_blob *b, size_t len);
 uint8_t *cache_blob_data(struct cache_blob *b);
+size_t cache_blob_len(const struct cache_blob *b);
 void cache_blob_unref(struct cache_blob *b);
-struct cache_mem *cache_mem_new(uint64_t capacity);   /* NULL for 0 */
+/* NULL for a capacity of 0; unit: the size of a typical buffer (sizes the table) */
+struct cache_mem *cache_mem_new(uint64_t capacity, size_t unit);
 struct cache_blob *cache_mem_get(struct cache_mem *m, uint64_t id);
 void cache_mem_put(struct cache_mem *m, uint64_t id, struct cache_blob *b);
 void cache_mem_stats(struct cache_mem *m, uint64_t *hits, uint64_t *bytes, uint64_t *objects);

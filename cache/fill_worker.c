@@ -416,6 +416,7 @@ static void run_fill(struct cache *c, struct fill *f, struct fill_io *io)
     int rc = write_sync(io, fd, hdr, (size_t)data_off, 0);
     if (rc < 0)
         goto io_fail;
+    cache_hdr_keep(c, f->id, hdr, hlen);   /* its hits then read only the body */
 
     if (vrc != 0) {
         cache_fill_fail(c, f, CACHE_NOMEM, BACKEND_OK, "out of memory");

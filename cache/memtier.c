@@ -70,6 +70,11 @@ uint8_t *cache_blob_data(struct cache_blob *b)
     return b->data;
 }
 
+size_t cache_blob_len(const struct cache_blob *b)
+{
+    return b->len;
+}
+
 void cache_blob_unref(struct cache_blob *b)
 {
     if (b && atomic_fetch_sub(&b->refs, 1) == 1)
@@ -81,17 +86,17 @@ void cache_body_release(void *blob)
     cache_blob_unref(blob);
 }
 
-struct cache_mem *cache_mem_new(uint64_t capacity)
+struct cache_mem *cache_mem_new(uint64_t capacity, size_t unit)
 {
     if (capacity == 0)
         return NULL;
     struct cache_mem *m = calloc(1, sizeof *m);
     if (!m)
         return NULL;
-    /* a chain per 4 KiB of capacity: short chains for objects of that size
-     * and up, and at most 2 MiB of table per GiB of tier */
+    /* a chain per `unit` bytes of capacity (4 KiB for bodies: at most 2 MiB
+     * of table per GiB of tier): short chains for buffers of that size and up */
     size_t n = 1024;
-    while (n < capacity / 4096 && n < ((size_t)1 << 24))
+    while (n < capacity / unit && n < ((size_t)1 << 24))
         n <<= 1;
     m->table = calloc(n, sizeof *m->table);
     if (!m->table) {
@@ -133,6 +138,13 @@ static void list_push(struct cache_mem *m, struct cache_blob *b)
         m->tail = b;
 }
 
+/* What a buffer counts against the tier's capacity: its bytes and its
+ * bookkeeping (which is a fifth of a header block's charge). */
+static uint64_t charge(const struct cache_blob *b)
+{
+    return sizeof *b + b->len;
+}
+
 /* Takes b out of the tier (under mu); the tier's reference is the caller's
  * to drop, after the lock. */
 static void tier_remove(struct cache_mem *m, struct cache_blob *b)
@@ -143,7 +155,7 @@ static void tier_remove(struct cache_mem *m, struct cache_blob *b)
     *pp = b->hnext;
     b->hnext = NULL;
     list_unlink(m, b);
-    m->bytes -= b->len;
+    m->bytes -= charge(b);
     m->objects--;
 }
 
@@ -170,7 +182,7 @@ struct cache_blob *cache_mem_get(struct cache_mem *m, uint64_t id)
 
 void cache_mem_put(struct cache_mem *m, uint64_t id, struct cache_blob *b)
 {
-    if (!m || b->len > m->capacity)
+    if (!m || charge(b) > m->capacity)
         return;
     struct cache_blob *gone = NULL;   /* chained through hnext once out of the tier */
     pthread_mutex_lock(&m->mu);
@@ -178,7 +190,7 @@ void cache_mem_put(struct cache_mem *m, uint64_t id, struct cache_blob *b)
     while (had && had->id != id)
         had = had->hnext;
     if (!had) {   /* another hit of the same object may have put its copy first */
-        while (m->bytes + b->len > m->capacity && m->tail) {
+        while (m->bytes + charge(b) > m->capacity && m->tail) {
             struct cache_blob *old = m->tail;
             tier_remove(m, old);
             old->hnext = gone;
@@ -190,7 +202,7 @@ void cache_mem_put(struct cache_mem *m, uint64_t id, struct cache_blob *b)
         b->hnext = m->table[s];
         m->table[s] = b;
         list_push(m, b);
-        m->bytes += b->len;
+        m->bytes += charge(b);
         m->objects++;
     }
     pthread_mutex_unlock(&m->mu);

@@ -92,6 +92,111 @@ static int read_header(int fd, uint8_t *first, size_t cap, size_t *got, struct o
     return 0;
 }
 
+/* The header tier (c->hdrs): a data file's header block kept in memory
+ * under its entry's id, put there by the fill that wrote it or by the first
+ * hit that read it. A hit that finds it reads only the body from the file:
+ * for a 4 KiB object one page instead of two, which is what a hit from the
+ * drive costs (bench/results/header-tier.md). Ids are never reused and a
+ * published file never changes (memtier.c), so a kept header is always
+ * its file's. */
+void cache_hdr_keep(struct cache *c, uint64_t id, const uint8_t *hdr, size_t len)
+{
+    if (!c->hdrs)
+        return;
+    struct cache_blob *b = cache_blob_new(len);
+    if (!b)
+        return;
+    memcpy(cache_blob_data(b), hdr, len);
+    cache_mem_put(c->hdrs, id, b);
+    cache_blob_unref(b);
+}
+
+/* A file that ends before its object does (damaged, or truncated while
+ * the gateway was down) is found at open's background sweep - and here,
+ * for a hit that comes first: served, its body would end short after a
+ * full Content-Length, and the client would wait for the rest (seen:
+ * test_cache_basics under load, a 60 s client timeout). */
+static bool file_too_short(int fd, uint64_t end)
+{
+    struct stat st;
+    return fstat(fd, &st) != 0 || (uint64_t)st.st_size < end;
+}
+
+/* A hit whose header block is in the header tier: decoded from memory; a
+ * small object's body is read alone (a short read is a short file), and its
+ * buffer, header first, goes to the memory tier as a whole read's would.
+ * true when the file cannot be served. */
+static bool hit_known_header(struct cache *c, int fd, struct cache_blob *hdr,
+                             const struct cidx_info *info, bool small_hit, struct obj_meta *m,
+                             uint64_t *data_off, struct cache_blob **body)
+{
+    size_t hlen = cache_blob_len(hdr);
+    const uint8_t *h = cache_blob_data(hdr);
+    if (cache_hdr_decode(h, hlen, m) != 0 || m->size != info->size)
+        return true;
+    *data_off = cache_hdr_data_offset(hlen);
+    /* (a memory tier's buffer has its header within a block: memtier hits read it so) */
+    bool whole = small_hit && hlen <= CACHE_HDR_ALIGN;
+    struct cache_blob *b = whole ? cache_blob_new(hlen + (size_t)m->size) : NULL;
+    if (!b)   /* a larger object (sent from the file), or no memory for the buffer */
+        return file_too_short(fd, *data_off + m->size);
+    uint8_t *d = cache_blob_data(b);
+    memcpy(d, h, hlen);
+    if (pread(fd, d + hlen, (size_t)m->size, (off_t)*data_off) != (ssize_t)m->size) {
+        cache_blob_unref(b);
+        return true;
+    }
+    *data_off = hlen;
+    cache_mem_put(c->mem, info->id, b);
+    *body = b;
+    return false;
+}
+
+/* A hit whose header block is not in memory: read from the file, and kept
+ * in the header tier. A small object's header and body come in one pread,
+ * and the buffer is kept in the memory tier without the header block's
+ * padding (a 4 KiB object takes 4 KiB and its header, not 8 KiB). true
+ * when the file cannot be served. */
+static bool hit_read_header(struct cache *c, int fd, const struct cidx_info *info,
+                            bool small_hit, struct obj_meta *m, uint64_t *data_off,
+                            struct cache_blob **body)
+{
+    uint8_t small[2048];
+    uint8_t *first = small;
+    size_t cap = sizeof small, got = 0;
+    struct cache_blob *b = NULL;
+    if (small_hit) {
+        cap = CACHE_HDR_ALIGN + (size_t)info->size;
+        b = cache_blob_new(cap);
+        if (b)
+            first = cache_blob_data(b);
+        else
+            cap = sizeof small;
+    }
+    if (read_header(fd, first, cap, &got, m, data_off) != 0 || m->size != info->size ||
+        file_too_short(fd, *data_off + m->size)) {
+        cache_blob_unref(b);
+        return true;
+    }
+    size_t hlen = cache_hdr_length(first, got);
+    if (hlen <= got)   /* a longer header was read again into a buffer of its own */
+        cache_hdr_keep(c, info->id, first, hlen);
+    if (!b)
+        return false;
+    if (*data_off + m->size > got) {   /* a long header: the body was not in the read */
+        cache_blob_unref(b);
+        return false;
+    }
+    if (c->mem) {
+        memmove(first + hlen, first + *data_off, (size_t)m->size);
+        *data_off = hlen;
+        b = cache_blob_shrink(b, hlen + (size_t)m->size);
+        cache_mem_put(c->mem, info->id, b);
+    }
+    *body = b;
+    return false;
+}
+
 /* A hit on a READY entry (pinned by the lookup). CACHE_OK, or CACHE_AGAIN
  * meaning "treat as a miss" (the entry was dropped). */
 static enum cache_status open_hit(struct cache *c, const char *bucket, const char *key,
@@ -149,40 +254,12 @@ static enum cache_status open_hit(struct cache *c, const char *bucket, const cha
     } else {
         fd = cache_open_data(c, info->id, O_RDONLY);
         open_err = fd < 0 ? errno : 0;
-        uint8_t small[2048];
-        uint8_t *first = small;
-        size_t cap = sizeof small, got = 0;
-        if (small_hit) {
-            cap = CACHE_HDR_ALIGN + (size_t)info->size;
-            blob = cache_blob_new(cap);
-            if (blob)
-                first = cache_blob_data(blob);
-            else
-                cap = sizeof small;
-        }
-        /* A file shorter than its header says (damaged, or truncated while
-         * the gateway was down) is found at open's background sweep - and
-         * here, for a hit that comes first: served, its body would end
-         * short after a full Content-Length, and the client would wait for
-         * the rest (seen: test_cache_basics under load, a 60 s client
-         * timeout). */
-        struct stat fst;
-        bad = fd < 0 || read_header(fd, first, cap, &got, &m, &data_off) != 0 ||
-              m.size != info->size || fstat(fd, &fst) != 0 ||
-              (uint64_t)fst.st_size < data_off + m.size;
-        if (blob && (bad || data_off + m.size > got)) {
-            cache_blob_unref(blob);   /* a long header: the body was not in the read */
-            blob = NULL;
-        }
-        if (blob && c->mem) {
-            /* kept without the padding of the header block: the body moves
-             * up to the header's end (a 4 KiB object takes 4 KiB and its
-             * header, not 8 KiB) */
-            size_t need = cache_hdr_length(first, got);
-            memmove(first + need, first + data_off, (size_t)m.size);
-            data_off = need;
-            blob = cache_blob_shrink(blob, need + (size_t)m.size);
-            cache_mem_put(c->mem, info->id, blob);
+        struct cache_blob *hdr = fd >= 0 ? cache_mem_get(c->hdrs, info->id) : NULL;
+        if (hdr) {
+            bad = hit_known_header(c, fd, hdr, info, small_hit, &m, &data_off, &blob);
+            cache_blob_unref(hdr);
+        } else {
+            bad = fd < 0 || hit_read_header(c, fd, info, small_hit, &m, &data_off, &blob);
         }
     }
     bool retagged = !bad && revalidated && cache_reval_tags_differ(&cold, &m);

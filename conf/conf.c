@@ -257,6 +257,7 @@ int conf_init_defaults(struct conf *c)
     c->cache_low_pct = 80;
     c->cache_fill_workers = 8;
     c->cache_memory = 64 * MIB;
+    c->cache_header_memory = 32 * MIB;
     c->cache_wait_ms = 30000;
     c->wb_dirty_wait_ms = 10000;
     c->wb_through_timeout_ms = 30000;

@@ -152,6 +152,8 @@ struct conf {
     unsigned cache_fill_workers;    /* "fill_workers": 8, 1..256 */
     uint64_t cache_memory;          /* "memory": 64 MiB, 0..64 GiB: small cached objects
                                        (<= 16 KiB) also kept in memory; 0 = off */
+    uint64_t cache_header_memory;   /* "header_memory": 32 MiB, 0..64 GiB: cache files'
+                                       header blocks kept in memory; 0 = off */
     unsigned cache_wait_ms;         /* "wait_timeout_ms": 30000, 100..600000: how long a
                                        reader waits for bytes of a fill */
     unsigned cache_revalidate_ms;   /* "revalidate_timeout_ms": 1000, 1..60000: a hit's

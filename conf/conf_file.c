@@ -25,16 +25,34 @@ static int json_uint(const json_t *v, const char *field, unsigned long long min,
     return 0;
 }
 
+/* A memory budget: 0 (off) or bytes up to CACHE_MEMORY_MAX, as a number or
+ * a size string. */
+static int json_memory(const json_t *val, const char *name, uint64_t *out, char *err,
+                       size_t errlen)
+{
+    uint64_t bytes = 0;
+    const char *s = conf_json_cstr(val);
+    if (json_is_integer(val) && json_integer_value(val) >= 0)
+        bytes = (uint64_t)json_integer_value(val);
+    else if (s == NULL || conf_size_parse(s, &bytes) != 0)
+        return conf_fail(err, errlen, "%s: " MEMORY_HELP, name);
+    if (bytes > CACHE_MEMORY_MAX)
+        return conf_fail(err, errlen, "%s: " MEMORY_HELP, name);
+    *out = bytes;
+    return 0;
+}
+
 static const char *const cache_keys[] = { "dir", "size", "high_watermark", "low_watermark",
                                           "fill_workers", "wait_timeout_ms", "on_write",
                                           "consistency", "read_path", "engine",
-                                          "revalidate_timeout_ms", "memory", "fill_io" };
+                                          "revalidate_timeout_ms", "memory", "fill_io",
+                                          "header_memory" };
 enum { N_CACHE_KEYS = sizeof cache_keys / sizeof cache_keys[0] };
-_Static_assert(N_CACHE_KEYS == 13, "update cache_keys, CACHE_KEYS_HELP, cache_from_json and "
+_Static_assert(N_CACHE_KEYS == 14, "update cache_keys, CACHE_KEYS_HELP, cache_from_json and "
                "the example config");
 #define CACHE_KEYS_HELP "dir, size, high_watermark, low_watermark, fill_workers, " \
                         "wait_timeout_ms, on_write, consistency, read_path, engine, " \
-                        "revalidate_timeout_ms, memory, fill_io"
+                        "revalidate_timeout_ms, memory, fill_io, header_memory"
 
 /* cache: {"dir": "/nvme/sg", "size": "100GiB", ...}. Each key given replaces
  * that one setting; the rest keep their values. Whether low_watermark is below
@@ -98,15 +116,12 @@ static int cache_from_json(struct conf *c, const json_t *v, char *err, size_t er
                 return -1;
             c->cache_revalidate_ms = (unsigned)n;
         } else if (strcmp(key, "memory") == 0) {
-            uint64_t bytes = 0;
-            const char *s = conf_json_cstr(val);
-            if (json_is_integer(val) && json_integer_value(val) >= 0)
-                bytes = (uint64_t)json_integer_value(val);
-            else if (s == NULL || conf_size_parse(s, &bytes) != 0)
-                return conf_fail(err, errlen, "cache.memory: " MEMORY_HELP);
-            if (bytes > CACHE_MEMORY_MAX)
-                return conf_fail(err, errlen, "cache.memory: " MEMORY_HELP);
-            c->cache_memory = bytes;
+            if (json_memory(val, "cache.memory", &c->cache_memory, err, errlen) != 0)
+                return -1;
+        } else if (strcmp(key, "header_memory") == 0) {
+            if (json_memory(val, "cache.header_memory", &c->cache_header_memory, err,
+                            errlen) != 0)
+                return -1;
         } else if (strcmp(key, "on_write") == 0) {
             if (!json_is_boolean(val))
                 return conf_fail(err, errlen, "cache.on_write: must be true or false");

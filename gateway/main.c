@@ -366,6 +366,7 @@ static int serve(int argc, char **argv)
             .wait_timeout_ms = c.cache_wait_ms,
             .revalidate_timeout_ms = c.cache_revalidate_ms,
             .memory = c.cache_memory,
+            .header_memory = c.cache_header_memory,
             .read_uring = c.cache_read_path != CONF_READ_SENDFILE,
             .engine = engine_of[c.cache_engine],
             .fill_io = (enum cache_fill_io)c.cache_fill_io,

@@ -210,6 +210,13 @@ void gw_h_metrics(struct gw_req *r)
         { "shardgate_cache_memory_bytes", "gauge",
           "Bytes of small objects kept in memory (cache.memory).",
           offsetof(struct cache_stats, memory_bytes) },
+        { "shardgate_cache_header_hits_total", "counter",
+          "Hits read from a cache file that had its header block in memory "
+          "(cache.header_memory) and read only the body.",
+          offsetof(struct cache_stats, header_hits) },
+        { "shardgate_cache_header_memory_bytes", "gauge",
+          "Bytes of cache files' header blocks kept in memory (cache.header_memory).",
+          offsetof(struct cache_stats, header_bytes) },
     };
     for (size_t i = 0; i < sizeof cache_metrics / sizeof cache_metrics[0]; i++) {
         uint64_t v;

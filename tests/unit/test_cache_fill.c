@@ -78,6 +78,7 @@ static struct backend *cold;
 static struct cache *cache;
 static bool read_uring;   /* setup() opens the cache with cache.read_path io_uring */
 static uint64_t memory;   /* setup() opens the cache with this cache.memory (0: off) */
+static uint64_t header_memory = 1u << 20;   /* ... and this cache.header_memory (0: off) */
 static enum cache_fill_io fill_io;   /* setup() opens the cache with this cache.fill_io */
 
 static void rm_rf(const char *dir)
@@ -177,7 +178,8 @@ static void setup(unsigned workers)
     struct cache_conf cc = { .dir = cache_dir, .capacity = 256u << 20, .high_pct = 90,
                              .low_pct = 80, .fill_workers = workers, .wait_timeout_ms = 5000,
                              .default_consistency = CACHE_IMMUTABLE, .read_uring = read_uring,
-                             .memory = memory, .fill_io = fill_io };
+                             .memory = memory, .header_memory = header_memory,
+                             .fill_io = fill_io };
     CU_ASSERT_EQUAL_FATAL(cache_open(&cc, cold, &cache), 0);
     CU_ASSERT_EQUAL(cache_reads_uring(cache), read_uring);
 }
@@ -1033,7 +1035,7 @@ static void memory_tier_is_bounded_and_keeps_bodies_being_sent(void)
 
 /* A hit decodes its stored headers from the cache file; a header block
  * longer than the first small read must come back whole. */
-static void long_stored_headers_survive_a_hit(void)
+static void long_headers_once(void)
 {
     setup(1);
     char big[2400];
@@ -1069,6 +1071,112 @@ static void long_stored_headers_survive_a_hit(void)
     cache_stats_get(cache, &s);
     CU_ASSERT_EQUAL(s.hits, 1);
     teardown();
+}
+
+/* A header longer than a hit's first read, from the header tier (where the
+ * fill kept it) and from the file. */
+static void long_stored_headers_survive_a_hit(void)
+{
+    header_memory = 1u << 20;
+    long_headers_once();
+    header_memory = 0;
+    long_headers_once();
+    header_memory = 1u << 20;
+}
+
+/* ---- the header tier (cache.header_memory) ---- */
+
+/* Opens key (a hit), checks its bytes and returns its cache file's path. */
+static void hit_path(const char *key, const unsigned char *src, size_t n, char *path,
+                     size_t len)
+{
+    struct obj_meta m;
+    int waits;
+    struct cache_obj *o = open_key(key, &m, &waits);
+    CU_ASSERT_EQUAL(waits, 0);
+    CU_ASSERT_STRING_EQUAL(obj_meta_get_hdr(&m, "x-amz-meta-epoch"), "7");
+    unsigned char *got = read_all(o, n);
+    CU_ASSERT_EQUAL(memcmp(got, src, n), 0);
+    free(got);
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", cache_obj_fd(o));
+    ssize_t r = readlink(link, path, len - 1);
+    CU_ASSERT_FATAL(r > 0);
+    path[r] = '\0';
+    cache_obj_close(o);
+    obj_meta_clear(&m);
+}
+
+/* A fill keeps its file's header block in memory, and a hit that finds it
+ * there reads only the body: one page for a 4 KiB object instead of two.
+ * Shown by damaging the header blocks on disk after the fills - the hits
+ * still answer with the object's headers and bytes, and no entry is
+ * dropped. A file cut short is still never served, for a body read into
+ * memory (a short pread) and for one sent from the file (its size). */
+static void hits_with_the_header_in_memory_read_only_the_body(void)
+{
+    memory = 0;   /* every hit reads the cache file */
+    setup(1);
+    const char *keys[2] = { "small", "large" };
+    size_t sizes[2] = { 4096, (1u << 20) + 5 };   /* read into memory; sent from the file */
+    unsigned char *src[2];
+    char path[2][512];
+    for (int i = 0; i < 2; i++) {
+        src[i] = pattern(sizes[i], 20 + (unsigned)i);
+        put_object(keys[i], src[i], sizes[i]);
+        read_through(keys[i], src[i], sizes[i]);
+    }
+    wait_fills_done(2);
+    struct cache_stats s0, s;
+    cache_stats_get(cache, &s0);
+    CU_ASSERT_EQUAL(s0.header_objects, 2);   /* kept by the fills */
+    CU_ASSERT(s0.header_bytes > 0 && s0.header_bytes < 2 * 1024);
+    for (int i = 0; i < 2; i++)
+        hit_path(keys[i], src[i], sizes[i], path[i], sizeof path[i]);
+    static const unsigned char zeros[64];
+    for (int i = 0; i < 2; i++) {
+        int fd = open(path[i], O_WRONLY);
+        CU_ASSERT_FATAL(fd >= 0);
+        CU_ASSERT_EQUAL(pwrite(fd, zeros, sizeof zeros, 0), (ssize_t)sizeof zeros);
+        close(fd);
+    }
+    for (int i = 0; i < 2; i++)
+        hit_path(keys[i], src[i], sizes[i], path[i], sizeof path[i]);
+    cache_stats_get(cache, &s);
+    CU_ASSERT_EQUAL(s.hits, s0.hits + 4);
+    CU_ASSERT_EQUAL(s.header_hits, s0.header_hits + 4);
+    CU_ASSERT_EQUAL(s.misses, s0.misses);
+    CU_ASSERT_EQUAL(s.objects, 2);
+    /* cut short: each is dropped at its hit and read again from the cold tier */
+    for (int i = 0; i < 2; i++) {
+        struct stat st;
+        CU_ASSERT_EQUAL_FATAL(stat(path[i], &st), 0);
+        CU_ASSERT_EQUAL(truncate(path[i], st.st_size - 100), 0);
+        read_through(keys[i], src[i], sizes[i]);
+        cache_stats_get(cache, &s);
+        CU_ASSERT_EQUAL(s.misses, s0.misses + 1 + (uint64_t)i);
+    }
+    wait_fills_done(4);
+    for (int i = 0; i < 2; i++) {
+        hit_path(keys[i], src[i], sizes[i], path[i], sizeof path[i]);
+        free(src[i]);
+    }
+    teardown();
+    /* cache.header_memory 0: every hit reads the header block */
+    header_memory = 0;
+    setup(1);
+    src[0] = pattern(100, 9);
+    put_object("small", src[0], 100);
+    read_through("small", src[0], 100);
+    wait_fills_done(1);
+    hit_path("small", src[0], 100, path[0], sizeof path[0]);
+    cache_stats_get(cache, &s);
+    CU_ASSERT_EQUAL(s.hits, 1);
+    CU_ASSERT_EQUAL(s.header_hits, 0);
+    CU_ASSERT_EQUAL(s.header_bytes, 0);
+    free(src[0]);
+    teardown();
+    header_memory = 1u << 20;
 }
 
 static void uring_read_path_serves_the_same_bytes(void)
@@ -1242,6 +1350,8 @@ int register_tests(void)
     CU_add_test(s, "warm_brings_an_object_in_without_a_reader",
                 warm_brings_an_object_in_without_a_reader);
     CU_add_test(s, "long_stored_headers_survive_a_hit", long_stored_headers_survive_a_hit);
+    CU_add_test(s, "hits_with_the_header_in_memory_read_only_the_body",
+                hits_with_the_header_in_memory_read_only_the_body);
     CU_add_test(s, "small_hits_come_from_memory_after_the_first",
                 small_hits_come_from_memory_after_the_first);
     CU_add_test(s, "memory_tier_is_bounded_and_keeps_bodies_being_sent",

@@ -35,6 +35,7 @@ static void defaults_match_documented_values(void)
     CU_ASSERT_EQUAL(c.cold_first_byte_timeout_ms, 5000);
     CU_ASSERT_EQUAL(c.cache_revalidate_ms, 1000);
     CU_ASSERT_EQUAL(c.cache_memory, 64u << 20);
+    CU_ASSERT_EQUAL(c.cache_header_memory, 32u << 20);
     CU_ASSERT_EQUAL(c.cold_retries, 2);
     CU_ASSERT_STRING_EQUAL(c.spool_dir, "/tmp");
     CU_ASSERT_PTR_NULL(c.cache_dir);
@@ -249,13 +250,17 @@ static const struct bad_case bad_files[] = {
     { "cache_unknown_key", "{\"cache\":{\"directory\":\"/nvme\"}}",
       "cache: unknown key \"directory\" (allowed: dir, size, high_watermark, low_watermark, "
       "fill_workers, wait_timeout_ms, on_write, consistency, read_path, engine, "
-      "revalidate_timeout_ms, memory, fill_io)" },
+      "revalidate_timeout_ms, memory, fill_io, header_memory)" },
     { "cache_memory_bad", "{\"cache\":{\"memory\":\"lots\"}}",
       "cache.memory: must be 0 (off) or a size up to 64 GiB" },
     { "cache_memory_too_big", "{\"cache\":{\"memory\":\"65GiB\"}}",
       "cache.memory: must be 0 (off) or a size up to 64 GiB" },
     { "cache_memory_negative", "{\"cache\":{\"memory\":-1}}",
       "cache.memory: must be 0 (off) or a size up to 64 GiB" },
+    { "cache_header_memory_bad", "{\"cache\":{\"header_memory\":true}}",
+      "cache.header_memory: must be 0 (off) or a size up to 64 GiB" },
+    { "cache_header_memory_too_big", "{\"cache\":{\"header_memory\":\"1TiB\"}}",
+      "cache.header_memory: must be 0 (off) or a size up to 64 GiB" },
     { "cache_engine_bad", "{\"cache\": {\"engine\": \"epoll\"}}",
       "cache.engine: must be \"auto\", \"io_uring\" or \"threads\"" },
     { "cache_revalidate_timeout_zero", "{\"cache\":{\"revalidate_timeout_ms\":0}}",
@@ -623,9 +628,11 @@ static void cold_and_cache_values_reach_every_field(void)
         "\"cache\":{\"dir\":\"/nvme/sg\",\"size\":\"1.5GiB\",\"high_watermark\":95,"
         "\"low_watermark\":70,\"fill_workers\":32,\"wait_timeout_ms\":5000,\"on_write\":true,"
         "\"fill_io\":\"buffered\","
-        "\"consistency\":\"always\",\"revalidate_timeout_ms\":250,\"memory\":\"8MiB\"}}";
+        "\"consistency\":\"always\",\"revalidate_timeout_ms\":250,\"memory\":\"8MiB\","
+        "\"header_memory\":0}}";
     CU_ASSERT_EQUAL_FATAL(load_text(&c, json, 0600, err, sizeof err), 0);
     CU_ASSERT_EQUAL(c.cache_memory, 8u << 20);
+    CU_ASSERT_EQUAL(c.cache_header_memory, 0);
     CU_ASSERT_EQUAL(c.cold_first_byte_timeout_ms, 750);
     CU_ASSERT_EQUAL(c.cache_revalidate_ms, 250);
     CU_ASSERT_STRING_EQUAL(c.cold_url, "https://s3.eu-west-1.amazonaws.com/");
