@@ -5,7 +5,8 @@
 
 One gateway binary, two settings of cache.fill_io: "buffered" (every fill
 through the page cache) and "direct" (the default: fills of 256 KiB or more
-with O_DIRECT; staging fills are written the same under "staging"). Each arm is a gateway over a directory store (--data: a dataset
+with O_DIRECT; staging fills are written the same under "staging"). Each
+arm is a gateway over a directory store (--data: a dataset
 directory or a parallel file system mount) holding 2,000 objects of 4 KiB
 and 64 MiB objects (hard links of one random file), with its own empty
 cache directory. Per run and arm:

@@ -218,8 +218,9 @@ struct cache {
 
 /* memtier.c: small cached objects kept in memory, by entry id. A blob is
  * a reference-counted buffer (header block and body of a data file; in the
- * header tier, c->hdrs, the header block alone); cache_mem_get returns one with a reference taken, or NULL; cache_mem_put
- * takes a reference of its own when it keeps b. Any thread. */
+ * header tier, c->hdrs, the header block alone); cache_mem_get returns one
+ * with a reference taken, or NULL; cache_mem_put takes a reference of its
+ * own when it keeps b. Any thread. */
 struct cache_mem;
 struct cache_blob;
 struct cache_blob *cache_blob_new(size_t len);

@@ -423,12 +423,7 @@ def cached(cache_dir, size, wait_s=10.0):
     def present():
         return any(os.path.getsize(os.path.join(dp, f)) >= size
                    for dp, _, fns in os.walk(os.path.join(cache_dir, "objects")) for f in fns)
-    deadline = time.time() + wait_s
-    while not present():
-        if time.time() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
+    return bool(C.wait_until(present, wait_s))
 
 
 _VAR = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
