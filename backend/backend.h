@@ -63,6 +63,8 @@ enum backend_status {
     BACKEND_PARTS_UNKNOWN,     /* posix: a multipart object whose part boundaries
                                   were not kept (completed before they were, or
                                   too many irregular parts for the xattr) */
+    BACKEND_BAD_DIGEST,        /* write-back: staged bytes that do not match the MD5
+                                  the client was given (BadDigest) */
     BACKEND_COLD_ERROR,        /* s3: the cold tier answered an error this enum has
                                   no name for (a 4xx such as InvalidObjectState, or
                                   a 5xx to a call that is not retried): its code,
@@ -319,6 +321,9 @@ struct backend_wb_status {
                                               (MD5'd and spooled) instead of sending
                                               them from the staged file: a cold tier
                                               that is not S3 */
+    uint64_t upload_hashed;                /* bytes uploads hashed from the staged
+                                              files: parts checked again after the
+                                              cold tier's did not make their ETag */
     uint64_t staged_direct, staged_uring, staged_write;   /* body bytes staged since
                                               start, by how (enum backend_stage_io): io_uring
                                               O_DIRECT, io_uring through the page cache,

@@ -93,6 +93,10 @@ unsigned backend_etag_parts(const char *etag);
 /* A digest (64 hex and NUL) of a Complete's parts list: the part numbers
  * and ETags (quotes dropped, case folded), in order. parts.c. */
 void backend_parts_digest(const struct backend_part *parts, size_t n, char out[65]);
+/* The ETag S3 gives a multipart object of n parts with these ETags (each the
+ * part's MD5, 32 hex, quotes allowed): the MD5 of the MD5s, then "-n", bare.
+ * False when a part's ETag is not an MD5. parts.c. */
+bool backend_parts_etag(const struct backend_part *parts, size_t n, char out[72]);
 
 struct backend {
     const struct backend_ops *ops;

@@ -44,6 +44,7 @@ const char *backend_status_name(enum backend_status st)
     case BACKEND_COND_CONFLICT: return "COND_CONFLICT";
     case BACKEND_INVALID_PART_NUMBER: return "INVALID_PART_NUMBER";
     case BACKEND_PARTS_UNKNOWN: return "PARTS_UNKNOWN";
+    case BACKEND_BAD_DIGEST: return "BAD_DIGEST";
     case BACKEND_COLD_ERROR: return "COLD_ERROR";
     }
     return "?";

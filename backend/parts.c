@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "encoding.h"
+
 /* "SGP1 " then runs "size*count" joined by ','. Clients upload parts of one
  * size and a shorter last part, so 10000 parts are usually two runs: the
  * list fits beside the metadata in the few KiB ext4 keeps per file. */
@@ -133,4 +135,33 @@ void backend_parts_digest(const struct backend_part *parts, size_t n, char out[6
         out[2 * i + 1] = hex[md[i] & 15];
     }
     out[64] = '\0';
+}
+
+bool backend_parts_etag(const struct backend_part *parts, size_t n, char out[72])
+{
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    bool ok = ctx && n > 0 && EVP_DigestInit_ex(ctx, EVP_md5(), NULL) == 1;
+    for (size_t i = 0; ok && i < n; i++) {
+        const char *e = parts[i].etag;
+        size_t el = strlen(e);
+        if (el == 34 && e[0] == '"' && e[33] == '"') {
+            e++;
+            el = 32;
+        }
+        unsigned char md5[16];
+        ok = el == 32 && sg_hex_decode(e, 32, md5) == 16 &&
+             EVP_DigestUpdate(ctx, md5, sizeof md5) == 1;
+    }
+    unsigned char fin[16];
+    ok = ok && EVP_DigestFinal_ex(ctx, fin, NULL) == 1;
+    EVP_MD_CTX_free(ctx);
+    if (!ok)
+        return false;
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 16; i++) {
+        out[2 * i] = hex[fin[i] >> 4];
+        out[2 * i + 1] = hex[fin[i] & 15];
+    }
+    snprintf(out + 32, 40, "-%zu", n);
+    return true;
 }

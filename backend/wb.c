@@ -1505,6 +1505,7 @@ bool backend_wb_status(struct backend *b, const char *bucket, const char *prefix
     out->staged_part_bytes = w->staged_bytes;
     out->uploaded_bytes = w->uploaded_bytes;
     out->upload_copied = __atomic_load_n(&w->upload_copied, __ATOMIC_RELAXED);
+    out->upload_hashed = __atomic_load_n(&w->upload_hashed, __ATOMIC_RELAXED);
     out->uploaded_objects = w->uploaded_objects;
     out->failures = w->failures;
     snprintf(out->last_error, sizeof out->last_error, "%s", w->last_error);

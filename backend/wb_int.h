@@ -47,6 +47,8 @@ struct wb_rec {
     char etag[72];
     struct timespec acked;     /* CLOCK_MONOTONIC, for the oldest pending age */
     bool superseded;           /* a later record of the same key exists: skipped */
+    bool digest_bad;           /* the uploader's: its staged parts were hashed and do
+                                  not make its ETag (changed on the disk) */
     bool through;              /* x-shardgate-write: through: its request waits for
                                   its fate (and frees it); readers and listings do not
                                   see it until the cold tier has it, and it supersedes
@@ -131,6 +133,10 @@ struct wb {
     uint64_t uploaded_bytes, uploaded_objects, failures;
     uint64_t upload_copied;    /* bytes uploads read through a buffer (a cold tier
                                   that does not send from the staged file; __atomic) */
+    uint64_t upload_hashed;    /* bytes uploads hashed from the staged files (parts
+                                  checked after a mismatch; __atomic) */
+    bool cold_etags_opaque;    /* the cold tier's part ETags proved not to be MD5s:
+                                  parts are hashed before they go (__atomic) */
     char last_error[256];
     bool paused;
     bool stopping;             /* written under mu, read without it by the

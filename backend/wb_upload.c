@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -89,6 +90,7 @@ static enum backend_status range_md5(struct wb *w, int fd, uint64_t first, uint6
             break;
         }
         sg_md5_update(&m, buf, (size_t)got);
+        __atomic_fetch_add(&w->upload_hashed, (uint64_t)got, __ATOMIC_RELAXED);
         off += (uint64_t)got;
     }
     uint8_t d[16];
@@ -102,8 +104,10 @@ static enum backend_status range_md5(struct wb *w, int fd, uint64_t first, uint6
 /* Bytes [first, first + len) of the staged object o into the cold put p,
  * with their MD5 in md5_hex for p's commit (Content-MD5). `known`: md5_hex
  * holds it already (a plain object's ETag, so the cold tier checks the
- * staged bytes against what the client was given); else it is computed, in
- * a pass over the range before it is sent. When the bytes go from the
+ * staged bytes against what the client was given), or "" (a part: the
+ * complete checks it, upload_parts); else it is computed, in a pass over
+ * the range before it is sent. Through a buffer (a cold tier that is not
+ * S3) the MD5 is always computed, on the way. When the bytes go from the
  * staged file, the body's last byte waits for ctx->hold (if any) and *held
  * says so; else the caller waits for it before the commit. */
 static enum backend_status send_range(struct send_ctx *ctx, struct backend_obj *o,
@@ -122,7 +126,16 @@ static enum backend_status send_range(struct send_ctx *ctx, struct backend_obj *
 
 /* One multipart upload's parts, sent by up to WB_PART_STREAMS threads at
  * once (a cold S3 is limited per connection: one stream would leave most of
- * its bandwidth unused). Each thread takes the next part number. */
+ * its bandwidth unused). Each thread takes the next part number.
+ *
+ * A part goes without Content-MD5, straight from the staged file, and its
+ * ETag is the one the cold tier answers: the MD5 of what it received. No
+ * byte is hashed here, because the complete's check does the work
+ * (parts_match): the cold tier's part MD5s make the multipart ETag the
+ * client was given only if every part arrived exactly as the client sent
+ * it. `verify` (after a mismatch): each part is hashed from the staged file
+ * into staged[], and sent again with that Content-MD5 when the cold tier's
+ * ETag differs. */
 struct part_job {
     struct wb *w;
     const struct wb_rec *r;
@@ -130,17 +143,66 @@ struct part_job {
     const char *v, *id;
     struct backend_part *parts;
     const bool *have;          /* parts the cold upload has already (resumed) */
+    bool verify;
+    struct backend_part *staged;   /* verify: the staged parts' MD5s, as part ETags */
     unsigned n;
     pthread_mutex_t mu;
     unsigned next;             /* the next part to send (1-based) */
+    unsigned resent;           /* verify: parts sent again */
     enum backend_status st;    /* the first failure */
 };
+
+/* Part i of j's upload: sent (or, verifying, hashed and sent again if the
+ * cold tier's copy differs). */
+static enum backend_status part_send(struct part_job *j, unsigned i)
+{
+    struct wb *w = j->w;
+    struct backend_part_range pr;
+    enum backend_status st = w->stage->ops->object_part(w->stage, j->r->bucket, j->v, i, &pr);
+    if (st != BACKEND_OK)
+        return st;
+    struct obj_meta pm;   /* what the put is given: the Content-MD5, when known */
+    memset(&pm, 0, sizeof pm);
+    if (j->verify) {
+        int fd = backend_obj_fd(j->o);
+        char *md5 = j->staged[i - 1].etag;
+        j->staged[i - 1].part_no = i;
+        st = fd < 0 ? BACKEND_IO : range_md5(w, fd, pr.first, pr.size, md5);
+        if (st != BACKEND_OK || strcasecmp(md5, j->parts[i - 1].etag) == 0)
+            return st;   /* the cold tier has these bytes */
+        memcpy(pm.etag, md5, 33);
+        __atomic_fetch_add(&j->resent, 1, __ATOMIC_RELAXED);
+    }
+    struct backend_put *p = NULL;
+    st = backend_mpu_part_begin(w->cold, j->r->bucket, j->r->key, j->id, i, &p);
+    if (st != BACKEND_OK)
+        return st;
+    struct send_ctx ctx = { w, NULL };
+    bool held;
+    /* a cold tier whose ETags are not MD5s cannot be checked at the
+     * complete: its parts go with the staged bytes' MD5, as a plain PUT */
+    bool hash = !j->verify && __atomic_load_n(&w->cold_etags_opaque, __ATOMIC_RELAXED);
+    st = send_range(&ctx, j->o, pr.first, pr.size, p, pm.etag, !hash, &held);
+    struct obj_meta got;
+    memset(&got, 0, sizeof got);
+    if (st == BACKEND_OK)
+        st = backend_put_commit(p, &pm, &got);
+    else
+        backend_put_abort(p);
+    if (st == BACKEND_OK) {
+        j->parts[i - 1].part_no = i;
+        memcpy(j->parts[i - 1].etag, got.etag, sizeof j->parts[i - 1].etag);
+        __atomic_fetch_add(&w->progress, 1, __ATOMIC_RELAXED);
+    }
+    obj_meta_clear(&got);
+    return st;
+}
 
 static void *part_stream(void *arg)
 {
     struct part_job *j = arg;
     wb_upload_thread_priority();
-    sg_md5_share_lanes(true);   /* WB_PART_STREAMS threads hash parts at once */
+    sg_md5_share_lanes(true);   /* WB_PART_STREAMS threads may hash parts at once */
     for (;;) {
         pthread_mutex_lock(&j->mu);
         while (j->next <= j->n && j->have[j->next - 1])
@@ -153,27 +215,7 @@ static void *part_stream(void *arg)
             sg_md5_share_lanes(false);
             return NULL;
         }
-        struct backend_part_range pr;
-        enum backend_status st = j->w->stage->ops->object_part(j->w->stage, j->r->bucket,
-                                                               j->v, i, &pr);
-        struct backend_put *p = NULL;
-        if (st == BACKEND_OK)
-            st = backend_mpu_part_begin(j->w->cold, j->r->bucket, j->r->key, j->id, i, &p);
-        struct obj_meta pm;
-        memset(&pm, 0, sizeof pm);
-        if (st == BACKEND_OK) {
-            struct send_ctx ctx = { j->w, NULL };
-            bool held;
-            st = send_range(&ctx, j->o, pr.first, pr.size, p, pm.etag, false, &held);
-            if (st == BACKEND_OK)
-                st = backend_put_commit(p, &pm, NULL);
-            else
-                backend_put_abort(p);
-        }
-        if (st == BACKEND_OK)
-            __atomic_fetch_add(&j->w->progress, 1, __ATOMIC_RELAXED);
-        j->parts[i - 1].part_no = i;
-        memcpy(j->parts[i - 1].etag, pm.etag, sizeof j->parts[i - 1].etag);
+        enum backend_status st = part_send(j, i);
         if (st != BACKEND_OK) {
             pthread_mutex_lock(&j->mu);
             if (j->st == BACKEND_OK)
@@ -181,6 +223,24 @@ static void *part_stream(void *arg)
             pthread_mutex_unlock(&j->mu);
         }
     }
+}
+
+/* Runs j on up to WB_PART_STREAMS threads, this one among them. */
+static enum backend_status part_job_run(struct part_job *j)
+{
+    pthread_mutex_init(&j->mu, NULL);
+    j->next = 1;
+    j->st = BACKEND_OK;
+    pthread_t t[WB_PART_STREAMS];
+    unsigned started = 0, want = j->n < WB_PART_STREAMS ? j->n : WB_PART_STREAMS;
+    for (; started + 1 < want; started++)   /* this thread is one of them */
+        if (pthread_create(&t[started], NULL, part_stream, j) != 0)
+            break;
+    part_stream(j);
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+    pthread_mutex_destroy(&j->mu);
+    return j->st;
 }
 
 /* The parts of the cold upload r->cold_upload whose sizes match the staged
@@ -281,21 +341,64 @@ static enum backend_status send_parts(struct wb *w, struct wb_rec *r, struct bac
         pthread_mutex_unlock(&w->mu);
     }
     struct part_job j = { .w = w, .r = r, .o = o, .v = v, .id = r->cold_upload,
-                          .parts = parts, .have = have, .n = n, .next = 1, .st = BACKEND_OK };
-    pthread_mutex_init(&j.mu, NULL);
-    pthread_t t[WB_PART_STREAMS];
-    unsigned started = 0, want = n < WB_PART_STREAMS ? n : WB_PART_STREAMS;
-    for (; started + 1 < want; started++)   /* this thread is one of them */
-        if (pthread_create(&t[started], NULL, part_stream, &j) != 0)
-            break;
-    part_stream(&j);
-    for (unsigned i = 0; i < started; i++)
-        pthread_join(t[i], NULL);
-    pthread_mutex_destroy(&j.mu);
-    return j.st;
+                          .parts = parts, .have = have, .n = n };
+    return part_job_run(&j);
 }
 
-/* send_parts, then (when complete) the complete. */
+/* Whether n part ETags make r's multipart ETag. */
+static bool parts_make(const struct wb_rec *r, const struct backend_part *parts, unsigned n)
+{
+    char e[72];
+    return backend_parts_etag(parts, n, e) && strcasecmp(e, r->etag) == 0;
+}
+
+/* After the cold tier's part ETags did not make the client's: every staged
+ * part is hashed, and sent again with its MD5 where the cold tier's copy
+ * differs (a part damaged on the way). BACKEND_BAD_DIGEST when the staged
+ * bytes themselves do not make the client's ETag: they changed on the disk
+ * after the acknowledgement, so they never become that object in the cold
+ * tier (a plain object's upload is refused alike, by its Content-MD5). */
+static enum backend_status parts_verify(struct wb *w, struct wb_rec *r, struct backend_obj *o,
+                                        const char *v, unsigned n, struct backend_part *parts)
+{
+    if (r->digest_bad)
+        return BACKEND_BAD_DIGEST;   /* hashed once already: they do not heal */
+    log_msg(LOG_LVL_WARN, "write-back", "%s/%s: the cold tier's parts do not make the ETag %s "
+            "the client was given: hashing the staged parts", r->bucket, r->key, r->etag);
+    struct backend_part *staged = calloc(n, sizeof *staged);
+    bool *none = calloc(n, sizeof *none);   /* no part skipped */
+    if (!staged || !none) {
+        free(staged);
+        free(none);
+        return BACKEND_NOMEM;
+    }
+    struct part_job j = { .w = w, .r = r, .o = o, .v = v, .id = r->cold_upload,
+                          .parts = parts, .have = none, .verify = true, .staged = staged,
+                          .n = n };
+    enum backend_status st = part_job_run(&j);
+    if (st == BACKEND_OK && !parts_make(r, staged, n)) {
+        log_msg(LOG_LVL_ERROR, "write-back", "%s/%s: the staged copy does not match the ETag "
+                "%s the client was given (changed on the disk after the answer): not "
+                "uploaded", r->bucket, r->key, r->etag);
+        r->digest_bad = true;
+        st = BACKEND_BAD_DIGEST;
+    } else if (st == BACKEND_OK && !parts_make(r, parts, n)) {
+        /* each part went again with its Content-MD5, which the cold tier
+         * checked: its ETags are not the MD5s (SSE-KMS does that) */
+        log_msg(LOG_LVL_WARN, "write-back", "the cold tier's part ETags are not their MD5s: "
+                "parts are hashed before they are sent from now on");
+        __atomic_store_n(&w->cold_etags_opaque, true, __ATOMIC_RELAXED);
+    } else if (st == BACKEND_OK) {
+        log_msg(LOG_LVL_INFO, "write-back", "%s/%s: %u of %u parts sent again", r->bucket,
+                r->key, j.resent, n);
+    }
+    free(staged);
+    free(none);
+    return st;
+}
+
+/* send_parts, then (when complete) the check that the cold tier has every
+ * part as the client sent it, and the complete. */
 static enum backend_status upload_parts(struct wb *w, struct wb_rec *r,
                                         struct backend_obj *o, const char *v,
                                         const struct obj_meta *meta, unsigned n, bool complete)
@@ -313,6 +416,9 @@ static enum backend_status upload_parts(struct wb *w, struct wb_rec *r,
         free(have);
         return st;
     }
+    if (st == BACKEND_OK && !parts_make(r, parts, n) &&
+        !__atomic_load_n(&w->cold_etags_opaque, __ATOMIC_RELAXED))
+        st = parts_verify(w, r, o, v, n, parts);
     struct obj_meta done;
     memset(&done, 0, sizeof done);
     if (st == BACKEND_OK)

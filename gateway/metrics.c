@@ -309,6 +309,14 @@ void gw_h_metrics(struct gw_req *r)
                                 "# TYPE shardgate_writeback_upload_copied_bytes_total counter\n"
                                 "shardgate_writeback_upload_copied_bytes_total %llu\n",
                             (unsigned long long)ws.upload_copied);
+        rc |= gw_buf_printf(&b, "# HELP shardgate_writeback_upload_hashed_bytes_total Bytes "
+                                "the uploads hashed from the staged files: the parts of a "
+                                "multipart object go unhashed, and are hashed only when the "
+                                "cold tier's part ETags do not make the ETag the client was "
+                                "given.\n"
+                                "# TYPE shardgate_writeback_upload_hashed_bytes_total counter\n"
+                                "shardgate_writeback_upload_hashed_bytes_total %llu\n",
+                            (unsigned long long)ws.upload_hashed);
         rc |= gw_buf_printf(&b, "# HELP shardgate_writeback_staged_bytes_total Body bytes "
                                 "written to the staging directory, by how: io_uring with "
                                 "O_DIRECT, io_uring through the page cache, write() (bodies "

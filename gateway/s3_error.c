@@ -155,6 +155,7 @@ enum s3_err s3_error_from_backend(enum backend_status st)
     case BACKEND_COND_CONFLICT: return S3E_CONDITIONAL_CONFLICT;
     case BACKEND_INVALID_PART_NUMBER: return S3E_INVALID_PART_NUMBER;
     case BACKEND_PARTS_UNKNOWN: return S3E_NOT_IMPLEMENTED;
+    case BACKEND_BAD_DIGEST: return S3E_BAD_DIGEST;
     case BACKEND_COLD_ERROR: return S3E_COLD_PASSED;
     }
     return S3E_INTERNAL;
@@ -236,7 +237,7 @@ const char *s3_error_cold_message(struct backend *b, enum backend_status st, cha
     case BACKEND_DENIED: case BACKEND_IO: case BACKEND_NOMEM: case BACKEND_INVALID_REQUEST:
     case BACKEND_READ_ONLY: case BACKEND_NO_TAG_SET: case BACKEND_META_TOO_LARGE:
     case BACKEND_PRECONDITION_FAILED: case BACKEND_COND_CONFLICT: case BACKEND_COLD_ERROR:
-    case BACKEND_INVALID_PART_NUMBER: case BACKEND_PARTS_UNKNOWN:
+    case BACKEND_INVALID_PART_NUMBER: case BACKEND_PARTS_UNKNOWN: case BACKEND_BAD_DIGEST:
         return NULL;
     }
     return NULL;

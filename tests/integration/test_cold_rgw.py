@@ -171,6 +171,9 @@ def write_back(rgw, rc, b):
     eq("[wb] ... and .metadata", rgw_bytes(rc, WB, "step-1/.metadata"), meta)
     got = {k: rc.head_object(Bucket=WB, Key=k)["ETag"].strip('"') for k in etags}
     eq("[wb] RGW's ETags are the ones B gave (the multipart one too)", got, etags)
+    eq("[wb] ... its parts went unhashed: RGW's part ETags made the multipart one "
+       "(shardgate_writeback_upload_hashed_bytes_total)",
+       C.bm("shardgate_writeback_upload_hashed_bytes_total"), 0.0)
     eq("[wb] the rename's temporary key never reached RGW",
        rgw_bytes(rc, WB, "step-1/.metadata.tmp"), None)
     # a cold read back through B of what write-back uploaded

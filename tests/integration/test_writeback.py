@@ -25,6 +25,10 @@ rename), checks on A's own directory:
   * [clients] aws-cli v1 and v2 `s3 cp`, Debian's older boto3 and curl
     --aws-sigv4 write with A cut off; after the flush A holds their bytes
     with the ETags B gave;
+  * [parts] a multipart object's parts go unhashed; the complete waits
+    until the cold tier's part ETags make the client's ETag: a part damaged
+    on the way is sent again, a staged copy changed on the disk is refused
+    (BAD_DIGEST) and hashed only once;
   * [tags] PutObjectTagging of pending objects answers at once with A cut off,
     GetObjectTagging shows the tags, and A has them after the flush;
   * [prefixes] "write": {"ckpt/": "back"}: only those keys are written
@@ -216,6 +220,9 @@ def ack_order_flush(cold, thr, cfg):
     eq("[flush] every upload was sent from its staged file, none copied through a buffer "
        "(shardgate_writeback_upload_copied_bytes_total)",
        C.bm("shardgate_writeback_upload_copied_bytes_total"), 0.0)
+    eq("[flush] ... and no byte hashed again: the cold tier's part ETags made the multipart "
+       "ETag (shardgate_writeback_upload_hashed_bytes_total)",
+       C.bm("shardgate_writeback_upload_hashed_bytes_total"), 0.0)
     time.sleep(1.1)   # the upload's last second is a full one now
     rate = status().get("uploaded", {}).get("bytes_per_s")
     check("[flush] ?writeback tells the upload rate of the last 10 s (bytes_per_s)",
@@ -384,6 +391,78 @@ def staged_bytes_checked(cold, thr, cfg):
     r, _ = flush(timeout=30)
     eq("[digest] a delete of the key lets the queue go on: flushed", r, 200)
     check("[digest] ... and the cold tier never had the object", cold_file(cold, key) is None)
+
+
+def mpu_put(c, key, body, part=5 * MB):
+    """A multipart upload of body in parts of `part` bytes: the ETag B gave."""
+    up = c.create_multipart_upload(Bucket=B, Key=key)["UploadId"]
+    parts = []
+    for i, off in enumerate(range(0, len(body), part), 1):
+        r = c.upload_part(Bucket=B, Key=key, UploadId=up, PartNumber=i,
+                          Body=body[off:off + part])
+        parts.append({"PartNumber": i, "ETag": r["ETag"]})
+    r = c.complete_multipart_upload(Bucket=B, Key=key, UploadId=up,
+                                    MultipartUpload={"Parts": parts})
+    return r["ETag"].strip('"')
+
+
+def parts_checked(cold, thr, cfg):
+    """A multipart object's parts go to an S3 cold tier unhashed, with no
+    Content-MD5: the complete is sent only once the cold tier's part ETags
+    make the ETag the client was given.
+      * a part damaged on the way (throttle.py flips one byte) is found:
+        the staged parts are hashed and the one that differs sent again, so
+        the cold tier ends with the client's bytes and ETag;
+      * a staged copy that changed on the disk never becomes the object in
+        the cold tier (BAD_DIGEST in ?writeback), is hashed once, not at
+        every retry, and a delete of its key lets the queue go on."""
+    c = client()
+    hashed = "shardgate_writeback_upload_hashed_bytes_total"
+    key = "parts/transit.bin"
+    body = os.urandom(13 * MB)   # parts of 5, 5 and 3 MiB
+    thr.refuse()
+    etag = mpu_put(c, key, body)
+    h0, f0 = C.bm(hashed), thr.stats()["flipped"]
+    thr.flip(2 * MB)   # inside the first part body sent once the tier is back
+    thr.restore()
+    r, _ = flush(timeout=60)
+    eq("[parts] flush after a part was damaged on the way: 200", r, 200)
+    eq("[parts] ... the proxy damaged one byte", thr.stats()["flipped"] - f0, 1)
+    eq("[parts] ... the cold tier holds the client's bytes", cold_file(cold, key) == body, True)
+    eq("[parts] ... with the ETag the client was given", cold_etag(cold, key), etag)
+    eq("[parts] ... found by hashing the staged parts, once", C.bm(hashed) - h0, len(body))
+
+    key = "parts/disk.bin"
+    body = os.urandom(11 * MB)
+    thr.refuse()
+    mpu_put(c, key, body)
+    path = staged_file_of(cfg, body)
+    check("[parts] the pending multipart object's staged copy is found", path is not None)
+    if path is None:
+        thr.restore()
+        return
+    with open(path, "r+b") as fh:   # one byte of part 2 flipped, as a failing disk might
+        fh.seek(7 * MB)
+        b = fh.read(1)
+        fh.seek(7 * MB)
+        fh.write(bytes([b[0] ^ 0x40]))
+    f0, h0 = status().get("upload_failures", 0), C.bm(hashed)
+    thr.restore()
+    r, _ = flush(timeout=3)
+    st = status()
+    eq("[parts] a staged copy changed on the disk: flush does not finish", r, 202)
+    check("[parts] ... the upload fails with BAD_DIGEST: %r" % st.get("last_error"),
+          st.get("upload_failures", 0) > f0 and "BAD_DIGEST" in (st.get("last_error") or ""))
+    check("[parts] ... and the cold tier has no such object", cold_file(cold, key) is None)
+    h1, f1 = C.bm(hashed), st.get("upload_failures", 0)
+    eq("[parts] ... its staged parts were hashed once", h1 - h0, len(body))
+    r, _ = flush(timeout=2)   # a flush retries at once
+    check("[parts] ... a retry fails again", status().get("upload_failures", 0) > f1)
+    eq("[parts] ... without hashing them again", C.bm(hashed), h1)
+    c.delete_object(Bucket=B, Key=key)   # the delete supersedes the put
+    r, _ = flush(timeout=30)
+    eq("[parts] a delete of the key lets the queue go on: flushed", r, 200)
+    check("[parts] ... and the cold tier never had the object", cold_file(cold, key) is None)
 
 
 def capped(cold, thr):
@@ -590,6 +669,7 @@ def main():
     conf_refused()
     ack_order_flush(cold, thr, cfg)
     staged_bytes_checked(cold, thr, cfg)
+    parts_checked(cold, thr, cfg)
     through(cold)
     through_cut_off(thr)
     prefixes(cold, thr)

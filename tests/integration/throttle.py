@@ -18,7 +18,12 @@ Two ways to run it, same behaviour:
       cut            close every open connection (both sides)
       refuse         cut, and close new connections at once until "restore"
       restore        accept and forward again
-      stats          "OK down=<bytes> up=<bytes> conns=<total> active=<n>"
+      flip N         damage one byte on the way to the target, once: the byte
+                     N bytes on in the first connection to send that many
+                     after the command (N well inside a big body: a part
+                     damaged in transit, which TCP's checksum would miss)
+      stats          "OK down=<bytes> up=<bytes> conns=<total> active=<n>
+                      flipped=<n>"
       quit
 
 Rates are shared by all connections of a direction (one token bucket per
@@ -73,6 +78,28 @@ class _Core:
         self.bytes_up = 0
         self.conns_total = 0
         self.server = None
+        self.flip_n = None        # armed: the byte this far into a connection's
+        self.flip_gen = 0         # upstream bytes since arming (generation) is flipped
+        self.flipped = 0
+
+    def arm_flip(self, n):
+        self.flip_n = n
+        self.flip_gen += 1
+
+    def _maybe_flip(self, data, mark):
+        """mark = [generation seen, bytes since]: one per upstream pipe."""
+        if self.flip_n is None:
+            return data
+        if mark[0] != self.flip_gen:
+            mark[0], mark[1] = self.flip_gen, 0
+        at = self.flip_n - mark[1]
+        mark[1] += len(data)
+        if 0 <= at < len(data):
+            data = bytearray(data)
+            data[at] ^= 0x40
+            self.flip_n = None
+            self.flipped += 1
+        return bytes(data)
 
     async def listen(self, port):
         self.server = await asyncio.start_server(self._handle, "127.0.0.1", port)
@@ -80,6 +107,7 @@ class _Core:
 
     async def _pipe(self, reader, writer, bucket, down, turn):
         """turn["asked"]: the client sent bytes that no answer has followed yet."""
+        mark = [self.flip_gen, 0]
         try:
             while True:
                 data = await reader.read(CHUNK)
@@ -87,6 +115,7 @@ class _Core:
                     break
                 if not down:
                     turn["asked"] = True
+                    data = self._maybe_flip(data, mark)
                 elif turn["asked"] and self.latency_s:
                     turn["asked"] = False
                     await asyncio.sleep(self.latency_s)
@@ -140,8 +169,8 @@ class _Core:
         return n
 
     def stats(self):
-        return "down=%d up=%d conns=%d active=%d" % (self.bytes_down, self.bytes_up,
-                                                     self.conns_total, len(self.conns))
+        return "down=%d up=%d conns=%d active=%d flipped=%d" % (
+            self.bytes_down, self.bytes_up, self.conns_total, len(self.conns), self.flipped)
 
 
 def _abort(writer):
@@ -231,6 +260,10 @@ class Throttle:
         """Drops every open connection; new ones are still accepted."""
         return self._call(self.core.cut)
 
+    def flip(self, n):
+        """Damages one byte on the way to the target, once (the "flip" command)."""
+        self._call(self.core.arm_flip, n)
+
     def refuse(self):
         """Drops every open connection and resets new ones until restore()."""
         def f():
@@ -299,6 +332,9 @@ class ThrottleProcess:
     def refuse(self):
         return int(self._cmd("refuse") or 0)
 
+    def flip(self, n):
+        self._cmd("flip %d" % n)
+
     def restore(self):
         self._cmd("restore")
 
@@ -347,6 +383,8 @@ async def _serve_stdin(core):
             out = "OK %d" % core.cut()
         elif cmd == "restore":
             core.refusing = False
+        elif cmd == "flip" and len(parts) == 2 and parts[1].isdigit():
+            core.arm_flip(int(parts[1]))
         elif cmd == "stats":
             out = "OK " + core.stats()
         elif cmd == "quit":

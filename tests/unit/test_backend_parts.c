@@ -151,6 +151,27 @@ static void digest_ignores_quotes_and_case_only(void)
     CU_ASSERT_STRING_NOT_EQUAL(da, db);
 }
 
+/* The multipart ETag of parts "a" and "b", as S3 and Python's hashlib make
+ * it: md5(md5("a") || md5("b")) in hex, "-2". The write-back uploader
+ * compares it with the client's before it completes a cold upload. */
+static void parts_etag_is_s3s(void)
+{
+    struct backend_part p[3] = { { .part_no = 1, .etag = "0cc175b9c0f1b6a831c399e269772661" },
+                                 { .part_no = 2, .etag = "\"92EB5FFEE6AE2FEC3AD71C777531578F\"" },
+                                 { .part_no = 3, .etag = "92eb5ffee6ae2fec3ad71c777531578f" } };
+    char e[72];
+    CU_ASSERT_TRUE(backend_parts_etag(p, 2, e));   /* quotes and case do not matter */
+    CU_ASSERT_STRING_EQUAL(e, "96e024ba2074fe77e8e965ba43a704be-2");
+    CU_ASSERT_TRUE(backend_parts_etag(p, 3, e));
+    CU_ASSERT_STRING_NOT_EQUAL(e, "96e024ba2074fe77e8e965ba43a704be-2");
+    CU_ASSERT_EQUAL(backend_etag_parts(e), 3);
+    strcpy(p[1].etag, "92eb5ffee6ae2fec3ad71c777531578");   /* 31 hex: not an MD5 */
+    CU_ASSERT_FALSE(backend_parts_etag(p, 2, e));
+    strcpy(p[1].etag, "kms-opaque-etag-of-32-characters");
+    CU_ASSERT_FALSE(backend_parts_etag(p, 2, e));
+    CU_ASSERT_FALSE(backend_parts_etag(p, 0, e));
+}
+
 /* ---- a Complete sent again, on a posix store in a scratch directory ---- */
 
 static char g_dir[64];
@@ -266,6 +287,7 @@ int register_tests(void)
         { "malformed_lists_are_refused", malformed_lists_are_refused },
         { "etag_gives_the_part_count", etag_gives_the_part_count },
         { "digest_ignores_quotes_and_case_only", digest_ignores_quotes_and_case_only },
+        { "parts_etag_is_s3s", parts_etag_is_s3s },
     };
     static const struct cu_test store_tests[] = {
         { "complete_again_same_parts_same_etag", complete_again_same_parts_same_etag },
