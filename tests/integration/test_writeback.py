@@ -29,6 +29,8 @@ rename), checks on A's own directory:
     until the cold tier's part ETags make the client's ETag: a part damaged
     on the way is sent again, a staged copy changed on the disk is refused
     (BAD_DIGEST) and hashed only once;
+  * [big] 1 GiB checkpoint files by boto3's upload_file (its defaults) and
+    Debian's older boto3, with A cut off: byte for byte in A after the flush;
   * [tags] PutObjectTagging of pending objects answers at once with A cut off,
     GetObjectTagging shows the tags, and A has them after the flush;
   * [prefixes] "write": {"ckpt/": "back"}: only those keys are written
@@ -553,6 +555,64 @@ def clients(cold, thr):
     eq("[clients] ... with the ETags B answered", {k: cold_etag(cold, k) for k in wrote}, etags)
 
 
+def big(cold, thr):
+    """1 GiB checkpoint files with the cold tier cut off: boto3's
+    upload_file with its defaults (8 MiB parts, 10 threads) and Debian's older
+    boto3; after the flush A holds both byte for byte with the ETags B gave.
+    Then both are deleted, to give the disk back."""
+    size = 1024 * MB
+    src = os.path.join(H.S.tmp, "big.bin")
+    st = os.statvfs(H.S.tmp)
+    if st.f_bavail * st.f_frsize < 6 * size:
+        check("[big] enough disk for two 1 GiB checkpoints (6 GiB)", False,
+              "%d MiB free" % (st.f_bavail * st.f_frsize // MB))
+        return
+    want = H.write_random_file(src, size)
+    thr.refuse()
+    c = client()
+    t0 = time.time()
+    c.upload_file(src, B, "big/boto3-new.bin")
+    took = time.time() - t0
+    eq("[big] boto3 %s upload_file of 1 GiB with the cold tier cut off (%.1f s): B has it"
+       % (boto3_version(), took), c.head_object(Bucket=B, Key="big/boto3-new.bin")
+       ["ContentLength"], size)
+    keys = ["big/boto3-new.bin"]
+    if os.access("/usr/bin/python3", os.X_OK):
+        env = dict(os.environ, PYTHONNOUSERSITE="1")
+        env.pop("PYTHONPATH", None)
+        rc, out, err = H.run_cmd(["/usr/bin/python3", "-c", DEBIAN_UPLOAD, H.S.endpoint,
+                                  H.ACCESS_KEY, H.SECRET_KEY, src, "big/boto3-debian.bin"],
+                                 env=env, timeout=600)
+        eq("[big] Debian's boto3 %s upload_file of 1 GiB" % out.strip(), rc, 0, err[-500:])
+        keys.append("big/boto3-debian.bin")
+    etags = {k: c.head_object(Bucket=B, Key=k)["ETag"].strip('"') for k in keys}
+    check("[big] ... multipart ETags: %r" % etags,
+          all(backend_parts(e) > 1 for e in etags.values()))
+    thr.restore()
+    r, _ = flush(timeout=600)
+    eq("[big] flush", r, 200)
+    eq("[big] A holds each 1 GiB file byte for byte",
+       {k: H.sha256_file(cold.path(B, k)) for k in keys}, {k: want for k in keys})
+    eq("[big] ... with the ETags B answered", {k: cold_etag(cold, k) for k in keys}, etags)
+    for k in keys:
+        c.delete_object(Bucket=B, Key=k)
+    os.unlink(src)
+    r, _ = flush(timeout=60)
+    eq("[big] the deletes reach A too", [k for k in keys if os.path.exists(cold.path(B, k))],
+       [])
+
+
+def boto3_version():
+    import boto3
+    return boto3.__version__
+
+
+def backend_parts(etag):
+    """The N of a multipart ETag "<md5>-N", else 0."""
+    head, _, n = etag.rpartition("-")
+    return int(n) if head and n.isdigit() else 0
+
+
 def capacity(cold, thr):
     """Pending writes and the parts of uploads not completed count against
     the cache's capacity (64 MiB, high watermark 90%): with 48 MiB cached,
@@ -674,6 +734,7 @@ def main():
     through_cut_off(thr)
     prefixes(cold, thr)
     clients(cold, thr)
+    big(cold, thr)
     capacity(cold, thr)
     restart(cold, thr, cfg)
     kill9_loops(cold, thr, cfg)
