@@ -129,6 +129,102 @@ def goals(res):
     return "\n".join(L)
 
 
+# Why a goal is missed, as measured, and the next step: (case prefix, reason,
+# next step), the first prefix a missed row starts with wins. Links are
+# relative to bench/results/, where the report is written. A missed row
+# without an entry says so.
+MISSED = [
+    ("hit 4 KiB c=1 ",
+     "One connection waits one round trip per request, shardgate and nginx alike. The ratio "
+     "sits at 1.0 within this VM's spread: medians 0.98-1.03x in the four quick runs of "
+     "2026-11-29, met in one ([README.md](README.md)).",
+     "None of its own; the c=8 and c=64 rows below are where the per-request cost shows."),
+    ("hit 4 KiB",
+     "libmicrohttpd's per-request work. The table below has the server CPU per hit: about "
+     "12-14 us against nginx's 8-9 us. The file work is gone (hits from memory, "
+     "[ab-memtier.md](ab-memtier.md)). What is left is libmicrohttpd's request cycle and "
+     "`epoll_wait` (6.5%) and our header formatting (`vfprintf`, `strftime`, ~3%): a few % "
+     "each ([README.md](README.md), bottleneck 7, \"Small hits\").",
+     "A hit path that answers a GET hit outside libmicrohttpd's request cycle (its own "
+     "parse and one `writev`), measured against this row."),
+    ("hit 1 MiB", "libmicrohttpd 0.9.75 sends a file in 128 KiB `sendfile` pieces and goes back "
+     "to `epoll` between them: for a 64 MiB hit, 520 `sendfile` and 354 `epoll_wait` calls "
+     "against nginx's 74 and 34. The piece size is a compile-time constant, and "
+     "`MHD_USE_TURBO` bought nothing ([ab-mhd-turbo.md](ab-mhd-turbo.md); "
+     "[README.md](README.md), bottleneck 2).",
+     "libmicrohttpd's thread-per-connection mode sends 2 MiB pieces, but its suspend and "
+     "resume share one wake-up channel (bottleneck 2). Next is a send loop of our own for hits."),
+    ("hit 64 MiB", "As for 1 MiB (the 128 KiB pieces). Medians 0.94-1.07x in the four quick "
+     "runs of 2026-11-29, met in one ([README.md](README.md)).", "As for 1 MiB."),
+    ("cold misses", "Against as many direct GETs at once, out of reach for any cache that keeps "
+     "what it serves. A direct GET from warm page cache writes nothing, and a fill writes and "
+     "fdatasyncs every byte. Against the disk's durable rate, the fills also pay a miss's "
+     "copies (above) on the two cores. `bench/run.sh fills` "
+     "([report-fills.md](report-fills.md)) measured 0.87-0.93x of the disk when the disk was "
+     "the slower part.",
+     "The copies of a miss (above); the against-the-disk row is the one a cache can meet."),
+    ("cold miss 64 MiB, 100 MiB/s tier",
+     "The tier's own rate bounds it: the first body byte comes within 1 ms, and earlier runs "
+     "measured 0.92-1.00x. throttle.py (Python) shares the two cores with the fill.",
+     "A rerun on a quiet machine; nothing in the fill path waits on a throttled tier beyond "
+     "its rate."),
+    ("cold miss", "A miss moves each byte through five copies on the two cores: the socket, "
+     "curl, the fill buffer, the page cache, then libmicrohttpd's buffer and the socket. A "
+     "direct GET moves it through two. perf: context switches and wake-ups about 37%, the copy "
+     "into libmicrohttpd's buffer 12.6%. Fewer fill pieces measured 0.98x "
+     "([miss-1m-profile.md](miss-1m-profile.md)). That puts a miss near 0.4x, the 64 MiB rows "
+     "included.",
+     "A zero-copy body for readers of a fill (libmicrohttpd 0.9.75 copies a callback "
+     "response's bytes into its buffer), or a cold tier that is not on these two cores."),
+    ("fill CPU 1 MiB",
+     "Each fill has fixed work, heavy for a 1 MiB object: a cache file created, written, "
+     "fdatasync'ed by the publisher and renamed, and a request to the cold tier. Between runs "
+     "the row's spread (0.75-2.00x here, 1.14-1.83x before) is larger than any change "
+     "measured on it ([README.md](README.md), bottleneck 7, \"Concurrent fills against the "
+     "disk's own limit\").",
+     "Group the publisher's syncs of small fills, measured against this row."),
+    ("hit from disk", "The two libmicrohttpd threads block on each read, so at most two reads "
+     "are in flight. `--threads 8` takes 4 KiB hits at c=64 from 15-23k to 40-45k req/s, but "
+     "the p99 of hits from memory rises from 2.7-3.8 to 6.6-8.1 ms, so the default stays one "
+     "thread per core. Reader threads capped at 24-31k req/s: each read paid two thread hops "
+     "([header-tier.md](header-tier.md)).",
+     "A deployment whose hits come from the drive raises `--threads` (README). In the code: "
+     "complete a read on the connection's own thread, which libmicrohttpd 0.9.75 has no hook "
+     "for."),
+    ("hits with cold traffic", "CPU contention on two cores. The fills' CPU (curl's receive, "
+     "the copies, the writes), the cold tier, throttle.py and wrk share the cores with the "
+     "hit threads. Fill workers at nice 5 ([ab-fill-nice.md](ab-fill-nice.md)) and staging "
+     "with O_DIRECT ([fills-ab-direct.md](fills-ab-direct.md)) moved the row from 0.47x to "
+     "0.87-0.95x.",
+     "The copies of a miss (above), which are most of the fills' CPU."),
+]
+
+
+def missed(goal_table):
+    """The missed rows of the goals table, grouped by their measured reason,
+    each group with its next step."""
+    groups = []   # [entry or None, [cases]], in the order of first appearance
+    for line in goal_table.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) < 4 or cells[-1] != "**no**":
+            continue
+        case = cells[0]
+        hit = next((m for m in MISSED if (case + " ").startswith(m[0])), None)
+        for g in groups:
+            if g[0] is hit:
+                g[1].append(case)
+                break
+        else:
+            groups.append([hit, [case]])
+    if not groups:
+        return ""
+    L = ["| missed cases | measured reason | next step |", "| --- | --- | --- |"]
+    for hit, cases in groups:
+        reason, step = (hit[1], hit[2]) if hit else ("not analysed yet", "-")
+        L.append("| %s | %s | %s |" % ("; ".join(cases), reason, step))
+    return "\n".join(L)
+
+
 def report(mode_name, mode, res, env_):
     L = []
     A = L.append
@@ -154,8 +250,14 @@ def report(mode_name, mode, res, env_):
       (env_.get("load0", "?"), env_.get("load1", "?")))
     A("")
     section("Goals")
-    A(goals(res))
+    table = goals(res)
+    A(table)
     A("")
+    why = missed(table)
+    if why:
+        section("Missed goals: the measured reason and the next step")
+        A(why)
+        A("")
     if "hits" in res:
         h = res["hits"]
         section("Cache-hit GET vs nginx static (wrk, keep-alive, %d s per run)" % mode["dur"])
