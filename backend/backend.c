@@ -49,6 +49,12 @@ const double backend_lat_bounds_s[BACKEND_LAT_BUCKETS] = {
 };
 
 static atomic_uint_fast64_t st_calls[BACKEND_OP_COUNT], st_errors, st_timeouts, st_bytes;
+static atomic_uint_fast64_t st_direct_obj, st_direct_body;
+
+void backend_stats_direct(bool body, uint64_t n)
+{
+    atomic_fetch_add(body ? &st_direct_body : &st_direct_obj, n);
+}
 static atomic_uint_fast64_t st_lat[BACKEND_LAT_BUCKETS + 1], st_lat_count, st_lat_sum_ns;
 
 const char *backend_op_name(enum backend_op op)
@@ -91,6 +97,8 @@ void backend_stats_get(struct backend_stats *out)
     out->errors = atomic_load(&st_errors);
     out->timeouts = atomic_load(&st_timeouts);
     out->bytes_read = atomic_load(&st_bytes);
+    out->direct_object_read = atomic_load(&st_direct_obj);
+    out->direct_body_read = atomic_load(&st_direct_body);
     for (int i = 0; i <= BACKEND_LAT_BUCKETS; i++)
         out->lat_buckets[i] = atomic_load(&st_lat[i]);
     out->lat_count = atomic_load(&st_lat_count);

@@ -729,6 +729,10 @@ struct backend_stats {
     uint64_t errors;                          /* calls that did not answer BACKEND_OK */
     uint64_t timeouts;                        /* of them: BACKEND_TIMEOUT */
     uint64_t bytes_read;                      /* object bytes read from the cold tier */
+    uint64_t direct_object_read;              /* of object reads, around the page cache
+                                                 (O_DIRECT: write-back staging) */
+    uint64_t direct_body_read;                /* request bodies read around the page
+                                                 cache (write-back uploads) */
     uint64_t lat_buckets[BACKEND_LAT_BUCKETS + 1];  /* cumulative counts are computed by
                                                        the reader; these are per bucket */
     uint64_t lat_count;

@@ -90,6 +90,9 @@ struct backend_ops {
 /* The P of a multipart ETag "<32 hex>-P" (1..10000), 0 for any other
  * ETag (bare, no quotes). parts.c. */
 unsigned backend_etag_parts(const char *etag);
+/* Counts bytes read with O_DIRECT (backend_stats): an object read, or a
+ * request body sent from a file. backend.c. */
+void backend_stats_direct(bool body, uint64_t n);
 /* A digest (64 hex and NUL) of a Complete's parts list: the part numbers
  * and ETags (quotes dropped, case folded), in order. parts.c. */
 void backend_parts_digest(const struct backend_part *parts, size_t n, char out[65]);

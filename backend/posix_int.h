@@ -140,7 +140,20 @@ struct posix_put {
 struct posix_obj {
     struct backend_obj base; /* first */
     int fd;
+    int dfd;                 /* the same file opened O_DIRECT, for reads of whole
+                                aligned blocks into aligned buffers (a store that
+                                writes around the page cache reads around it too:
+                                posix_obj_read); POSIX_DFD_LATER until the first
+                                such read opens it, POSIX_DFD_NONE: buffered only.
+                                __atomic: a stream's reads may come from several
+                                threads */
+    bool dio_off;            /* an O_DIRECT read was refused: buffered from now on
+                                (dfd stays open until the close; __atomic) */
 };
+#define POSIX_DFD_LATER (-1)
+#define POSIX_DFD_NONE (-2)
+#define POSIX_DIO_ALIGN 4096u        /* offsets, lengths and buffers of O_DIRECT reads */
+#define POSIX_DIO_MIN (64u * 1024)   /* smaller reads stay buffered */
 
 /* ---- pure helpers (meta.c) ---- */
 

@@ -262,6 +262,10 @@ struct s3_call {
     struct obj_meta rh;         /* response headers, lower-case names */
     size_t rh_bytes;
     uint64_t fd_pos;            /* upload read position */
+    bool fd_direct;             /* body_fd is O_DIRECT: read through dbuf */
+    unsigned char *dbuf;        /* aligned window of body_fd's bytes (S3_DIO_BUF) ... */
+    uint64_t dbuf_at;           /* ... from this file offset ... */
+    size_t dbuf_len;            /* ... this many */
     struct curl_slist *signed_hl; /* the attempt's signed headers (s3_easy_setup), owned */
     char code[64];              /* S3 error code */
     bool hdrs_done;             /* the blank line after a final (>= 200) status */

@@ -1423,6 +1423,7 @@ enum backend_status backend_wb_open(const struct backend_wb_conf *cf, struct bac
         op_close(&w->base);
         return st;
     }
+    w->stage_direct = cf->stage_io == BACKEND_STAGE_DIRECT;
     for (size_t i = 0; i < w->n_buckets; i++) {
         st = w->stage->ops->bucket_create(w->stage, w->buckets[i]);
         if (st != BACKEND_OK && st != BACKEND_BUCKET_EXISTS) {

@@ -135,6 +135,8 @@ struct wb {
                                   that does not send from the staged file; __atomic) */
     uint64_t upload_hashed;    /* bytes uploads hashed from the staged files (parts
                                   checked after a mismatch; __atomic) */
+    bool stage_direct;         /* staged bodies are written with O_DIRECT: uploads read
+                                  them with O_DIRECT too (send_range) */
     bool cold_etags_opaque;    /* the cold tier's part ETags proved not to be MD5s:
                                   parts are hashed before they go (__atomic) */
     char last_error[256];

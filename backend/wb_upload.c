@@ -14,6 +14,7 @@
 #include "wb_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,7 +119,20 @@ static enum backend_status send_range(struct send_ctx *ctx, struct backend_obj *
     int fd = backend_obj_fd(o);
     struct backend_pacer pace = { ctx_pace, ctx->hold ? ctx_last : NULL, ctx };
     *held = false;
-    if (fd < 0 || !backend_put_from_fd(p, fd, first, len, &pace))
+    /* Staged with O_DIRECT, the bytes are not in the page cache: the cold
+     * put reads them around it too (an O_DIRECT descriptor; the S3 tier
+     * reads those in aligned windows), so a checkpoint's upload neither
+     * pays for pages it reads once nor pushes the readers' pages out. */
+    int dfd = -1;
+    if (fd >= 0 && w->stage_direct) {
+        char path[40];
+        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+        dfd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+    }
+    bool from_file = fd >= 0 && backend_put_from_fd(p, dfd >= 0 ? dfd : fd, first, len, &pace);
+    if (dfd >= 0)
+        close(dfd);   /* the put keeps its own dup */
+    if (!from_file)
         return wb_stream_into(o, first, len, p, md5_hex, w);
     *held = ctx->hold != NULL;
     return known ? BACKEND_OK : range_md5(w, fd, first, len, md5_hex);

@@ -17,22 +17,18 @@ SHA-256 (the signed payload) on this CPU: the floor of hashing every byte
 twice. Everything it starts it stops; its files are under
 /tmp/shardgate-wb-phases."""
 import argparse
-import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections import defaultdict
 
-import boto3
 from boto3.s3.transfer import TransferConfig
-from botocore.config import Config
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from procs import free_port, wait_port  # noqa: E402
+import wbgw  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MiB = 1 << 20
@@ -76,29 +72,12 @@ def main():
     ap.add_argument("--perf", action="store_true")
     a = ap.parse_args()
     work = "/tmp/shardgate-wb-phases"
-    shutil.rmtree(work, ignore_errors=True)
-    for d in ("data/ckpt", "cache", "spool"):
-        os.makedirs(os.path.join(work, d))
-    port = free_port(27950)
-    cfg = {"listen": "127.0.0.1:%d" % port, "log_level": "warn", "spool_dir": work + "/spool",
-           "cache": {"dir": work + "/cache", "size": "64GiB", "on_write": True},
-           "buckets": {"ckpt": {"write": "back"}}}
-    with open(work + "/cfg.json", "w") as f:
-        json.dump(cfg, f)
-    os.chmod(work + "/cfg.json", 0o600)
-    env = dict(os.environ, SHARDGATE_ACCESS_KEY="bench", SHARDGATE_SECRET_KEY="bench-secret")
-    gw = subprocess.Popen([a.bin, "serve", "--config", work + "/cfg.json", "--data", work + "/data"],
-                          env=env, stdout=open(work + "/gateway.log", "w"), stderr=subprocess.STDOUT)
+    gw, port = wbgw.start(a.bin, work, 27950)
     tracer = None
     try:
-        wait_port(port, gw)
         src = work + "/checkpoint"
-        with open(src, "wb") as f:
-            for _ in range(a.size_mib):
-                f.write(os.urandom(MiB))
-        s3 = boto3.client("s3", endpoint_url="http://127.0.0.1:%d" % port, aws_access_key_id="bench",
-                          aws_secret_access_key="bench-secret", region_name="us-east-1",
-                          config=Config(s3={"addressing_style": "path"}))
+        wbgw.checkpoint(src, a.size_mib)
+        s3 = wbgw.client(port)
         t = {}
         s3.meta.events.register("before-call.s3.CompleteMultipartUpload",
                                 lambda **k: t.__setitem__("c0", time.time()))

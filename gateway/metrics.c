@@ -351,6 +351,14 @@ void gw_h_metrics(struct gw_req *r)
                             "cold tier.\n# TYPE shardgate_backend_bytes_total counter\n"
                             "shardgate_backend_bytes_total %llu\n",
                         (unsigned long long)bs.bytes_read);
+    rc |= gw_buf_printf(&b, "# HELP shardgate_backend_direct_read_bytes_total Bytes read around "
+                            "the page cache (O_DIRECT): object reads of the write-back "
+                            "staging, and bodies of uploads sent from it.\n"
+                            "# TYPE shardgate_backend_direct_read_bytes_total counter\n"
+                            "shardgate_backend_direct_read_bytes_total{of=\"object\"} %llu\n"
+                            "shardgate_backend_direct_read_bytes_total{of=\"upload\"} %llu\n",
+                        (unsigned long long)bs.direct_object_read,
+                        (unsigned long long)bs.direct_body_read);
     rc |= render_histogram(&b, "shardgate_backend_duration_seconds",
                            "Latency of cold-tier calls.", bs.lat_buckets, bs.lat_count,
                            bs.lat_sum_s, backend_lat_bounds_s, BACKEND_LAT_BUCKETS, "");

@@ -225,6 +225,12 @@ def ack_order_flush(cold, thr, cfg):
     eq("[flush] ... and no byte hashed again: the cold tier's part ETags made the multipart "
        "ETag (shardgate_writeback_upload_hashed_bytes_total)",
        C.bm("shardgate_writeback_upload_hashed_bytes_total"), 0.0)
+    direct = "shardgate_backend_direct_read_bytes_total"
+    check("[flush] ... read from the staged files around the page cache, as they were "
+          "written (%s: upload %d, object reads %d)" % (direct, C.bm(direct, of="upload"),
+                                                       C.bm(direct, of="object")),
+          C.bm(direct, of="upload") >= len(objs["step-100/optim.bin"]) and
+          C.bm(direct, of="object") > 0)
     time.sleep(1.1)   # the upload's last second is a full one now
     rate = status().get("uploaded", {}).get("bytes_per_s")
     check("[flush] ?writeback tells the upload rate of the last 10 s (bytes_per_s)",
@@ -421,9 +427,9 @@ def parts_checked(cold, thr, cfg):
     c = client()
     hashed = "shardgate_writeback_upload_hashed_bytes_total"
     key = "parts/transit.bin"
-    body = os.urandom(13 * MB)   # parts of 5, 5 and 3 MiB
+    body = os.urandom(13 * MB)   # parts of 5 MiB + 1 (unaligned in the staged file) and the rest
     thr.refuse()
-    etag = mpu_put(c, key, body)
+    etag = mpu_put(c, key, body, part=5 * MB + 1)
     h0, f0 = C.bm(hashed), thr.stats()["flipped"]
     thr.flip(2 * MB)   # inside the first part body sent once the tier is back
     thr.restore()

@@ -265,6 +265,70 @@ static void a_staging_store_writes_objects_and_parts_whole(void)
     free(data);
 }
 
+/* A staging store (stage_io direct) reads whole aligned blocks into aligned
+ * buffers with O_DIRECT, as the fills of pending writes do, and the rest
+ * buffered: every way of reading gives the object's bytes, the tail past the
+ * last whole block and the end of the object included. */
+static void a_staging_store_reads_around_the_page_cache(void)
+{
+    size_t len = 3 * MIB + 4096 + 777;   /* a tail under one block */
+    unsigned char *data = malloc(len);
+    CU_ASSERT_FATAL(data != NULL);
+    fill_random(data, len);
+    struct backend_put *p;
+    CU_ASSERT_EQUAL_FATAL(backend_put_begin(g_b, "bkt", "rd", &p), BACKEND_OK);
+    backend_put_set_size(p, len);
+    CU_ASSERT_EQUAL(backend_put_write(p, data, len), BACKEND_OK);
+    struct obj_meta m = { 0 }, out;
+    md5_hex(data, len, m.etag);
+    CU_ASSERT_EQUAL_FATAL(backend_put_commit(p, &m, &out), BACKEND_OK);
+    obj_meta_clear(&out);
+
+    unsigned char *buf = aligned_alloc(4096, 2 * MIB);
+    CU_ASSERT_FATAL(buf != NULL);
+    struct backend_obj *o;
+    CU_ASSERT_EQUAL_FATAL(backend_object_open(g_b, "bkt", "rd", &m, &o), BACKEND_OK);
+    obj_meta_clear(&m);
+    struct posix_obj *po = (struct posix_obj *)o;
+    size_t k = 0;
+    /* small and unaligned reads stay buffered */
+    CU_ASSERT_EQUAL(backend_obj_read(o, 100, buf, 4096, &k), BACKEND_OK);
+    CU_ASSERT(k == 4096 && memcmp(buf, data + 100, k) == 0);
+    CU_ASSERT_EQUAL(backend_obj_read(o, 4096, buf + 1, MIB, &k), BACKEND_OK);
+    CU_ASSERT(k == MIB && memcmp(buf + 1, data + 4096, k) == 0);
+    CU_ASSERT_EQUAL(po->dfd, POSIX_DFD_LATER);
+    /* a fill's reads: pieces doubling from 64 KiB, each completed by the
+     * caller's loop, into the aligned buffer */
+    size_t piece = 64 * 1024, reads = 0;
+    for (size_t off = 0; off < len;) {
+        size_t want = len - off < piece ? len - off : piece, got = 0;
+        while (got < want) {
+            CU_ASSERT_EQUAL_FATAL(backend_obj_read(o, off + got, buf + got, want - got, &k),
+                                  BACKEND_OK);
+            CU_ASSERT_FATAL(k > 0);
+            got += k;
+            reads++;
+        }
+        CU_ASSERT(memcmp(buf, data + off, want) == 0);
+        off += want;
+        if (piece < MIB)
+            piece *= 2;
+    }
+    CU_ASSERT(po->dfd >= 0);          /* the aligned pieces went O_DIRECT */
+    CU_ASSERT(reads > 7);             /* the tail's block was a read of its own */
+    /* reads reaching past the end: the bytes there are (O_DIRECT gives the
+     * partial block at the end too), then none */
+    CU_ASSERT_EQUAL(backend_obj_read(o, 3 * MIB, buf, MIB, &k), BACKEND_OK);
+    CU_ASSERT(k == 4096 + 777 && memcmp(buf, data + 3 * MIB, k) == 0);
+    CU_ASSERT_EQUAL(backend_obj_read(o, 3 * MIB + 4096, buf, 777, &k), BACKEND_OK);
+    CU_ASSERT(k == 777 && memcmp(buf, data + 3 * MIB + 4096, k) == 0);
+    CU_ASSERT_EQUAL(backend_obj_read(o, 4 * MIB, buf, MIB, &k), BACKEND_OK);
+    CU_ASSERT_EQUAL(k, 0);
+    backend_obj_close(o);
+    free(buf);
+    free(data);
+}
+
 int register_tests(void)
 {
     static const struct cu_test writer[] = {
@@ -276,6 +340,8 @@ int register_tests(void)
         { "a_failed_write_is_reported", a_failed_write_is_reported },
     };
     static const struct cu_test store[] = {
+        { "a_staging_store_reads_around_the_page_cache",
+          a_staging_store_reads_around_the_page_cache },
         { "a_staging_store_writes_objects_and_parts_whole",
           a_staging_store_writes_objects_and_parts_whole },
     };
