@@ -157,11 +157,7 @@ bool backend_parts_etag(const struct backend_part *parts, size_t n, char out[72]
     EVP_MD_CTX_free(ctx);
     if (!ok)
         return false;
-    static const char hex[] = "0123456789abcdef";
-    for (int i = 0; i < 16; i++) {
-        out[2 * i] = hex[fin[i] >> 4];
-        out[2 * i + 1] = hex[fin[i] & 15];
-    }
+    sg_hex_encode(fin, sizeof fin, out);
     snprintf(out + 32, 40, "-%zu", n);
     return true;
 }

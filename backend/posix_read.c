@@ -3,6 +3,7 @@
  * symlink), its metadata from the xattr (a pseudo-ETag for files we did not
  * write), and positional reads. */
 #include "posix_int.h"
+#include "fs.h"
 #include "log.h"
 
 #include <errno.h>
@@ -137,8 +138,7 @@ int posix_obj_fd(const struct posix_obj *o)
     return o->fd;
 }
 
-/* o's O_DIRECT descriptor, opened at its first use (through /proc/self/fd:
- * the same file, whatever its name is now); -1 when there is none. */
+/* o's O_DIRECT descriptor, opened at its first use; -1 when there is none. */
 static int direct_fd(struct posix_obj *o)
 {
     if (__atomic_load_n(&o->dio_off, __ATOMIC_RELAXED))
@@ -146,9 +146,7 @@ static int direct_fd(struct posix_obj *o)
     int d = __atomic_load_n(&o->dfd, __ATOMIC_ACQUIRE);
     if (d != POSIX_DFD_LATER)
         return d;
-    char path[40];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", o->fd);
-    int fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+    int fd = sg_reopen_direct(o->fd);
     int want = fd >= 0 ? fd : POSIX_DFD_NONE;
     if (!__atomic_compare_exchange_n(&o->dfd, &d, want, false, __ATOMIC_ACQ_REL,
                                      __ATOMIC_ACQUIRE)) {

@@ -14,7 +14,6 @@
 #include "wb_int.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +25,7 @@
 #include <unistd.h>
 
 #include "deadline.h"
+#include "fs.h"
 #include "log.h"
 #include "md5.h"
 
@@ -123,12 +123,7 @@ static enum backend_status send_range(struct send_ctx *ctx, struct backend_obj *
      * put reads them around it too (an O_DIRECT descriptor; the S3 tier
      * reads those in aligned windows), so a checkpoint's upload neither
      * pays for pages it reads once nor pushes the readers' pages out. */
-    int dfd = -1;
-    if (fd >= 0 && w->stage_direct) {
-        char path[40];
-        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-        dfd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
-    }
+    int dfd = fd >= 0 && w->stage_direct ? sg_reopen_direct(fd) : -1;
     bool from_file = fd >= 0 && backend_put_from_fd(p, dfd >= 0 ? dfd : fd, first, len, &pace);
     if (dfd >= 0)
         close(dfd);   /* the put keeps its own dup */

@@ -2,6 +2,8 @@
 #include "fs.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -35,4 +37,11 @@ int sg_mkdir_missing(const char *path)
         buf[i] = saved;
     }
     return 0;
+}
+
+int sg_reopen_direct(int fd)
+{
+    char path[40];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    return open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
 }

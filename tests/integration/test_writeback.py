@@ -519,6 +519,16 @@ print(boto3.__version__)
 """
 
 
+def debian_upload(src, key, timeout):
+    """DEBIAN_UPLOAD by Debian's /usr/bin/python3 (its python3-boto3, which
+    .ci/deps.sh installs): (rc, boto3 version, stderr)."""
+    env = dict(os.environ, PYTHONNOUSERSITE="1")
+    env.pop("PYTHONPATH", None)
+    rc, out, err = H.run_cmd(["/usr/bin/python3", "-c", DEBIAN_UPLOAD, H.S.endpoint,
+                              H.ACCESS_KEY, H.SECRET_KEY, src, key], env=env, timeout=timeout)
+    return rc, out.strip(), err
+
+
 def clients(cold, thr):
     """The real clients write into the write-back bucket with the cold tier
     cut off: aws-cli v1 and v2 `s3 cp` (multipart), Debian's older boto3
@@ -537,14 +547,9 @@ def clients(cold, thr):
                                          "s3://%s/%s" % (B, key)], env=env, timeout=120)
         eq("[clients] %s s3 cp (multipart) with the cold tier cut off" % name, rc, 0, err[-500:])
         wrote[key] = data
-    if os.access("/usr/bin/python3", os.X_OK):
-        env = dict(os.environ, PYTHONNOUSERSITE="1")
-        env.pop("PYTHONPATH", None)
-        rc, out, err = H.run_cmd(["/usr/bin/python3", "-c", DEBIAN_UPLOAD, H.S.endpoint,
-                                  H.ACCESS_KEY, H.SECRET_KEY, src, "clients/boto3-debian"],
-                                 env=env, timeout=120)
-        eq("[clients] Debian's boto3 %s upload_file" % out.strip(), rc, 0, err[-500:])
-        wrote["clients/boto3-debian"] = data
+    rc, version, err = debian_upload(src, "clients/boto3-debian", 120)
+    eq("[clients] Debian's boto3 %s upload_file" % version, rc, 0, err[-500:])
+    wrote["clients/boto3-debian"] = data
     rc, out, err = H.run_cmd(["curl", "-sS", "-f", "--aws-sigv4", "aws:amz:us-east-1:s3",
                               "--user", "%s:%s" % (H.ACCESS_KEY, H.SECRET_KEY),
                               "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", "-T", src,
@@ -582,15 +587,9 @@ def big(cold, thr):
     eq("[big] boto3 %s upload_file of 1 GiB with the cold tier cut off (%.1f s): B has it"
        % (boto3_version(), took), c.head_object(Bucket=B, Key="big/boto3-new.bin")
        ["ContentLength"], size)
-    keys = ["big/boto3-new.bin"]
-    if os.access("/usr/bin/python3", os.X_OK):
-        env = dict(os.environ, PYTHONNOUSERSITE="1")
-        env.pop("PYTHONPATH", None)
-        rc, out, err = H.run_cmd(["/usr/bin/python3", "-c", DEBIAN_UPLOAD, H.S.endpoint,
-                                  H.ACCESS_KEY, H.SECRET_KEY, src, "big/boto3-debian.bin"],
-                                 env=env, timeout=600)
-        eq("[big] Debian's boto3 %s upload_file of 1 GiB" % out.strip(), rc, 0, err[-500:])
-        keys.append("big/boto3-debian.bin")
+    keys = ["big/boto3-new.bin", "big/boto3-debian.bin"]
+    rc, version, err = debian_upload(src, keys[1], 600)
+    eq("[big] Debian's boto3 %s upload_file of 1 GiB" % version, rc, 0, err[-500:])
     etags = {k: c.head_object(Bucket=B, Key=k)["ETag"].strip('"') for k in keys}
     check("[big] ... multipart ETags: %r" % etags,
           all(backend_parts(e) > 1 for e in etags.values()))
