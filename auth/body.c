@@ -11,6 +11,7 @@
 #include <openssl/crypto.h>
 
 #include "md5.h"
+#include "md5sha.h"
 
 enum ck_source { CK_SRC_NONE, CK_SRC_HEADER, CK_SRC_TRAILER, CK_SRC_SDK_ONLY };
 
@@ -22,6 +23,8 @@ struct auth_body {
     uint64_t length;
     EVP_MD_CTX *sha256;            /* AUTH_PAYLOAD_SHA256 only; made at the first byte */
     struct sg_md5 md5;             /* the ETag; lanes shared with other bodies (common/md5.h) */
+    bool one_pass;                 /* signed, SHA extensions: both in md5sha instead */
+    struct sg_md5sha md5sha;       /* common/md5sha.h */
     bool md5_started;              /* from the first byte: a bodiless request has none */
     bool have_md5;
     uint8_t want_md5[16];
@@ -41,11 +44,18 @@ static const uint8_t EMPTY_MD5[16] = {
 static const char EMPTY_SHA256_HEX[] =
     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
-/* The payload digests, made when the first payload byte arrives. */
+/* The payload digests, made when the first payload byte arrives. A signed
+ * payload on a CPU with the SHA extensions is hashed once for both: MD5
+ * alone costs nearly as much (bench/results/md5sha.md). */
 static int digests_start(struct auth_body *b)
 {
-    sg_md5_init(&b->md5);
     b->md5_started = true;
+    if (b->ctx->payload == AUTH_PAYLOAD_SHA256 && sg_md5sha_available()) {
+        b->one_pass = true;
+        sg_md5sha_init(&b->md5sha);
+        return 0;
+    }
+    sg_md5_init(&b->md5);
     if (b->ctx->payload == AUTH_PAYLOAD_SHA256) {
         b->sha256 = EVP_MD_CTX_new();
         if (!b->sha256 || EVP_DigestInit_ex(b->sha256, EVP_sha256(), NULL) != 1)
@@ -204,9 +214,13 @@ static int on_payload(void *arg, const uint8_t *buf, size_t len)
         return 0;
     if (!b->md5_started && digests_start(b) != 0)
         return -1;
-    sg_md5_update(&b->md5, buf, len);
-    if (b->sha256)
-        EVP_DigestUpdate(b->sha256, buf, len);
+    if (b->one_pass) {
+        sg_md5sha_update(&b->md5sha, buf, len);
+    } else {
+        sg_md5_update(&b->md5, buf, len);
+        if (b->sha256)
+            EVP_DigestUpdate(b->sha256, buf, len);
+    }
     sg_ck_update(&b->ck, buf, len);
     b->length += len;
     return b->out ? b->out(b->out_arg, buf, len) : 0;
@@ -272,26 +286,34 @@ static enum auth_status body_finish(struct auth_body *b, struct auth_body_result
         if ((st = trailer_checksum(b)) != AUTH_OK)
             return st;
     }
+    uint8_t md5[16], sha256[32];
+    bool have_sha256 = false;            /* false: no byte came, or not signed */
+    if (!b->md5_started) {
+        memcpy(md5, EMPTY_MD5, sizeof EMPTY_MD5);
+    } else if (b->one_pass) {
+        sg_md5sha_final(&b->md5sha, md5, sha256);
+        have_sha256 = true;
+    } else {
+        sg_md5_final(&b->md5, md5);
+        if (b->sha256) {
+            if (EVP_DigestFinal_ex(b->sha256, sha256, &mdlen) != 1)
+                return AUTH_NOMEM;
+            have_sha256 = true;
+        }
+    }
     if (b->ctx->payload == AUTH_PAYLOAD_SHA256) {
         char hex[65];
-        if (!b->sha256) {
+        if (have_sha256)
+            sg_hex_encode(sha256, 32, hex);
+        else
             memcpy(hex, EMPTY_SHA256_HEX, sizeof hex);
-        } else {
-            if (EVP_DigestFinal_ex(b->sha256, md, &mdlen) != 1)
-                return AUTH_NOMEM;
-            sg_hex_encode(md, 32, hex);
-        }
         if (CRYPTO_memcmp(hex, b->ctx->payload_hash, 64) != 0)
             return AUTH_SHA256_MISMATCH;
     }
-    if (!b->md5_started)
-        memcpy(md, EMPTY_MD5, sizeof EMPTY_MD5);
-    else
-        sg_md5_final(&b->md5, md);
-    if (b->have_md5 && CRYPTO_memcmp(md, b->want_md5, 16) != 0)
+    if (b->have_md5 && CRYPTO_memcmp(md5, b->want_md5, 16) != 0)
         return AUTH_BAD_DIGEST;
     memset(res, 0, sizeof *res);
-    sg_hex_encode(md, 16, res->md5_hex);
+    sg_hex_encode(md5, 16, res->md5_hex);
     res->length = b->length;
     if (b->ck.algo != SG_CK_NONE) {
         size_t n = sg_ck_final(&b->ck, md);

@@ -1,7 +1,8 @@
 /* tests/unit/test_auth_checksum.c - payload checksums and the single-chunk
  * body checks: the five x-amz-checksum-* algorithms over a split check
  * string, x-amz-content-sha256, Content-MD5 and x-amz-checksum-* headers
- * through the body verifier. The CRCs and base64 themselves:
+ * through the body verifier, with a signed payload's MD5 and SHA-256 in one
+ * pass (common/md5sha.h) and in two. The CRCs and base64 themselves:
  * tests/unit/test_common_crc.c and test_common_encoding.c. */
 #include <CUnit/CUnit.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "cu.h"
 #include "auth.h"
 #include "auth_int.h"
+#include "md5sha.h"
 
 int register_tests(void);
 
@@ -212,6 +214,54 @@ static void md5_of_payload_is_the_etag(void)
     CU_ASSERT_EQUAL(res.length, 0);
 }
 
+/* The body checks again with the one pass switched off: a CPU without the
+ * SHA extensions takes this path. */
+static void the_same_checks_hashing_in_two_passes(void)
+{
+    sg_md5sha_set(false);
+    single_chunk_body_checks();
+    md5_of_payload_is_the_etag();
+    sg_md5sha_set(true);
+}
+
+/* Signed bodies of several blocks, fed in 5-byte pieces: the ETag and the
+ * SHA-256 check agree in one pass and in two, and one changed byte is
+ * refused by both. */
+static void signed_bodies_of_many_blocks_in_one_pass_and_two(void)
+{
+    static const size_t sizes[] = { 1, 55, 56, 64, 65, 200, 4099, 100000 };
+    unsigned seed = 7;
+    for (size_t i = 0; i < CU_N(sizes); i++) {
+        size_t n = sizes[i];
+        char *body = malloc(n + 1);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(body);
+        for (size_t j = 0; j < n; j++)
+            body[j] = (char)('a' + rand_r(&seed) % 26);
+        body[n] = 0;
+        uint8_t md[32];
+        unsigned int l;
+        char sha_hex[65], md5_hex[33];
+        EVP_Digest(body, n, md, &l, EVP_sha256(), NULL);
+        sg_hex_encode(md, 32, sha_hex);
+        EVP_Digest(body, n, md, &l, EVP_md5(), NULL);
+        sg_hex_encode(md, 16, md5_hex);
+        for (int one = 1; one >= 0; one--) {
+            sg_md5sha_set(one);
+            struct body_case c = { "signed", sha_hex, { { 0 } }, body, AUTH_OK, NULL, NULL };
+            struct auth_body_result res;
+            CU_ASSERT_EQUAL(run_case(&c, &res), AUTH_OK);
+            CU_ASSERT_STRING_EQUAL(res.md5_hex, md5_hex);
+            CU_ASSERT_EQUAL(res.length, n);
+            char was = body[n / 2];
+            body[n / 2] = was == 'z' ? 'a' : 'z';
+            CU_ASSERT_EQUAL(run_case(&c, &res), AUTH_SHA256_MISMATCH);
+            body[n / 2] = was;
+        }
+        sg_md5sha_set(true);
+        free(body);
+    }
+}
+
 static void finish_twice_and_feed_after_finish_fail(void)
 {
     struct auth_hdr h[] = { { "host", "h" } };
@@ -258,6 +308,9 @@ int register_tests(void)
         { "all_five_algorithms_digest_check_string", all_five_algorithms_digest_check_string },
         { "single_chunk_body_checks", single_chunk_body_checks },
         { "md5_of_payload_is_the_etag", md5_of_payload_is_the_etag },
+        { "the_same_checks_hashing_in_two_passes", the_same_checks_hashing_in_two_passes },
+        { "signed_bodies_of_many_blocks_in_one_pass_and_two",
+          signed_bodies_of_many_blocks_in_one_pass_and_two },
         { "finish_twice_and_feed_after_finish_fail", finish_twice_and_feed_after_finish_fail },
     };
     return cu_add_suite("auth_checksum", suite_init, suite_clean, tests, CU_N(tests));
