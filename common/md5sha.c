@@ -140,6 +140,7 @@ static void blocks(uint32_t md5[4], uint32_t sha[8], const uint8_t *p, size_t nb
 }
 
 static atomic_int g_on = -1;   /* -1: not decided yet */
+static atomic_ullong g_bytes;  /* hashed since start, for /metrics */
 
 static bool cpu_has_it(void)
 {
@@ -163,6 +164,11 @@ void sg_md5sha_set(bool on)
     atomic_store(&g_on, on && cpu_has_it());
 }
 
+unsigned long long sg_md5sha_bytes(void)
+{
+    return atomic_load_explicit(&g_bytes, memory_order_relaxed);
+}
+
 void sg_md5sha_init(struct sg_md5sha *h)
 {
     memcpy(h->md5, MD5_INIT, sizeof h->md5);
@@ -175,6 +181,7 @@ void sg_md5sha_update(struct sg_md5sha *h, const void *buf, size_t n)
 {
     const uint8_t *p = buf;
     h->length += n;
+    atomic_fetch_add_explicit(&g_bytes, n, memory_order_relaxed);
     if (h->n_tail) {
         size_t c = 64 - h->n_tail;
         if (c > n)

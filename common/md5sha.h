@@ -39,4 +39,7 @@ void sg_md5sha_init(struct sg_md5sha *h);
 void sg_md5sha_update(struct sg_md5sha *h, const void *buf, size_t n);
 void sg_md5sha_final(struct sg_md5sha *h, uint8_t md5[16], uint8_t sha256[32]);
 
+/* Bytes hashed by sg_md5sha_update() since start (/metrics). */
+unsigned long long sg_md5sha_bytes(void);
+
 #endif

@@ -11,6 +11,7 @@
 
 #include "gw_int.h"
 #include "md5.h"
+#include "md5sha.h"
 
 #ifndef PROJECT_VERSION
 #define PROJECT_VERSION "unknown"
@@ -154,12 +155,14 @@ void gw_h_metrics(struct gw_req *r)
     sg_md5_stats(&ms);
     rc |= gw_buf_printf(&b, "# HELP shardgate_md5_bytes_total Body bytes hashed for ETags: in "
                             "AVX2 lanes beside other bodies' (when 4 or more bodies were "
-                            "hashed at once), or alone.\n"
+                            "hashed at once), alone, or with the SHA-256 of a signed payload "
+                            "in one pass.\n"
                             "# TYPE shardgate_md5_bytes_total counter\n"
                             "shardgate_md5_bytes_total{how=\"lanes\"} %llu\n"
-                            "shardgate_md5_bytes_total{how=\"alone\"} %llu\n",
+                            "shardgate_md5_bytes_total{how=\"alone\"} %llu\n"
+                            "shardgate_md5_bytes_total{how=\"with_sha256\"} %llu\n",
                         (unsigned long long)ms.blocks_in_lanes * 64,
-                        (unsigned long long)ms.blocks_alone * 64);
+                        (unsigned long long)ms.blocks_alone * 64, sg_md5sha_bytes());
 
     struct cache_stats cs;
     memset(&cs, 0, sizeof cs);

@@ -548,10 +548,12 @@ def sign_headers(method, url, headers=None, body=b"", access=None, secret=None,
     from botocore.awsrequest import AWSRequest
     from botocore.credentials import Credentials
     req = AWSRequest(method=method, url=url, data=body, headers=dict(headers or {}))
+    signer = S3SigV4Auth(Credentials(access or ACCESS_KEY, secret or SECRET_KEY), "s3", REGION)
     if payload_hash is not None:
-        req.headers["X-Amz-Content-SHA256"] = payload_hash
-    S3SigV4Auth(Credentials(access or ACCESS_KEY, secret or SECRET_KEY), "s3",
-                REGION).add_auth(req)
+        # botocore replaces any x-amz-content-sha256 with its own payload()
+        # (over http: the body's SHA-256), so the given one goes in there
+        signer.payload = lambda request: payload_hash
+    signer.add_auth(req)
     return dict(req.headers.items())
 
 

@@ -20,10 +20,12 @@ here (`"body_threads": 1`), so bodies queue behind each other:
   * SIGTERM while 6 bodies stream in: the stop waits for them (every one
     acknowledged, byte for byte after a restart) and exits 0 - no connection
     is left suspended for a body thread when libmicrohttpd stops.
-A second gateway with eight body threads: 16 bodies at once are hashed in the
-MD5 lanes (shardgate_md5_bytes_total{how="lanes"} grows), every ETag is the
-MD5 of its body, and a wrong Content-MD5 among 8 concurrent bodies is the only
-one refused.
+The signed payloads' MD5 and SHA-256 are computed in one pass
+(shardgate_md5_bytes_total{how="with_sha256"} counts them). A second gateway
+with eight body threads: 16 unsigned bodies at once are hashed in the MD5
+lanes (shardgate_md5_bytes_total{how="lanes"} grows), every ETag is the MD5 of
+its body, and a wrong Content-MD5 among 8 concurrent unsigned bodies is the
+only one refused.
 Skips (77) without boto3."""
 
 import base64
@@ -52,13 +54,15 @@ def body_bytes(gw, thread):
     return C.metric_sum(C.metrics(gw.port), "shardgate_body_bytes_total", thread=thread) or 0
 
 
-def put_head(gw, key, body, extra=None, total=None):
-    """A socket with the head of a PUT signed over `body` sent (Content-Length
+def put_head(gw, key, body, extra=None, total=None, payload_hash=None):
+    """A socket with the head of a PUT signed over `body` (or with the given
+    x-amz-content-sha256, e.g. UNSIGNED-PAYLOAD) sent (Content-Length
     `total`, default len(body)); the body is the caller's to send."""
     host = "127.0.0.1:%d" % gw.port
     n = len(body) if total is None else total
     hdrs = H.sign_headers("PUT", "http://%s/bkt/%s" % (host, key),
-                          dict({"Content-Length": str(n)}, **(extra or {})), body)
+                          dict({"Content-Length": str(n)}, **(extra or {})), body,
+                          payload_hash=payload_hash)
     lines = ["PUT /bkt/%s HTTP/1.1" % key, "Host: %s" % host]
     lines += ["%s: %s" % kv for kv in hdrs.items() if kv[0].lower() != "host"]
     s = socket.create_connection(("127.0.0.1", gw.port), timeout=60)
@@ -133,6 +137,7 @@ def put_all(gw, c, datas):
 def concurrent_puts(gw, c):
     datas = {"k%02d" % i: os.urandom(3 * MB + 1000 * i) for i in range(12)}
     before = body_bytes(gw, "body")
+    one_pass = md5_bytes(gw, "with_sha256")
     errs = put_all(gw, c, datas)
     eq("12 PUTs at once of 3 MiB and more, three kinds of body, through one body thread",
        errs, [])
@@ -141,6 +146,10 @@ def concurrent_puts(gw, c):
     took = body_bytes(gw, "body") - before
     check("... and the body threads took them in (%d bytes counted, %d sent)" %
           (took, sum(map(len, datas.values()))), took >= sum(map(len, datas.values())))
+    signed = sum(len(d) for k, d in datas.items() if int(k[-2:]) % 3 != 2)
+    one_pass = md5_bytes(gw, "with_sha256") - one_pass
+    check("... the signed payloads' MD5 and SHA-256 computed in one pass (%d bytes, %d signed)"
+          % (one_pass, signed), one_pass >= signed)
     before = body_bytes(gw, "connection")
     c.put_object(Bucket="bkt", Key="small", Body=b"s" * 4096)
     check("a 4 KiB PUT is taken in on its connection's thread",
@@ -151,10 +160,37 @@ def md5_bytes(gw, how):
     return C.metric_sum(C.metrics(gw.port), "shardgate_md5_bytes_total", how=how) or 0
 
 
+def put_unsigned_all(gw, datas):
+    """PUTs every datas[key] at once with UNSIGNED-PAYLOAD (half of them with
+    Content-MD5): bodies whose MD5 is the only digest, the lanes' kind (a
+    signed payload is hashed with its SHA-256 in one pass instead). The keys
+    that failed."""
+    errs = []
+
+    def put(i, key):
+        d = datas[key]
+        extra = {"Content-MD5": base64.b64encode(hashlib.md5(d).digest()).decode()} \
+            if i % 2 else {}
+        try:
+            s = put_head(gw, key, d, extra, payload_hash="UNSIGNED-PAYLOAD")
+            s.sendall(d)
+            if status_of(s) != 200:
+                errs.append(key)
+            s.close()
+        except Exception as e:   # noqa
+            errs.append("%s: %r" % (key, e))
+    ts = [threading.Thread(target=put, args=(i, k)) for i, k in enumerate(datas)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(120)
+    return errs
+
+
 def md5_lanes(data):
-    """Eight body threads: 16 bodies at once are hashed side by side in the
-    MD5 lanes (common/md5.c) - and every ETag is still the MD5 of its body, a
-    wrong Content-MD5 among them still a BadDigest."""
+    """Eight body threads: 16 unsigned bodies at once are hashed side by side
+    in the MD5 lanes (common/md5.c) - and every ETag is still the MD5 of its
+    body, a wrong Content-MD5 among them still a BadDigest."""
     cfg = os.path.join(H.S.tmp, "body-threads-8.json")
     with open(cfg, "w") as f:
         json.dump({"body_threads": 8}, f)
@@ -169,18 +205,18 @@ def md5_lanes(data):
     while rounds < 5 and md5_bytes(gw, "lanes") == 0:
         rounds += 1
         datas = {"r%dk%02d" % (rounds, i): os.urandom(4 * MB + 777 * i) for i in range(16)}
-        errs += put_all(gw, c, datas)
+        errs += put_unsigned_all(gw, datas)
         wrong += [k for k, d in datas.items() if read(c, k) != (d, etag(d))]
     lanes, alone = md5_bytes(gw, "lanes"), md5_bytes(gw, "alone")
-    check("16 bodies at once on 8 body threads were hashed in the MD5 lanes "
+    check("16 unsigned bodies at once on 8 body threads were hashed in the MD5 lanes "
           "(%d bytes in lanes, %d alone, %d round(s))" % (lanes, alone, rounds), lanes > 0)
     eq("... every PUT acknowledged", errs, [])
     eq("... each reads back byte for byte, with the MD5 of its bytes as ETag", wrong, [])
     d = os.urandom(3 * MB)
     good = base64.b64encode(hashlib.md5(d).digest()).decode()
     bad = base64.b64encode(hashlib.md5(d + b"x").digest()).decode()
-    socks = [put_head(gw, "md5-%d" % i, d, {"Content-MD5": bad if i == 3 else good})
-             for i in range(8)]
+    socks = [put_head(gw, "md5-%d" % i, d, {"Content-MD5": bad if i == 3 else good},
+                      payload_hash="UNSIGNED-PAYLOAD") for i in range(8)]
     for s in socks:
         s.sendall(d)
     codes = [status_of(s) for s in socks]
