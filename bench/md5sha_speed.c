@@ -68,6 +68,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    sg_md5sha_set(true);   /* a clang build has it off by default */
     if (!sg_md5sha_available()) {
         fprintf(stderr, "md5sha_speed: this CPU has no SHA extensions\n");
         return 1;
