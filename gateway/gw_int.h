@@ -390,12 +390,12 @@ void gw_iso_date(const struct timespec *ts, char *buf, size_t len);
 int gw_http_date_parse(const char *s, time_t *out);
 
 /* Evaluates If-Match / If-None-Match / If-Modified-Since / If-Unmodified-Since
- * against an object as S3 does. Returns 0 to go on, or S3E_NOT_MODIFIED /
- * S3E_PRECONDITION_FAILED + 1 ... see the implementation: returns the error
- * through *err and true when the request must stop. `prefix` is "" for the
- * plain headers or "x-amz-copy-source-" for a copy's source conditions. */
-bool gw_conditions_fail(const struct gw_req *r, const char *prefix, const char *etag,
-                        time_t mtime, enum s3_err *err);
+ * against an object as S3 does: true, with the error (S3E_NOT_MODIFIED or
+ * S3E_PRECONDITION_FAILED) in *err, when the request must stop. `copy`: the
+ * x-amz-copy-source-if-* headers of a copy's source instead of the plain
+ * ones. */
+bool gw_conditions_fail(const struct gw_req *r, bool copy, const char *etag, time_t mtime,
+                        enum s3_err *err);
 
 /* The condition of a conditional write (PutObject, CopyObject's destination,
  * CompleteMultipartUpload) from If-None-Match / If-Match, as AWS reads them:

@@ -170,6 +170,28 @@ void gw_h_object_put_end(struct gw_req *r)
 }
 
 /* Adds the headers every object response carries. */
+/* The stored headers a GET's response-* query parameters replace. */
+static const struct {
+    const char *header, *query;
+} OVERRIDES[] = {
+    { "content-type", "response-content-type" },
+    { "content-language", "response-content-language" },
+    { "expires", "response-expires" },
+    { "cache-control", "response-cache-control" },
+    { "content-disposition", "response-content-disposition" },
+    { "content-encoding", "response-content-encoding" },
+};
+enum { N_OVERRIDES = sizeof OVERRIDES / sizeof OVERRIDES[0] };
+
+/* Whether stored header `name` is replaced by a response-* parameter. */
+static bool overridden(const struct gw_req *r, const char *name)
+{
+    for (size_t i = 0; i < N_OVERRIDES && r->n_query; i++)
+        if (strcmp(name, OVERRIDES[i].header) == 0)
+            return gw_req_query(r, OVERRIDES[i].query) != NULL;
+    return false;
+}
+
 static void object_headers(struct gw_req *r, struct MHD_Response *resp, const struct obj_meta *m,
                            bool with_checksum)
 {
@@ -191,26 +213,15 @@ static void object_headers(struct gw_req *r, struct MHD_Response *resp, const st
             continue;
         }
         /* response-* query parameters override what is stored */
-        if (strncmp(n, "content-", 8) == 0 || strcmp(n, "cache-control") == 0 ||
-            strcmp(n, "expires") == 0) {
-            char q[64];
-            snprintf(q, sizeof q, "response-%s", n);
-            if (gw_req_query(r, q))
-                continue;
-        }
+        if (overridden(r, n))
+            continue;
         have_type |= strcmp(n, "content-type") == 0;
         gw_resp_header(r, resp, n, m->hdrs[i].value);
     }
-    static const char *const overrides[] = {
-        "content-type", "content-language", "expires", "cache-control",
-        "content-disposition", "content-encoding",
-    };
-    for (size_t i = 0; i < sizeof overrides / sizeof overrides[0]; i++) {
-        char q[64];
-        snprintf(q, sizeof q, "response-%s", overrides[i]);
-        const char *v = gw_req_query(r, q);
+    for (size_t i = 0; i < N_OVERRIDES && r->n_query; i++) {
+        const char *v = gw_req_query(r, OVERRIDES[i].query);
         if (v) {
-            gw_resp_header(r, resp, overrides[i], v);
+            gw_resp_header(r, resp, OVERRIDES[i].header, v);
             have_type |= i == 0;
         }
     }
@@ -528,7 +539,7 @@ void gw_h_object_get(struct gw_req *r, bool head)
         }
     }
     enum s3_err err;
-    if (gw_conditions_fail(r, "", m.etag, m.mtime.tv_sec, &err)) {
+    if (gw_conditions_fail(r, false, m.etag, m.mtime.tv_sec, &err)) {
         if (err == S3E_NOT_MODIFIED) {
             struct MHD_Response *resp =
                 MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
@@ -650,7 +661,7 @@ int gw_copy_source_open(struct gw_req *r, const char **bucket, const char **key,
         return -1;
     }
     enum s3_err err;
-    if (gw_conditions_fail(r, "x-amz-copy-source-", src->etag, src->mtime.tv_sec, &err)) {
+    if (gw_conditions_fail(r, true, src->etag, src->mtime.tv_sec, &err)) {
         gw_reply_error(r, err, NULL, NULL);
         return -1;
     }

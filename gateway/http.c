@@ -144,21 +144,20 @@ static bool etag_list_matches(const char *hdr, const char *etag)
     return false;
 }
 
-bool gw_conditions_fail(const struct gw_req *r, const char *prefix, const char *etag,
-                        time_t mtime, enum s3_err *err)
+bool gw_conditions_fail(const struct gw_req *r, bool copy, const char *etag, time_t mtime,
+                        enum s3_err *err)
 {
-    char name[64];
+    /* the names a GET's conditions and a copy source's go by */
+    static const char *const names[2][4] = {
+        { "if-match", "if-unmodified-since", "if-none-match", "if-modified-since" },
+        { "x-amz-copy-source-if-match", "x-amz-copy-source-if-unmodified-since",
+          "x-amz-copy-source-if-none-match", "x-amz-copy-source-if-modified-since" },
+    };
     time_t t;
-    bool copy = prefix[0] != '\0';
-
-    snprintf(name, sizeof name, "%sif-match", prefix);
-    const char *im = gw_req_header(r, name);
-    snprintf(name, sizeof name, "%sif-unmodified-since", prefix);
-    const char *ius = gw_req_header(r, name);
-    snprintf(name, sizeof name, "%sif-none-match", prefix);
-    const char *inm = gw_req_header(r, name);
-    snprintf(name, sizeof name, "%sif-modified-since", prefix);
-    const char *ims = gw_req_header(r, name);
+    const char *im = gw_req_header(r, names[copy][0]);
+    const char *ius = gw_req_header(r, names[copy][1]);
+    const char *inm = gw_req_header(r, names[copy][2]);
+    const char *ims = gw_req_header(r, names[copy][3]);
 
     /* If-Match wins over If-Unmodified-Since: when it holds, the date is not
      * looked at (S3 and RFC 7232 agree). */

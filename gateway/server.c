@@ -638,7 +638,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                            (uint64_t)(t1.tv_sec - r->t0.tv_sec) * 1000000000u +
                                (uint64_t)(t1.tv_nsec - r->t0.tv_nsec),
                            r->cache_use);
-    if (r->method)
+    if (r->method && log_get_level() >= LOG_LVL_INFO)   /* else its line is dropped */
         access_log(r, conn, ms, toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
     gw_intake_end(r);   /* first: an intake thread may still hold the body */
     if (r->put)
