@@ -143,8 +143,10 @@ MISSED = [
      "libmicrohttpd's per-request work. The table below has the server CPU per hit: about "
      "12-14 us against nginx's 8-9 us. The file work is gone (hits from memory, "
      "[ab-memtier.md](ab-memtier.md)). What is left is libmicrohttpd's request cycle and "
-     "`epoll_wait` (6.5%) and our header formatting (`vfprintf`, `strftime`, ~3%): a few % "
-     "each ([README.md](README.md), bottleneck 7, \"Small hits\").",
+     "`epoll_wait` (6.5%), its pool reset (`memset`, ~4%) and per-header allocations, "
+     "and our header formatting, of which the `snprintf`s that built constant names are "
+     "gone: 4-9% less CPU per hit ([ab-hit-formatting.md](ab-hit-formatting.md)); "
+     "[README.md](README.md), bottleneck 7, \"Small hits\".",
      "A hit path that answers a GET hit outside libmicrohttpd's request cycle (its own "
      "parse and one `writev`), measured against this row."),
     ("hit 1 MiB", "libmicrohttpd 0.9.75 sends a file in 128 KiB `sendfile` pieces and goes back "
