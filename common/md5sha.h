@@ -6,7 +6,7 @@
  * core idle: MD5 waits on its scalar adds and rotates, SHA-256 with the
  * SHA extensions on the vector unit's sha256rnds2. Interleaved step by step
  * over the same 64-byte block they overlap, and the pair costs little more
- * than MD5 alone: 1.78 against 2.42 CPU-s per GiB for OpenSSL's two passes
+ * than MD5 alone: 1.82 against 2.47 CPU-s per GiB for OpenSSL's two passes
  * on this machine (bench/results/md5sha.md).
  *
  * The results are the plain MD5 and SHA-256: the tests compare them with
