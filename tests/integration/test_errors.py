@@ -329,12 +329,36 @@ def t_disconnect(b):
         eq("no partial upload data left in the data dir", leftovers(), [])
 
 
+def t_date_header(b):
+    """Every response, an error's too, carries exactly one Date: RFC 1123, now."""
+    import email.utils
+    import re
+    form = re.compile(r"^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|May|Jun|Jul|"
+                      r"Aug|Sep|Oct|Nov|Dec) \d{4} \d\d:\d\d:\d\d GMT$")
+    for method, path, want in (("GET", "/%s/obj" % b, 200), ("HEAD", "/%s/obj" % b, 200),
+                               ("GET", "/%s/no/such/key" % b, 404)):
+        hdrs = H.sign_headers(method, "%s%s" % (H.S.endpoint, path))
+        c = http.client.HTTPConnection(H.S.host, H.S.port, timeout=30)
+        c.request(method, path, headers={k: v for k, v in hdrs.items() if k.lower() != "host"})
+        resp = c.getresponse()
+        resp.read()
+        dates = [v for k, v in resp.getheaders() if k.lower() == "date"]
+        c.close()
+        now = time.time()
+        ok = resp.status == want and len(dates) == 1 and form.match(dates[0]) is not None
+        if ok:
+            ok = abs(email.utils.parsedate_to_datetime(dates[0]).timestamp() - now) <= 5
+        check("%s %s -> %d with one Date header, RFC 1123, now" % (method, path, want), ok,
+              (resp.status, dates))
+
+
 def main():
     H.start("test_errors")
     b = "sg-err-%s" % uuid.uuid4().hex[:10]
     eq("create bucket", raw("PUT", "/%s" % b).status, 200)
     eq("PUT obj", raw("PUT", "/%s/obj" % b, body=b"object body").status, 200)
     t_error_body(b)
+    t_date_header(b)
     t_auth(b)
     t_escapes(b)
     t_not_implemented(b)
