@@ -169,7 +169,6 @@ void gw_h_object_put_end(struct gw_req *r)
     gw_reply_body_stored(r);
 }
 
-/* Adds the headers every object response carries. */
 /* The stored headers a GET's response-* query parameters replace. */
 static const struct {
     const char *header, *query;
@@ -186,12 +185,15 @@ enum { N_OVERRIDES = sizeof OVERRIDES / sizeof OVERRIDES[0] };
 /* Whether stored header `name` is replaced by a response-* parameter. */
 static bool overridden(const struct gw_req *r, const char *name)
 {
-    for (size_t i = 0; i < N_OVERRIDES && r->n_query; i++)
+    if (!r->n_query)
+        return false;
+    for (size_t i = 0; i < N_OVERRIDES; i++)
         if (strcmp(name, OVERRIDES[i].header) == 0)
             return gw_req_query(r, OVERRIDES[i].query) != NULL;
     return false;
 }
 
+/* Adds the headers every object response carries. */
 static void object_headers(struct gw_req *r, struct MHD_Response *resp, const struct obj_meta *m,
                            bool with_checksum)
 {
