@@ -20,7 +20,7 @@ every GET is a miss: 20 objects of 1 MiB, then 2 of 64 MiB, one client,
 keep-alive, sequential. Runs alternate A/B (B first on odd runs); a direct
 GET from the cold tier runs beside them as the ceiling. Reports per arm the
 median [min-max] of MB/s, the time to the first body byte, the gateway's CPU
-per object (utime + stime of its process), and the per-run ratio B/A.
+per object (the scheduler's count for its threads, bench/lib/procs.py cpu_since), and the per-run ratio B/A.
 --a-cache / --b-cache add keys to an arm's "cache" config object (one binary,
 two settings: --b-cache '{"fill_io": "direct"}').
 Used for issue 14's fill-path changes (bench/results/fills-ab-*.md)."""
@@ -31,7 +31,7 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from procs import CLK, cpu_ticks, free_port, log, pairs, run_getc, start_nginx, start_shardgate, stop_all  # noqa: E402
+from procs import cpu_since, cpu_snap, free_port, log, pairs, run_getc, start_nginx, start_shardgate, stop_all  # noqa: E402
 from report import MiB, fmt, summary  # noqa: E402
 from bench import start_cold_s3  # noqa: E402
 
@@ -131,9 +131,9 @@ def main():
                 def f(r):
                     paths = keys(arm, r)
                     srv = gw.get(arm)
-                    c0 = cpu_ticks(srv.pids()) if srv else 0
+                    c0 = cpu_snap(srv.pids()) if srv else None
                     got = run_getc(env_, srv.port if srv else cold.port, paths, conc=a.conc)
-                    c1 = cpu_ticks(srv.pids()) if srv else 0
+                    cpu = cpu_since(c0, srv.pids()) if srv else 0.0
                     if a.conc == 1:
                         t = sum(x["total"] for x in got) / 1e3
                     else:
@@ -141,7 +141,7 @@ def main():
                              min(x["start"] for x in got)) / 1e3
                     return dict(MBps=size * count / t / 1e6,
                                 body_ms=summary([x["ttbody"] for x in got])["med"],
-                                cpu_ms=(c1 - c0) / CLK * 1e3 / count)
+                                cpu_ms=cpu * 1e3 / count)
                 return f
             A, B = pairs(a.reps, arm_run("A"), arm_run("B"))
             D = [arm_run("direct")(r) for r in range(a.reps)]

@@ -11,7 +11,7 @@ directory or a parallel file system mount) holding 2,000 objects of 4 KiB
 and 64 MiB objects (hard links of one random file), with its own empty
 cache directory. Per run and arm:
   * staging alone: a prefetch hint for 24 objects of 64 MiB, the gateway's
-    CPU (utime + stime) per GiB staged and the time until all are published;
+    CPU (procs.cpu_since) per GiB staged and the time until all are published;
   * 4 KiB hits (wrk, c = 8, S seconds) alone, then while a hint stages 160
     more objects of 64 MiB (10 GiB): hits/s with staging / alone.
 The arms alternate (B first on odd runs). Medians [min-max] over the runs.
@@ -24,7 +24,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from procs import CLK, cpu_ticks, free_port, log, metrics, run_getc, run_wrk, start_shardgate, stop_all  # noqa: E402
+from procs import cpu_since, cpu_snap, free_port, log, metrics, run_getc, run_wrk, start_shardgate, stop_all  # noqa: E402
 from report import fmt, summary  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -57,13 +57,13 @@ def one_run(env_, arm, fill_io, r):
         run_getc(env_, sg.port, small, conc=8)
         run_getc(env_, sg.port, small, conc=8)
         # staging alone
-        d0, c0, t0 = fills_done(sg.port), cpu_ticks(sg.pids()), time.time()
+        d0, c0, t0 = fills_done(sg.port), cpu_snap(sg.pids()), time.time()
         prefetch(env_, sg.port, 0, ALONE)
         while fills_done(sg.port) < d0 + ALONE:
             if time.time() - t0 > 120:
                 raise RuntimeError("staging did not end in 120 s")
             time.sleep(0.02)
-        secs, cpu = time.time() - t0, (cpu_ticks(sg.pids()) - c0) / CLK
+        secs, cpu = time.time() - t0, cpu_since(c0, sg.pids())
         gib = ALONE * 64 * MiB / (1 << 30)
         m = metrics(sg.port)
         direct = m['shardgate_cache_fill_bytes_total{how="direct"}']

@@ -23,7 +23,7 @@ import threading
 import time
 
 # ab.py uses these as B.* too
-from procs import (CLK, PROCS, Server, children, cpu_ticks, drain, free_port, http_get, log, metrics,  # noqa: F401
+from procs import (PROCS, Server, children, cpu_since, cpu_snap, drain, free_port, http_get, log, metrics,  # noqa: F401
                    pairs, rounds, rss_kib, run_getc, run_wrk, start_nginx, start_shardgate, stop_all)
 from report import MiB, cell, fmt, med, plots, report, summary  # noqa: F401 (ab.py uses B.fmt, B.summary)
 from nvme import MODE_DEFAULTS as NVME_DEFAULTS, case_nvme
@@ -194,9 +194,9 @@ def case_cold(env_, mode, res):
             def f(r):
                 paths = [("/bench/slow/c64m/r%d/%06d" if tag.startswith("slow/") else "/bench/" + sub + "/r%d/%06d")
                          % (r, i) for i in range(count)]
-                c0 = cpu_ticks(srv.pids())
+                c0 = cpu_snap(srv.pids())
                 rows = run_getc(env_, port, paths, conc=conc)
-                c1 = cpu_ticks(srv.pids())
+                cpu = cpu_since(c0, srv.pids())
                 if conc == 1:
                     t = sum(x["total"] for x in rows) / 1e3
                 else:   # the clients overlap: from the first start to the last end
@@ -204,7 +204,7 @@ def case_cold(env_, mode, res):
                 return dict(MBps=sum(x["bytes"] for x in rows) / t / 1e6,
                             ttfb_ms=med([x["ttfb"] for x in rows]),
                             ttbody_ms=med([x["ttbody"] for x in rows]),
-                            cpu_ms_per_obj=(c1 - c0) / CLK * 1e3 / count)
+                            cpu_ms_per_obj=cpu * 1e3 / count)
             return f
         # nginx proxy_cache fills the same objects (its own cache: they are
         # misses for it too): the reference for CPU per MiB filled
@@ -690,14 +690,14 @@ def case_profile(env_, mode):
         PROCS.append(("perf", pr))
         perfs.append((name, srv, pr, data))
     time.sleep(0.3)
-    c0 = {n: cpu_ticks(sv.pids()) for n, sv, _, _ in perfs}
+    c0 = {n: cpu_snap(sv.pids()) for n, sv, _, _ in perfs}
     t = time.time()
     code = subprocess.run(
         ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--aws-sigv4", "aws:amz:us-east-1:s3",
          "--user", "shardgate:shardgate-secret-key", "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD",
          "-T", src, "http://127.0.0.1:%d/bench/ckpt/profile" % gw.port], capture_output=True, text=True).stdout
     secs = time.time() - t
-    c1 = {n: cpu_ticks(sv.pids()) for n, sv, _, _ in perfs}
+    cpu = {n: cpu_since(c0[n], sv.pids()) for n, sv, _, _ in perfs}
     for name, srv, pr, data in perfs:
         pr.send_signal(signal.SIGINT)
         pr.wait()
@@ -707,10 +707,10 @@ def case_profile(env_, mode):
                              capture_output=True, text=True)
         with open(os.path.join(outdir, "report-put-1g-%s-self.txt" % name), "w") as f:
             f.write("# 1 GiB PUT, HTTP %s, %.2f s (%.0f MB/s); %s CPU %.2f s\n" % (
-                code, secs, (1 << 30) / secs / 1e6, name, (c1[name] - c0[name]) / CLK))
+                code, secs, (1 << 30) / secs / 1e6, name, cpu[name]))
             f.write(rep.stdout)
     log("profile PUT 1 GiB: HTTP %s in %.2f s; gateway CPU %.2f s, cold-tier shardgate CPU %.2f s" % (
-        code, secs, (c1["gw"] - c0["gw"]) / CLK, (c1["cold"] - c0["cold"]) / CLK))
+        code, secs, cpu["gw"], cpu["cold"]))
     gw.stop()
     cold.stop()
     shutil.rmtree(cache, ignore_errors=True)

@@ -180,10 +180,11 @@ MISSED = [
      "response's bytes into its buffer), or a cold tier that is not on these two cores."),
     ("fill CPU 1 MiB",
      "Each fill has fixed work, heavy for a 1 MiB object: a cache file created, written, "
-     "fdatasync'ed by the publisher and renamed, and a request to the cold tier. Between runs "
-     "the row's spread (0.75-2.00x here, 1.14-1.83x before) is larger than any change "
-     "measured on it ([README.md](README.md), bottleneck 7, \"Concurrent fills against the "
-     "disk's own limit\").",
+     "fdatasync'ed by the publisher and renamed, and a request to the cold tier. Measured in "
+     "the scheduler's nanoseconds ([cpu-meter.md](cpu-meter.md); clock ticks had put the "
+     "row anywhere from 0.75x to 2.00x), one fill at a time costs what nginx's does (1.73 "
+     "against 1.79 ms); eight at once, nginx's falls to 1.00 ms per object and ours stays "
+     "at 1.72.",
      "Group the publisher's syncs of small fills, measured against this row."),
     ("hit from disk", "The two libmicrohttpd threads block on each read, so at most two reads "
      "are in flight. `--threads 8` takes 4 KiB hits at c=64 from 15-23k to 40-45k req/s, but "
@@ -434,7 +435,7 @@ def report(mode_name, mode, res, env_):
     A("- nginx proxy_cache (late-joiner reference): proxy_cache_lock on, in front of the same cold tier.")
     A("- clients: wrk (2 threads, a Lua script cycling over the distinct keys) for hits; "
       "bench/clients/getc.c for cold misses, late joiners and fills. Client and servers share the 2 cores.")
-    A("- CPU per request: utime+stime deltas of the server's processes (nginx: its workers) from /proc/PID/stat.")
+    A("- CPU per request: the scheduler's nanosecond count of every thread of the server's processes (nginx: its workers), /proc/PID/task/TID/schedstat; utime+stime ticks only where a thread ended in between (bench/lib/procs.py cpu_since).")
     A("")
     A("Reproduce: `bench/run.sh %s` (results in bench/results/report-%s.md / .json)." % (mode_name, mode_name))
     A("")
