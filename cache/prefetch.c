@@ -31,6 +31,7 @@
  * on its own would take struct job and ten of the statics into cache_int.h. */
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +101,10 @@ struct cache_prefetch {
     struct cidx *idx;
     struct sg_worker wk;        /* the stager; its mu guards the jobs */
     struct job *jobs;           /* newest first */
+    /* Ordered jobs in `jobs`, read without mu: with none, a read has no
+     * hint to move, and a hit does not take the stager's lock (both HTTP
+     * threads met on it once per hit: bench/results/ab-guard-shards.md). */
+    atomic_uint ordered_jobs;
     uint64_t next_seq;
     bool started;               /* the stager runs, not yet joined */
     /* Settled (cache_prefetch_settled): every event that can give the
@@ -695,6 +700,8 @@ static void jobs_expire(struct cache_prefetch *pf)
             now.tv_sec - j->ended.tv_sec > (time_t)cache_job_keep_s_of(pf->c)) {
             job_retire(pf, j);
             *pp = j->next;
+            if (j->ordered)
+                atomic_fetch_sub(&pf->ordered_jobs, 1);
             job_free(j);
             continue;
         }
@@ -860,6 +867,8 @@ int cache_job_submit(struct cache *c, struct cache_hint *h, char id_out[CACHE_JO
         pf->next_seq = j->seq_base + j->n;
     j->next = pf->jobs;
     pf->jobs = j;
+    if (j->ordered)
+        atomic_fetch_add(&pf->ordered_jobs, 1);
     /* Every object of an ordered hint that is cached already gets its next
      * use now, not when the stager reaches it: otherwise the ones far ahead
      * look unneeded and go first. */
@@ -983,6 +992,8 @@ static void job_advance(struct cache_prefetch *pf, struct job *j, size_t i)
 void cache_note_read(struct cache *c, const char *bucket, const char *key)
 {
     struct cache_prefetch *pf = cache_prefetch_of(c);
+    if (atomic_load(&pf->ordered_jobs) == 0)
+        return;
     pthread_mutex_lock(&pf->wk.mu);
     /* A read carries no consumer, only its key: it belongs to the hints
      * that expected it soonest, counted from each one's position. A read
