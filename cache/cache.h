@@ -105,6 +105,10 @@ struct cache_waiter {
     void (*resume)(void *arg);
     void *arg;
     struct timespec deadline;
+    /* in: on an object being filled (or whose fill this open starts), answer
+     * CACHE_END at once instead of waiting for the fill: the caller reads
+     * the cold tier itself (a directory store: the source file). */
+    bool no_wait;
     bool started_fill;            /* out: an open by this waiter started the fill */
     /* private to the cache */
     struct cache_waiter *next;
@@ -122,7 +126,8 @@ struct cache_waiter {
 /* Opens bucket/key for reading. CACHE_OK: *out is a new handle and *meta
  * (caller clears) holds what the cold tier said of the object. On a miss
  * the fill is started (or joined) and, until its metadata is known, the
- * waiter is suspended (CACHE_AGAIN): call again after resume. CACHE_BACKEND
+ * waiter is suspended (CACHE_AGAIN): call again after resume; with
+ * w->no_wait, CACHE_END instead, the fill going on. CACHE_BACKEND
  * with *bst for NoSuchKey and other cold-tier errors. Callable from any
  * thread. `w` must stay valid until resumed. */
 enum cache_status cache_obj_open(struct cache *c, const char *bucket, const char *key,

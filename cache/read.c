@@ -412,6 +412,11 @@ static enum cache_status obj_open(struct cache *c, const char *bucket, const cha
             cache_fill_unref(c, f);
             return r;
         }
+        if (w->no_wait && may_fill) {   /* the fill goes on; the caller reads the source */
+            pthread_mutex_unlock(&f->mu);
+            cache_fill_unref(c, f);
+            return CACHE_END;
+        }
         if (!f->meta_known) {
             cache_waiter_add(c, f, w, true, 0);
             pthread_mutex_unlock(&f->mu);

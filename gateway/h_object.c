@@ -449,6 +449,15 @@ static struct MHD_Response *object_body(struct gw_req *r, struct body_src *src,
     return resp;
 }
 
+/* Is the cold tier a directory store (a local or parallel file system
+ * mount), whose objects are files this gateway can send itself? */
+static bool cold_is_files(const struct gw_req *r)
+{
+    struct backend_info bi;
+    backend_info_get(r->backend, &bi);
+    return strcmp(bi.kind, "posix") == 0;
+}
+
 /* Opens the object through the cache. Returns true when the request goes
  * on with *src and *m filled; false when it was answered or suspended (then
  * this handler runs again on resume), or with *bypass set when the cache
@@ -461,11 +470,19 @@ static bool open_through_cache(struct gw_req *r, struct body_src *src, struct ob
     r->waiter.resume = gw_req_resume;
     r->waiter.arg = r;
     r->waiter.deadline = gw_wait_deadline(r);
+    bool head = strcmp(r->method, "HEAD") == 0;
+    /* A GET that misses on a directory store starts (or joins) the fill, and
+     * sends the source file itself by sendfile instead of waiting for the
+     * fill and copying its bytes as they land: zero copies on its way out,
+     * no hand-off. The fill's reads and this one share the source's page
+     * cache, so the source is read from its storage once; the next GET is a
+     * hit (bench/results/fills-ab-dir-source.md). */
+    r->waiter.no_wait = !head && cold_is_files(r);
     enum backend_status bst;
     /* A HEAD uses what is cached or filling, and never fetches a whole
      * object just to answer with its headers. */
     enum cache_status cs =
-        strcmp(r->method, "HEAD") == 0
+        head
             ? cache_obj_open_existing(r->cache, r->bucket, r->key, &r->waiter, m, &bst,
                                       &src->co)
             : cache_obj_open(r->cache, r->bucket, r->key, &r->waiter, m, &bst, &src->co);
@@ -477,8 +494,14 @@ static bool open_through_cache(struct gw_req *r, struct body_src *src, struct ob
     case CACHE_BACKEND:
         gw_reply_backend_error(r, bst);
         return false;
-    case CACHE_IO:
     case CACHE_END:
+        if (r->waiter.no_wait) {   /* a fill is on: this GET is its miss, or joined it */
+            r->cache_use = GW_CACHE_MISS;
+            r->read = r->waiter.started_fill ? GW_READ_FILL : GW_READ_JOINED;
+        }
+        *bypass = true;
+        return false;
+    case CACHE_IO:
         *bypass = true;
         return false;
     case CACHE_TIMEOUT: {
@@ -523,7 +546,7 @@ void gw_h_object_get(struct gw_req *r, bool head)
     if (src.co)   /* for the access log */
         r->read = r->waiter.started_fill ? GW_READ_FILL
                   : r->cache_use == GW_CACHE_HIT ? GW_READ_HIT : GW_READ_JOINED;
-    else if (bypass)
+    else if (bypass && r->read == GW_READ_NONE)
         r->read = GW_READ_PASS;
     if (bypass && head) {
         /* headers only: a cold HEAD, not a GET whose body is dropped */

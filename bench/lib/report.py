@@ -170,6 +170,20 @@ MISSED = [
      "measured 0.92-1.00x. throttle.py (Python) shares the two cores with the fill.",
      "A rerun on a quiet machine; nothing in the fill path waits on a throttled tier beyond "
      "its rate."),
+    ("cold miss 1 MiB, directory store",
+     "Sent from the source file by `sendfile` while the fill goes on into the cache: "
+     "2.33-2.50x the rate of a miss that copied the fill's bytes, at the direct GET's rate "
+     "within its spread ([fills-ab-dir-source.md](fills-ab-dir-source.md)). What is left is "
+     "the fill's own CPU (a read of the source, an O_DIRECT write and an fdatasync) on the "
+     "same two cores, and the cache lookup and fill start before the first byte.",
+     "None in the read path; the fill's CPU is the \"fill CPU\" rows' work."),
+    ("cold miss 64 MiB, directory store",
+     "Sent from the source file by `sendfile` while the fill reads the same file and writes "
+     "it with O_DIRECT on the other core: one client 1.03-1.10x the rate of the copying "
+     "path, eight at once 2.28x ([fills-ab-dir-source.md](fills-ab-dir-source.md)). The "
+     "fill and the send share the two cores with the client.",
+     "A cheaper fill: its read of the source and its write are most of what shares the "
+     "cores."),
     ("cold miss", "A miss moves each byte through five copies on the two cores: the socket, "
      "curl, the fill buffer, the page cache, then libmicrohttpd's buffer and the socket. A "
      "direct GET moves it through two. perf: context switches and wake-ups about 37%, the copy "

@@ -869,6 +869,58 @@ static void wait_fills_done(uint64_t n)
     CU_ASSERT_EQUAL_FATAL(s.fills_done, n);
 }
 
+/* A reader that sends the source itself (the gateway on a directory store,
+ * w->no_wait) starts the fill, or joins it, without waiting for it and
+ * without becoming its reader: the fill goes on alone and publishes, once,
+ * and the next open is a hit. A HEAD-like open (never fills) still waits. */
+static void a_reader_that_does_not_wait_leaves_the_fill_running(void)
+{
+    setup(1);
+    slow_cold(100);   /* 100 ms per 1 MiB read: the fill is still running below */
+    unsigned char *src = pattern(3 << 20, 9);
+    put_object("nowait", src, 3 << 20);
+    struct test_waiter t;
+    tw_init(&t);
+    t.w.no_wait = true;
+    struct obj_meta m;
+    memset(&m, 0, sizeof m);
+    struct cache_obj *o = NULL;
+    enum backend_status bst;
+    CU_ASSERT_EQUAL(cache_obj_open(cache, "bkt", "nowait", &t.w, &m, &bst, &o), CACHE_END);
+    CU_ASSERT_PTR_NULL(o);
+    CU_ASSERT_TRUE(t.w.started_fill);
+    CU_ASSERT_EQUAL(t.suspended, 0);   /* never suspended */
+    struct test_waiter j;   /* a second one joins the same fill */
+    tw_init(&j);
+    j.w.no_wait = true;
+    CU_ASSERT_EQUAL(cache_obj_open(cache, "bkt", "nowait", &j.w, &m, &bst, &o), CACHE_END);
+    CU_ASSERT_FALSE(j.w.started_fill);
+    CU_ASSERT_EQUAL(j.suspended, 0);
+    struct cache_stats s;
+    cache_stats_get(cache, &s);
+    CU_ASSERT_EQUAL(s.fills_done, 0);   /* it was still running */
+    wait_fills_done(1);
+    cache_stats_get(cache, &s);
+    CU_ASSERT_EQUAL(s.misses, 1);
+    CU_ASSERT_EQUAL(s.fill_read_window + s.fill_read_file, 0);
+    int waits;
+    CU_ASSERT_EQUAL_FATAL(open_wait("nowait", &m, &o, &bst, &waits), CACHE_OK);
+    CU_ASSERT_TRUE(cache_obj_complete(o));
+    CU_ASSERT_EQUAL(waits, 0);
+    unsigned char *got = read_all(o, 3 << 20);
+    CU_ASSERT_EQUAL(memcmp(got, src, 3 << 20), 0);
+    free(got);
+    cache_obj_close(o);
+    obj_meta_clear(&m);
+    cache_stats_get(cache, &s);
+    CU_ASSERT_EQUAL(s.hits, 1);
+    CU_ASSERT_EQUAL(s.fills_done, 1);
+    tw_destroy(&t);
+    tw_destroy(&j);
+    free(src);
+    teardown();
+}
+
 /* Opens key as a reader would (*m cleared first, the caller clears it);
  * *waits: how often the open waited for a fill. */
 static struct cache_obj *open_key(const char *key, struct obj_meta *m, int *waits)
@@ -1329,6 +1381,8 @@ int register_tests(void)
     CU_pSuite s = CU_add_suite("cache_fill", NULL, NULL);
     if (!s)
         return -1;
+    CU_add_test(s, "a_reader_that_does_not_wait_leaves_the_fill_running",
+                a_reader_that_does_not_wait_leaves_the_fill_running);
     CU_add_test(s, "miss_fills_then_hit_serves_same_bytes_and_headers",
                 miss_fills_then_hit_serves_same_bytes_and_headers);
     CU_add_test(s, "concurrent_readers_share_one_fill", concurrent_readers_share_one_fill);
