@@ -9,7 +9,7 @@
  *
  * Every request arms and disarms its connection three times. With one lock
  * for all connections, the two HTTP threads met on it: under 4 KiB hits at
- * c=64, 0.1 futex calls and a context switch per request
+ * c=64 it was half of 0.1 futex calls per request
  * (bench/results/ab-guard-shards.md). So the lists are sharded, one shard per
  * HTTP thread (a connection stays on the thread that accepted it), and only
  * the watching thread visits them all. */
