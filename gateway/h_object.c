@@ -474,9 +474,10 @@ static bool open_through_cache(struct gw_req *r, struct body_src *src, struct ob
     /* A GET that misses on a directory store starts (or joins) the fill, and
      * sends the source file itself by sendfile instead of waiting for the
      * fill and copying its bytes as they land: zero copies on its way out,
-     * no hand-off. The fill's reads and this one share the source's page
-     * cache, so the source is read from its storage once; the next GET is a
-     * hit (bench/results/fills-ab-dir-source.md). */
+     * no hand-off. The fill's reads and this one run side by side and share
+     * the source's page cache, so the source is read from its storage once
+     * (unless its pages are reclaimed in between); the next GET is a hit
+     * (bench/results/fills-ab-dir-source.md). */
     r->waiter.no_wait = !head && cold_is_files(r);
     enum backend_status bst;
     /* A HEAD uses what is cached or filling, and never fetches a whole
