@@ -227,6 +227,8 @@ struct gw_req {
     struct gw *gw;
     const struct conf *conf;
     struct backend *backend;
+    bool cold_files;             /* the cold tier is a directory store: its objects are
+                                    files the gateway can send itself (h_object.c) */
     struct auth *authz;          /* the credential store: permission checks */
     struct cache *cache;         /* NULL: reads go straight to the cold tier */
     struct cache_waiter waiter;  /* GW_REQ_WAIT: this request waits on a fill */

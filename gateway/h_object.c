@@ -449,15 +449,6 @@ static struct MHD_Response *object_body(struct gw_req *r, struct body_src *src,
     return resp;
 }
 
-/* Is the cold tier a directory store (a local or parallel file system
- * mount), whose objects are files this gateway can send itself? */
-static bool cold_is_files(const struct gw_req *r)
-{
-    struct backend_info bi;
-    backend_info_get(r->backend, &bi);
-    return strcmp(bi.kind, "posix") == 0;
-}
-
 /* Opens the object through the cache. Returns true when the request goes
  * on with *src and *m filled; false when it was answered or suspended (then
  * this handler runs again on resume), or with *bypass set when the cache
@@ -478,7 +469,7 @@ static bool open_through_cache(struct gw_req *r, struct body_src *src, struct ob
      * the source's page cache, so the source is read from its storage once
      * (unless its pages are reclaimed in between); the next GET is a hit
      * (bench/results/fills-ab-dir-source.md). */
-    r->waiter.no_wait = !head && cold_is_files(r);
+    r->waiter.no_wait = !head && r->cold_files;
     enum backend_status bst;
     /* A HEAD uses what is cached or filling, and never fetches a whole
      * object just to answer with its headers. */

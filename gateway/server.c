@@ -26,6 +26,7 @@
 struct gw {
     const struct conf *conf;
     struct backend *backend;
+    bool cold_files;             /* backend_info's kind is "posix": once, at start */
     struct auth *auth;
     struct cache *cache;
     struct MHD_Daemon *daemon;
@@ -226,6 +227,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     r->gconn = gc;
     r->conf = g->conf;
     r->backend = g->backend;
+    r->cold_files = g->cold_files;
     r->authz = g->auth;
     r->cache = g->cache;
     clock_gettime(CLOCK_MONOTONIC, &r->t0);
@@ -725,6 +727,9 @@ int gw_start(const struct conf *c, struct backend *b, struct auth *a, struct cac
         return -1;
     g->conf = c;
     g->backend = b;
+    struct backend_info bi;
+    backend_info_get(b, &bi);
+    g->cold_files = strcmp(bi.kind, "posix") == 0;
     g->auth = a;
     g->cache = cache;
     if (getrandom(&g->id_salt, sizeof g->id_salt, 0) != sizeof g->id_salt)
