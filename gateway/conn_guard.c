@@ -11,7 +11,7 @@
  * for all connections, the two HTTP threads met on it: under 4 KiB hits at
  * c=64 it was half of 0.1 futex calls per request
  * (bench/results/ab-guard-shards.md). So the lists are sharded, one shard per
- * HTTP thread (a connection stays on the thread that accepted it), and only
+ * HTTP thread (a connection stays on the thread it was given to), and only
  * the watching thread visits them all. */
 #include <errno.h>
 #include <pthread.h>

@@ -446,6 +446,28 @@ bool gw_addr_is_any(const struct sockaddr *sa);
  * force and the one before in *before. Call once, at start. */
 uint64_t gw_fd_limit_raise(uint64_t *before);
 
+/* The thread that accepts every connection and gives it to the HTTP thread
+ * (one libmicrohttpd daemon each) holding the fewest (see accept.c); it
+ * keeps connections.max (limit) and connections.per_client. Owns lfd from
+ * the call on, also when it fails. daemons must outlive it. 0, or -1
+ * (logged). */
+struct MHD_Daemon;
+struct gw_accept;
+enum gw_refused { GW_REFUSED_LIMIT, GW_REFUSED_PER_CLIENT, GW_REFUSED_COUNT };
+int gw_accept_start(int lfd, struct MHD_Daemon *const *daemons, unsigned n, unsigned limit,
+                    unsigned per_client, struct gw_accept **out);
+/* Daemon i closed a connection from sa (its NOTIFY_CLOSED): any thread. */
+void gw_accept_closed(struct gw_accept *a, unsigned i, const struct sockaddr *sa);
+/* Stops accepting and closes the listening socket: the kernel refuses new
+ * connections from then on; the open ones stay with their daemons. */
+void gw_accept_stop(struct gw_accept *a);
+/* After every daemon stopped (their closes still count down). */
+void gw_accept_free(struct gw_accept *a);
+/* For /metrics: the connections each HTTP thread holds (at most max
+ * threads; returns how many), and connections closed at a limit. */
+unsigned gw_accept_threads(const struct gw_accept *a, unsigned *open, unsigned max);
+uint64_t gw_accept_refused(const struct gw_accept *a, enum gw_refused why);
+
 /* The deadlines of the request head (see conn_guard.c). IDLE: the request
  * line must come within idle_timeout_s; HEADER: the headers within
  * header_timeout_s of the request line. */
@@ -467,6 +489,7 @@ void gw_guard_stats(struct gw_guard *g, uint64_t *open, uint64_t *closed_idle,
                     uint64_t *closed_header);
 
 /* For /metrics: the connection counters of the running server. */
+enum { GW_STATS_THREADS = 256 };  /* conf's THREADS_MAX */
 struct gw_conn_stats {
     uint64_t open, limit, per_client;
     uint64_t closed_idle, closed_header, closed_body_rate;
@@ -475,6 +498,10 @@ struct gw_conn_stats {
     uint64_t body_bytes_intake, body_bytes_inline;
     uint64_t body_buffered;       /* bytes of body buffers held now */
     unsigned body_threads;
+    /* closed on arrival: connections.max held, connections.per_client */
+    uint64_t refused_limit, refused_per_client;
+    unsigned http_threads;        /* entries of thread_open */
+    unsigned thread_open[GW_STATS_THREADS];   /* connections each HTTP thread holds */
 };
 void gw_conn_stats_get(const struct gw *g, struct gw_conn_stats *out);
 

@@ -135,6 +135,21 @@ void gw_h_metrics(struct gw_req *r)
                         (unsigned long long)ks.per_client, (unsigned long long)ks.closed_idle,
                         (unsigned long long)ks.closed_header,
                         (unsigned long long)ks.closed_body_rate);
+    rc |= gw_buf_printf(&b, "# HELP shardgate_connections_refused_total Connections closed on "
+                            "arrival, unanswered: connections.max held, or "
+                            "connections.per_client from their address.\n"
+                            "# TYPE shardgate_connections_refused_total counter\n"
+                            "shardgate_connections_refused_total{reason=\"limit\"} %llu\n"
+                            "shardgate_connections_refused_total{reason=\"per_client\"} %llu\n"
+                            "# HELP shardgate_http_thread_connections Open connections each "
+                            "HTTP thread holds (a new one goes to the thread of the CPU it "
+                            "came in on, unless that one holds two more than the least held)."
+                            "\n# TYPE shardgate_http_thread_connections gauge\n",
+                        (unsigned long long)ks.refused_limit,
+                        (unsigned long long)ks.refused_per_client);
+    for (unsigned i = 0; i < ks.http_threads; i++)
+        rc |= gw_buf_printf(&b, "shardgate_http_thread_connections{thread=\"%u\"} %u\n", i,
+                            ks.thread_open[i]);
     rc |= gw_buf_printf(&b, "# HELP shardgate_body_threads Threads that take PUT and "
                             "UploadPart bodies in (body_threads).\n"
                             "# TYPE shardgate_body_threads gauge\nshardgate_body_threads %u\n"

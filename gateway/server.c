@@ -12,8 +12,6 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
-#include <sys/un.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -29,7 +27,12 @@ struct gw {
     bool cold_files;             /* backend_info's kind is "posix": once, at start */
     struct auth *auth;
     struct cache *cache;
-    struct MHD_Daemon *daemon;
+    /* One libmicrohttpd daemon per HTTP thread, each fed its connections
+     * by g->accept (accept.c) */
+    unsigned n_http;
+    struct gw_http *http;
+    struct MHD_Daemon **daemons;
+    struct gw_accept *accept;
     struct gw_guard *guard;      /* request-head deadlines */
     struct gw_intake_pool *intake;   /* threads that take request bodies in */
     unsigned body_threads;
@@ -39,6 +42,12 @@ struct gw {
     atomic_uint active;          /* requests between URI and completion */
     atomic_uint_fast64_t next_id;
     uint32_t id_salt;            /* makes ids unique across restarts */
+};
+
+/* An HTTP thread's daemon's connection callbacks get this. */
+struct gw_http {
+    struct gw *g;
+    unsigned idx;                /* in g->daemons */
 };
 
 enum {
@@ -655,18 +664,22 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 }
 
 /* Each connection gets its deadline record when it is accepted and drops it
- * before libmicrohttpd closes its descriptor. */
+ * before libmicrohttpd closes its descriptor; its close is counted where it
+ * was accepted. */
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode code)
 {
-    struct gw *g = cls;
+    struct gw_http *h = cls;
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-        *socket_context = ci ? gw_conn_open(g->guard, ci->connect_fd) : NULL;
+        *socket_context = ci ? gw_conn_open(h->g->guard, ci->connect_fd) : NULL;
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
         gw_conn_close(*socket_context);
         *socket_context = NULL;
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        gw_accept_closed(h->g->accept, h->idx, ci ? ci->client_addr : NULL);
     }
 }
 
@@ -715,9 +728,58 @@ void gw_conn_stats_get(const struct gw *g, struct gw_conn_stats *out)
     out->body_buffered = gw_intake_pool_buffered(g->intake);
     if (g->guard)
         gw_guard_stats(g->guard, &out->open, &out->closed_idle, &out->closed_header);
+    out->refused_limit = gw_accept_refused(g->accept, GW_REFUSED_LIMIT);
+    out->refused_per_client = gw_accept_refused(g->accept, GW_REFUSED_PER_CLIENT);
+    out->http_threads = gw_accept_threads(g->accept, out->thread_open, GW_STATS_THREADS);
 }
 
 /* ---- start and stop ---- */
+
+/* One libmicrohttpd daemon per HTTP thread, none with a listening socket:
+ * gw_accept hands each its connections (accept.c says why). Their
+ * connection limit is the gateway's, which gw_accept keeps over them all;
+ * connections.per_client too. 0, or -1 with the daemons started so far
+ * stopped. */
+static int start_daemons(struct gw *g, unsigned n)
+{
+    const struct conf *c = g->conf;
+    g->http = calloc(n, sizeof *g->http);
+    g->daemons = calloc(n, sizeof *g->daemons);
+    if (!g->http || !g->daemons)
+        return -1;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET;
+    for (g->n_http = 0; g->n_http < n; g->n_http++) {
+        struct gw_http *h = &g->http[g->n_http];
+        *h = (struct gw_http){ g, g->n_http };
+        g->daemons[g->n_http] = MHD_start_daemon(
+            flags, 0, NULL, NULL, on_access, g,
+            MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, g,   /* first, so it sees every message */
+            MHD_OPTION_URI_LOG_CALLBACK, on_uri, g,
+            MHD_OPTION_NOTIFY_COMPLETED, on_completed, g,
+            MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
+            MHD_OPTION_CONNECTION_TIMEOUT, c->conn_idle_timeout_s,
+            MHD_OPTION_CONNECTION_LIMIT, g->conn_limit,
+            MHD_OPTION_END);
+        if (!g->daemons[g->n_http])
+            return -1;
+    }
+    return 0;
+}
+
+/* Stops the daemons (closing their connections) and frees what
+ * start_daemons made. */
+static void stop_daemons(struct gw *g)
+{
+    for (unsigned i = 0; i < g->n_http; i++)
+        MHD_stop_daemon(g->daemons[i]);
+    g->n_http = 0;
+    free(g->daemons);
+    free(g->http);
+    g->daemons = NULL;
+    g->http = NULL;
+}
 
 int gw_start(const struct conf *c, struct backend *b, struct auth *a, struct cache *cache,
              gw_announce_fn *announce, void *announce_arg, struct gw **out)
@@ -773,13 +835,8 @@ int gw_start(const struct conf *c, struct backend *b, struct auth *a, struct cac
         free(g);
         return -1;
     }
+    (void)ipv6;   /* the daemons take accepted sockets of either family */
     unsigned threads = c->threads ? c->threads : (unsigned)cores;
-    struct stat lst;
-    if (fstat(lfd, &lst) != 0)
-        memset(&lst, 0, sizeof lst);
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
-                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
-                     (ipv6 ? MHD_USE_IPv6 : 0);
     /* Logged before the daemon starts: once it answers, the line is there. */
     char nofile_txt[80];
     if (nofile_before < nofile)
@@ -803,30 +860,17 @@ int gw_start(const struct conf *c, struct backend *b, struct auth *a, struct cac
                                                   : ((struct sockaddr_in *)&ss)->sin_port);
         announce(port, announce_arg);
     }
-    g->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_access, g,
-        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, g,   /* first, so it sees every message */
-        MHD_OPTION_LISTEN_SOCKET, (MHD_socket)lfd,
-        MHD_OPTION_THREAD_POOL_SIZE, threads,
-        MHD_OPTION_URI_LOG_CALLBACK, on_uri, g,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, g,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, g,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
-        MHD_OPTION_CONNECTION_TIMEOUT, c->conn_idle_timeout_s,
-        MHD_OPTION_CONNECTION_LIMIT, g->conn_limit,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, g->per_client,
-        MHD_OPTION_END);
-    if (!g->daemon) {
+    int rc = start_daemons(g, threads);
+    if (rc != 0)
+        close(lfd);
+    else   /* owns lfd from here, also when it fails */
+        rc = gw_accept_start(lfd, g->daemons, threads, g->conn_limit, g->per_client,
+                             &g->accept);
+    if (rc != 0) {
         char name[300];
         gw_listen_name(c->listen_addr, c->listen_port, name, sizeof name);
         log_msg(LOG_LVL_ERROR, "gw", "cannot start the HTTP server on %s", name);
-        /* libmicrohttpd closes the socket on some of its failure paths and
-         * not on others; close it only if the number still names it (the
-         * cache's threads may have reused the number already). */
-        struct stat now_st;
-        if (fstat(lfd, &now_st) == 0 && now_st.st_ino == lst.st_ino &&
-            now_st.st_dev == lst.st_dev)
-            close(lfd);
+        stop_daemons(g);
         gw_guard_stop(g->guard);
         gw_intake_pool_free(g->intake);
         free(g);
@@ -837,62 +881,10 @@ int gw_start(const struct conf *c, struct backend *b, struct auth *a, struct cac
     return 0;
 }
 
-/* A listening socket that never becomes ready: an AF_UNIX listener on an
- * abstract name the kernel picks, which nobody is told.  Non-blocking, so an
- * accept() on it answers EAGAIN, which MHD passes over in silence. */
-static int inert_listener(void)
-{
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa_family_t)) != 0 ||   /* autobind */
-        listen(fd, 1) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-/* Stop taking new connections while the daemon keeps serving the open ones.
- *
- * Not with MHD_quiesce_daemon: in libmicrohttpd 0.9.75 with a thread pool on
- * epoll, it and each pool thread both remove the listening socket from that
- * thread's epoll set, unlocked, and whichever comes second gets ENOENT and
- * aborts the process ("Failed to remove listen FD from epoll set", daemon.c
- * line 5531; a suite run hit it once on SIGTERM).  Instead the socket's
- * number is pointed at an inert listener with dup3.  That closes the real
- * listener, so new connections are refused at once and the kernel drops it
- * from every epoll set by itself; the number MHD holds stays valid, is never
- * ready, and MHD_stop_daemon closes it.  One window stays: a pool thread
- * that reaches its connection limit just as the listener is swapped still
- * removes the old registration and meets the same abort; a gateway at its
- * connection limit at the moment of SIGTERM is the only way there.  Without
- * the inert socket, fall back
- * to shutdown(), which also refuses new connections: the pool threads then
- * see the listener ready until the stop, and their accept()s fail with
- * EINVAL, which MHD ignores. */
-static void stop_listening(struct gw *g)
-{
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(g->daemon, MHD_DAEMON_INFO_LISTEN_FD);
-    if (!di || di->listen_fd == MHD_INVALID_SOCKET)
-        return;
-    int ls = di->listen_fd;
-    int inert = inert_listener();
-    int moved = inert >= 0 && dup3(inert, ls, O_CLOEXEC) == ls;
-    int err = errno;
-    if (inert >= 0)
-        close(inert);
-    if (moved)
-        return;
-    log_msg(LOG_LVL_WARN, "gw", "no inert socket for the listener (%s); shutting it down",
-            strerror(err));
-    (void)shutdown(ls, SHUT_RDWR);
-}
-
 void gw_stop(struct gw *g, unsigned grace_s)
 {
-    stop_listening(g);
+    /* New connections are refused from here; the open ones are served. */
+    gw_accept_stop(g->accept);
     /* In-flight requests finish; idle keep-alive connections are closed by
      * MHD_stop_daemon below. */
     for (unsigned waited_ms = 0; atomic_load(&g->active) > 0 && waited_ms < grace_s * 1000;
@@ -907,7 +899,8 @@ void gw_stop(struct gw *g, unsigned grace_s)
     /* every body job ends and resumes its connection: none may be left
      * suspended when the daemon stops */
     gw_intake_pool_stop(g->intake);
-    MHD_stop_daemon(g->daemon);
+    stop_daemons(g);
+    gw_accept_free(g->accept);   /* after every connection's close was counted */
     gw_guard_stop(g->guard);   /* after every connection's gw_conn_close */
     gw_intake_pool_free(g->intake);   /* after every request's gw_intake_end */
     free(g);

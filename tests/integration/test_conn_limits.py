@@ -17,6 +17,10 @@ connections sending one header byte a second kept for ever.
     connections.min_body_rate is cut.
 (d) The gateway raises its open-file limit to the hard limit and logs the
     connection limit once.
+(e) A burst of connections is spread over the HTTP threads (none holds more
+    than two over another: libmicrohttpd's own listener let the first thread
+    to wake take up to ten at once), and connections.max holds: the
+    connection past it is closed at once, counted and logged.
 Loopback only; this process raises its own open-file limit for the sockets."""
 
 import os
@@ -81,11 +85,8 @@ def still_open(socks):
     return sum(1 for s in socks if s.fileno() not in gone)
 
 
-def metrics(port):
-    st, body = F.signed_get(port, "/metrics")
+def parse_metrics(body):
     out = {}
-    if st != 200:
-        return out
     for line in body.decode("utf-8", "replace").splitlines():
         if line and not line.startswith("#"):
             k, _, v = line.rpartition(" ")
@@ -94,6 +95,11 @@ def metrics(port):
             except ValueError:
                 pass
     return out
+
+
+def metrics(port):
+    st, body = F.signed_get(port, "/metrics")
+    return parse_metrics(body) if st == 200 else {}
 
 
 class Trickler(threading.Thread):
@@ -200,6 +206,8 @@ def t_per_client_and_idle():
     eq("the 11th connection from one address is closed without an answer",
        closed_by_server([extra], 15), 1)
     extra.close()
+    check("it is logged", "connections.per_client (10) held by one address" in g.log(),
+          g.log()[-1500:])
     # idle connections (nothing sent) go after idle_timeout_s
     eq("10 idle connections closed within 4 + 20 s", closed_by_server(held, 24), 10)
     for s in held:
@@ -270,6 +278,80 @@ def t_per_client_and_idle():
     eq("gateway exits 0 on SIGTERM", g.stop(), 0)
 
 
+def thread_counts(m):
+    return [v for k, v in sorted(m.items()) if k.startswith("shardgate_http_thread_connections{")]
+
+
+class KeptMetrics:
+    """/metrics over one kept-alive connection: it holds one slot, always the
+    same, so the counts it reads are exact (a new connection per read would
+    be counted until the server saw it close)."""
+
+    def __init__(self, port):
+        import http.client
+        self.port = port
+        self.c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+
+    def get(self):
+        url = "http://127.0.0.1:%d/metrics" % self.port
+        self.c.request("GET", "/metrics", headers=H.sign_headers("GET", url))
+        return parse_metrics(self.c.getresponse().read())
+
+    def wait_total(self, n):
+        m, end = {}, time.time() + 20
+        while time.time() < end:
+            m = self.get()
+            if sum(thread_counts(m)) == n:
+                break
+            time.sleep(0.1)
+        return m
+
+
+def t_spread_and_max():
+    cfg = {"threads": 4, "connections": {"max": 12, "per_client": 12}}
+    g = F.start_gw("spread", config=cfg)
+    if not check("gateway with 4 HTTP threads and connections.max 12 starts", g.health() == 200,
+                 g.log()[-2000:]):
+        return
+    km = KeptMetrics(g.port)
+    km.get()
+    held = []
+    try:
+        held = [connect(g.port) for _ in range(8)]   # at once, as a loader's workers
+        m = km.wait_total(9)   # and the metrics connection
+        counts = thread_counts(m)
+        eq("four HTTP threads report their connections", len(counts), 4)
+        eq("they hold the 8 connections and the metrics reader's", sum(counts), 9)
+        check("none holds more than two over another: %s" % counts,
+              counts and max(counts) - min(counts) <= 2)
+        held += [connect(g.port) for _ in range(3)]
+        m = km.wait_total(12)
+        eq("12 connections held: connections.max", sum(thread_counts(m)), 12)
+        extra = connect(g.port)
+        extra.send(b"GET /_shardgate/health HTTP/1.1\r\nHost: x\r\n\r\n")
+        eq("the 13th connection (connections.max 12) is closed without an answer",
+           closed_by_server([extra], 15), 1)
+        extra.close()
+        eq("the 11 held connections stay open", still_open(held), 11)
+        m = km.get()
+        check("the connection closed at connections.max is counted",
+              m.get('shardgate_connections_refused_total{reason="limit"}', 0) == 1,
+              {k: v for k, v in m.items() if "conn" in k})
+        check("and logged", "connections.max (12) held" in g.log(), g.log()[-1500:])
+    finally:
+        for s in held:
+            s.close()
+        km.c.close()
+    # counted until the server has seen them close, a moment after the client
+    st, end = None, time.time() + 20
+    while st != 200 and time.time() < end:
+        st = g.health(5.0)
+        if st != 200:
+            time.sleep(0.1)
+    eq("a request works again once they are gone", st, 200)
+    eq("gateway exits 0 on SIGTERM", g.stop(), 0)
+
+
 def main():
     need = N_IDLE + N_SLOW + 300
     soft = F.raise_nofile(need + 1000)
@@ -278,6 +360,7 @@ def main():
                     % (soft, need))
     t_flood(True)
     t_per_client_and_idle()
+    t_spread_and_max()
 
 
 H.S.name = "test_conn_limits"
