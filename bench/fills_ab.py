@@ -16,19 +16,23 @@ direct GET is nginx static over A's directory. With --conc N, N clients
 read at once (N times the objects per run; MB/s is the aggregate, from the
 first request's start to the last one's end). Every run reads
 keys neither gateway has seen (hard links of one source file per size), so
-every GET is a miss: 20 objects of 1 MiB, then 2 of 64 MiB, one client,
+every GET is a miss: 20 objects of 1 MiB, then 2 of 64 MiB (--sizes: others), one client,
 keep-alive, sequential. Runs alternate A/B (B first on odd runs); a direct
 GET from the cold tier runs beside them as the ceiling. Reports per arm the
 median [min-max] of MB/s, the time to the first body byte, the gateway's CPU
 per object (the scheduler's count for its threads, bench/lib/procs.py cpu_since), and the per-run ratio B/A.
 --a-cache / --b-cache add keys to an arm's "cache" config object (one binary,
-two settings: --b-cache '{"fill_io": "direct"}').
+two settings: --b-cache '{"fill_io": "direct"}'). With --hits N each run then
+reads its objects N more times (hits): the first pass and the median of the
+others, MB/s and the gateway's CPU per object - what a fill leaves for the
+reads after it (a file written with O_DIRECT is read from the drive once).
 Used for issue 14's fill-path changes (bench/results/fills-ab-*.md)."""
 import argparse
 import json
 import os
 import shutil
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from procs import cpu_since, cpu_snap, free_port, log, pairs, run_getc, start_nginx, start_shardgate, stop_all  # noqa: E402
@@ -63,6 +67,9 @@ def main():
     ap.add_argument("--cold", choices=("nginx", "shardgate", "dir"), default="nginx")
     ap.add_argument("--conc", type=int, default=1, help="clients at once")
     ap.add_argument("--out", help="also write the table to this file")
+    ap.add_argument("--sizes", help="object sizes in MiB, comma-separated (default 1,64)")
+    ap.add_argument("--hits", type=int, default=0,
+                    help="after the misses, read the same objects this many more times")
     ap.add_argument("--a-cache", default="{}", help="JSON: more keys of arm A's cache config")
     ap.add_argument("--b-cache", default="{}", help="JSON: more keys of arm B's cache config")
     a = ap.parse_args()
@@ -99,7 +106,11 @@ def main():
                                       data_dir=dirs[arm] if a.cold == "dir" else None,
                                       cache_conf=json.loads(extra))
         rows = []
-        for name, size, count in SIZES:
+        sizes = SIZES
+        if a.sizes:   # objects per run: 20 of 1 MiB, else about 32 MiB's worth (at least 2)
+            sizes = [("%d MiB" % m, m * MiB, 20 if m == 1 else max(2, 32 // m))
+                     for m in map(int, a.sizes.split(","))]
+        for name, size, count in sizes:
             count *= a.conc
             src = os.path.join(work, "src-%d" % size)
             with open(src, "wb") as f:
@@ -134,15 +145,28 @@ def main():
                     c0 = cpu_snap(srv.pids()) if srv else None
                     got = run_getc(env_, srv.port if srv else cold.port, paths, conc=a.conc)
                     cpu = cpu_since(c0, srv.pids()) if srv else 0.0
-                    if a.conc == 1:
-                        t = sum(x["total"] for x in got) / 1e3
-                    else:
-                        t = (max(x["start"] + x["total"] for x in got) -
-                             min(x["start"] for x in got)) / 1e3
-                    return dict(MBps=size * count / t / 1e6,
-                                body_ms=summary([x["ttbody"] for x in got])["med"],
-                                cpu_ms=cpu * 1e3 / count)
+                    res = dict(MBps=size * count / took(got) / 1e6,
+                               body_ms=summary([x["ttbody"] for x in got])["med"],
+                               cpu_ms=cpu * 1e3 / count)
+                    if srv and a.hits:
+                        time.sleep(0.5)   # every fill published: the reads are hits
+                        for p in range(a.hits):
+                            c0 = cpu_snap(srv.pids())
+                            got = run_getc(env_, srv.port, paths, conc=a.conc)
+                            cpu = cpu_since(c0, srv.pids())
+                            tag = "hit1" if p == 0 else "hits"
+                            res.setdefault(tag + "_MBps", []).append(size * count / took(got) / 1e6)
+                            res.setdefault(tag + "_cpu_ms", []).append(cpu * 1e3 / count)
+                        for k in [k for k in res if k.startswith("hit")]:
+                            res[k] = summary(res[k])["med"]
+                    return res
                 return f
+
+            def took(got):
+                if a.conc == 1:
+                    return sum(x["total"] for x in got) / 1e3
+                return (max(x["start"] + x["total"] for x in got) -
+                        min(x["start"] for x in got)) / 1e3
             A, B = pairs(a.reps, arm_run("A"), arm_run("B"))
             D = [arm_run("direct")(r) for r in range(a.reps)]
             rows.append((name, A, B, D))
@@ -151,17 +175,23 @@ def main():
     L = ["A = `%s` (cache %s), B = `%s` (cache %s); cold tier %s; %d client(s) at once; %d runs "
          "each, alternating; medians [min-max]; ratio = per-run B / A." % (
              a.bin_a, a.a_cache, a.bin_b, a.b_cache, a.cold, a.conc, a.reps), "",
-         "| size | arm | MB/s | first body byte ms | CPU ms per object |",
-         "| --- | --- | --- | --- | --- |"]
+         "| size | arm | MB/s | first body byte ms | CPU ms per object |" +
+         (" first hit MB/s | its CPU ms | later hits MB/s | their CPU ms |" if a.hits else ""),
+         "| --- | --- | --- | --- | --- |" + (" --- | --- | --- | --- |" if a.hits else "")]
+    HK = ("hit1_MBps", "hit1_cpu_ms", "hits_MBps", "hits_cpu_ms")
     for name, A, B, D in rows:
         for arm, runs in (("A", A), ("B", B), ("direct GET", D)):
             L.append("| %s | %s | %s | %s | %s |" % (name, arm, fmt(summary([x["MBps"] for x in runs])),
                      fmt(summary([x["body_ms"] for x in runs])),
-                     "-" if arm.startswith("direct") else fmt(summary([x["cpu_ms"] for x in runs]))))
+                     "-" if arm.startswith("direct") else fmt(summary([x["cpu_ms"] for x in runs]))) +
+                     ("".join(" %s |" % ("-" if k not in runs[0] else fmt(summary([x[k] for x in runs])))
+                              for k in HK) if a.hits else ""))
         L.append("| %s | **B / A** | **%s** | %s | %s |" % (
             name, fmt(summary([b["MBps"] / x["MBps"] for x, b in zip(A, B)]), 2),
             fmt(summary([b["body_ms"] / x["body_ms"] for x, b in zip(A, B)]), 2),
-            fmt(summary([b["cpu_ms"] / x["cpu_ms"] for x, b in zip(A, B) if x["cpu_ms"]]), 2)))
+            fmt(summary([b["cpu_ms"] / x["cpu_ms"] for x, b in zip(A, B) if x["cpu_ms"]]), 2)) +
+            ("".join(" %s |" % fmt(summary([b[k] / x[k] for x, b in zip(A, B) if x[k]]), 2)
+                     for k in HK) if a.hits else ""))
     txt = "\n".join(L) + "\n"
     print(txt)
     if a.out:

@@ -110,6 +110,8 @@ int cache_open(const struct cache_conf *cf, struct backend *cold, struct cache *
         c->cf.fill_workers = 8;
     if (!c->cf.job_keep_s)
         c->cf.job_keep_s = 3600;
+    if (!c->cf.fill_direct_min)
+        c->cf.fill_direct_min = CACHE_FILL_DIRECT_MIN;
     c->cold = cold;
     c->mem = cache_mem_new(cf->memory, 4096);   /* NULL when off, or without memory: no tier */
     c->hdrs = cache_mem_new(cf->header_memory, 256);   /* a header block is ~200 bytes */

@@ -53,11 +53,23 @@ struct cache_bucket_conf {
     unsigned ttl_s;
 };
 
-/* cache.fill_io: which fills of FILL_DIRECT_MIN bytes or more skip the page
+/* cache.fill_io: which fills of fill_direct_min bytes or more skip the page
  * cache (O_DIRECT): every one (DIRECT, the default: their readers copy the
  * bytes from the fill's buffers), only staging fills (prefetch: no reader
  * waits for their bytes), or none. */
 enum cache_fill_io { CACHE_FILL_IO_DIRECT = 0, CACHE_FILL_IO_STAGING, CACHE_FILL_IO_BUFFERED };
+
+/* The default fill_direct_min. A smaller object is written through the page
+ * cache: measured object by object (bench/results/fills-ab-small-buffered.md),
+ * a 1 MiB fill costs about as much CPU either way (0.94x with eight at once,
+ * 1.13x one at a time: an O_DIRECT write into a new file goes through a
+ * kernel worker, six hand-offs for a 1 MiB fill), and what it leaves is
+ * better read: the first read after it comes from memory, not the drive
+ * (2.5-3.3x faster), and later hits find the pages in large folios, where a
+ * file read back after an O_DIRECT write is cached a page at a time (1.12x
+ * the 1 MiB hits at 0.78-0.85x their CPU). At 4 MiB it is level; at 16 and
+ * 64 MiB the page-cache write costs more than the reads win back. */
+#define CACHE_FILL_DIRECT_MIN (4u << 20)
 
 struct cache_conf {
     const char *dir;              /* created if missing */
@@ -72,6 +84,8 @@ struct cache_conf {
                                      hit reads only its body from the file (0: none) */
     enum cache_engine engine;     /* AUTO (0) by default */
     enum cache_fill_io fill_io;   /* which fills are written with O_DIRECT (DIRECT: all) */
+    uint64_t fill_direct_min;     /* ... of those, objects of this size or more (0:
+                                     CACHE_FILL_DIRECT_MIN) */
     unsigned dirwatch_ms;         /* how often the cache directory is checked (0: 1000) */
     unsigned job_keep_s;          /* ended prefetch jobs are kept this long (0: 3600) */
     enum cache_consistency default_consistency;

@@ -42,14 +42,6 @@ enum {
     FILL_BUF = 1024 * 1024,      /* bytes per cold-tier read and cache write */
     FILL_BUFS = CACHE_FILL_BUFS, /* read one while the others are written, and are
                                     windows for the readers (fill_window) */
-    /* Fills of this size or more are written with O_DIRECT (cache.fill_io
-     * "direct", the default; "staging": only fills no reader waits for):
-     * the bytes go from the fill's buffers to the drive without a copy into
-     * the page cache - half of a staging fill's CPU, and misses as fast or
-     * faster, their readers copying from the buffers
-     * (bench/results/fills-ab-direct.md). Below this size one buffered
-     * write is cheaper than waiting for the drive. */
-    FILL_DIRECT_MIN = 256 * 1024,
     DIO_ALIGN = 4096,            /* offsets, lengths and buffers of O_DIRECT writes */
 };
 
@@ -313,13 +305,18 @@ static void direct_refused(struct cache *c, const char *what, int err)
 
 /* Creates f's data file for an object of size bytes: O_DIRECT (*direct)
  * where cache.fill_io asks for it for this fill (staging: no reader waits
- * for its bytes yet) and the file system takes it. */
+ * for its bytes yet), the object is of fill_direct_min bytes or more and
+ * the file system takes it. O_DIRECT takes the bytes from the fill's
+ * buffers to the drive without a copy into the page cache: half of a
+ * large staging fill's CPU, and misses as fast or faster, their readers
+ * copying from the buffers (bench/results/fills-ab-direct.md). Smaller
+ * objects are better left in the page cache (CACHE_FILL_DIRECT_MIN). */
 static int create_data_file(struct cache *c, struct fill *f, uint64_t size, bool staging,
                             bool *direct)
 {
     bool wanted = c->cf.fill_io == CACHE_FILL_IO_DIRECT ||
                   (c->cf.fill_io == CACHE_FILL_IO_STAGING && staging);
-    *direct = wanted && size >= FILL_DIRECT_MIN && !atomic_load(&c->fill_direct_off);
+    *direct = wanted && size >= c->cf.fill_direct_min && !atomic_load(&c->fill_direct_off);
     if (*direct) {
         int fd = cache_open_data(c, f->id, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT);
         if (fd >= 0 || errno != EINVAL)

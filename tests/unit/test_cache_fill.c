@@ -80,6 +80,9 @@ static bool read_uring;   /* setup() opens the cache with cache.read_path io_uri
 static uint64_t memory;   /* setup() opens the cache with this cache.memory (0: off) */
 static uint64_t header_memory = 1u << 20;   /* ... and this cache.header_memory (0: off) */
 static enum cache_fill_io fill_io;   /* setup() opens the cache with this cache.fill_io */
+/* ... and this fill_direct_min: small, so that the tests' objects of a few
+ * hundred KiB exercise the O_DIRECT path (0 would be the default, 4 MiB) */
+static uint64_t fill_direct_min = 256 * 1024;
 
 static void rm_rf(const char *dir)
 {
@@ -179,7 +182,7 @@ static void setup(unsigned workers)
                              .low_pct = 80, .fill_workers = workers, .wait_timeout_ms = 5000,
                              .default_consistency = CACHE_IMMUTABLE, .read_uring = read_uring,
                              .memory = memory, .header_memory = header_memory,
-                             .fill_io = fill_io };
+                             .fill_io = fill_io, .fill_direct_min = fill_direct_min };
     CU_ASSERT_EQUAL_FATAL(cache_open(&cc, cold, &cache), 0);
     CU_ASSERT_EQUAL(cache_reads_uring(cache), read_uring);
 }
@@ -1253,6 +1256,44 @@ static void staging_only_leaves_misses_in_the_page_cache(void)
     fill_io = CACHE_FILL_IO_DIRECT;
 }
 
+/* With the default fill_direct_min, an object under 4 MiB is written through
+ * the page cache and one of 4 MiB or more with O_DIRECT (cache.h says why). */
+static void small_fills_stay_in_the_page_cache_by_default(void)
+{
+    fill_direct_min = 0;
+    setup(2);
+    fill_direct_min = 256 * 1024;
+    static const size_t sizes[] = { 1024 * 1024, (4u << 20) - 1, 4u << 20 };
+    for (unsigned i = 0; i < 3; i++) {
+        unsigned char *src = pattern(sizes[i], 30 + i);
+        char key[16];
+        snprintf(key, sizeof key, "t%u", i);
+        put_object(key, src, sizes[i]);
+        struct cache_stats before, s;
+        cache_stats_get(cache, &before);
+        struct obj_meta m;
+        memset(&m, 0, sizeof m);
+        struct cache_obj *o = NULL;
+        enum backend_status bst;
+        int waits;
+        CU_ASSERT_EQUAL_FATAL(open_wait(key, &m, &o, &bst, &waits), CACHE_OK);
+        unsigned char *got = read_all(o, sizes[i]);
+        CU_ASSERT_EQUAL(memcmp(got, src, sizes[i]), 0);
+        free(got);
+        cache_obj_close(o);
+        obj_meta_clear(&m);
+        for (int t = 0; t < 1000 && (cache_stats_get(cache, &s),
+                                     s.fills_done == before.fills_done); t++)
+            usleep(10000);
+        bool direct = sizes[i] >= (4u << 20);
+        CU_ASSERT_EQUAL(s.fill_bytes_direct - before.fill_bytes_direct, direct ? sizes[i] : 0);
+        CU_ASSERT_EQUAL(s.fill_bytes_buffered - before.fill_bytes_buffered,
+                        direct ? 0 : sizes[i]);
+        free(src);
+    }
+    teardown();
+}
+
 /* Readers that follow an O_DIRECT fill closely read each piece from the
  * drive as it lands: many objects of sizes around the block and piece
  * boundaries, four readers each, every byte compared. */
@@ -1414,6 +1455,8 @@ int register_tests(void)
     CU_add_test(s, "buffered_fills_serve_the_same_bytes", buffered_fills_serve_the_same_bytes);
     CU_add_test(s, "staging_only_leaves_misses_in_the_page_cache",
                 staging_only_leaves_misses_in_the_page_cache);
+    CU_add_test(s, "small_fills_stay_in_the_page_cache_by_default",
+                small_fills_stay_in_the_page_cache_by_default);
     CU_add_test(s, "readers_of_direct_fills_never_see_unwritten_blocks",
                 readers_of_direct_fills_never_see_unwritten_blocks);
     CU_add_test(s, "readers_copy_pieces_from_the_fill_buffers",
