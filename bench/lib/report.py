@@ -155,7 +155,12 @@ MISSED = [
      "to `epoll` between them: for a 64 MiB hit, 520 `sendfile` and 354 `epoll_wait` calls "
      "against nginx's 74 and 34. The piece size is a compile-time constant, and "
      "`MHD_USE_TURBO` bought nothing ([ab-mhd-turbo.md](ab-mhd-turbo.md); "
-     "[README.md](README.md), bottleneck 2).",
+     "[README.md](README.md), bottleneck 2). Two other parts of the gap are gone: a burst of "
+     "connections no longer stays on one HTTP thread ([ab-accept-spread.md](ab-accept-spread.md)), "
+     "and a 1 MiB cache file is no longer cached a page at a time after an O_DIRECT fill "
+     "(fills under 4 MiB go through the page cache: later hits 1.12-1.13x, "
+     "[fills-ab-small-buffered.md](fills-ab-small-buffered.md)); c=8 read 0.74x at 01:03 UTC, "
+     "0.91x at 04:08.",
      "libmicrohttpd's thread-per-connection mode sends 2 MiB pieces, but its suspend and "
      "resume share one wake-up channel (bottleneck 2). Next is a send loop of our own for hits."),
     ("hit 64 MiB", "As for 1 MiB (the 128 KiB pieces). Medians 0.94-1.07x in the four quick "
@@ -199,8 +204,12 @@ MISSED = [
      "fdatasync'ed by the publisher and renamed, and a request to the cold tier. Measured in "
      "the scheduler's nanoseconds ([cpu-meter.md](cpu-meter.md); clock ticks had put the "
      "row anywhere from 0.75x to 2.00x), one fill at a time costs what nginx's does (1.73 "
-     "against 1.79 ms); eight at once, nginx's falls to 1.00 ms per object and ours stays "
-     "at 1.72.",
+     "against 1.79 ms); eight at once, nginx's falls to 1.00 ms per object and ours stayed "
+     "at 1.72 with O_DIRECT. An O_DIRECT write that extends a new file goes through an "
+     "io_uring kernel worker, six hand-offs per 1 MiB fill; fills under 4 MiB now go through "
+     "the page cache, 0.94x the CPU eight at once and 1.13x one at a time "
+     "([fills-ab-small-buffered.md](fills-ab-small-buffered.md)): 1.80x at 01:03 UTC, 1.55x "
+     "at 04:08.",
      "Group the publisher's syncs of small fills, measured against this row."),
     ("hit from disk", "The two libmicrohttpd threads block on each read, so at most two reads "
      "are in flight. `--threads 8` takes 4 KiB hits at c=64 from 15-23k to 40-45k req/s, but "
