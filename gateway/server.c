@@ -837,7 +837,7 @@ int gw_start(const struct conf *c, struct backend *b, struct auth *a, struct cac
     }
     (void)ipv6;   /* the daemons take accepted sockets of either family */
     unsigned threads = c->threads ? c->threads : (unsigned)cores;
-    /* Logged before the daemon starts: once it answers, the line is there. */
+    /* Logged before the daemons start: once they answer, the line is there. */
     char nofile_txt[80];
     if (nofile_before < nofile)
         snprintf(nofile_txt, sizeof nofile_txt, "%llu, raised from %llu",
@@ -849,8 +849,8 @@ int gw_start(const struct conf *c, struct backend *b, struct auth *a, struct cac
             "response, headers within %u s of it, bodies at least %u bytes/s, responses may "
             "stall %u s", g->conn_limit, g->per_client, nofile_txt, c->conn_idle_timeout_s,
             c->conn_header_timeout_s, c->conn_min_body_rate, c->conn_send_timeout_s);
-    /* The banner goes out before the daemon answers anything; should the
-     * daemon then fail to start, the error follows it and the gateway exits. */
+    /* The banner goes out before anything is answered; should the server
+     * then fail to start, the error follows it and the gateway exits. */
     if (announce) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof ss;
@@ -885,8 +885,8 @@ void gw_stop(struct gw *g, unsigned grace_s)
 {
     /* New connections are refused from here; the open ones are served. */
     gw_accept_stop(g->accept);
-    /* In-flight requests finish; idle keep-alive connections are closed by
-     * MHD_stop_daemon below. */
+    /* In-flight requests finish; idle keep-alive connections are closed
+     * when the daemons stop below. */
     for (unsigned waited_ms = 0; atomic_load(&g->active) > 0 && waited_ms < grace_s * 1000;
          waited_ms += 20)
         usleep(20 * 1000);
@@ -897,7 +897,7 @@ void gw_stop(struct gw *g, unsigned grace_s)
     if (g->cache)
         cache_stop(g->cache);
     /* every body job ends and resumes its connection: none may be left
-     * suspended when the daemon stops */
+     * suspended when the daemons stop */
     gw_intake_pool_stop(g->intake);
     stop_daemons(g);
     gw_accept_free(g->accept);   /* after every connection's close was counted */
