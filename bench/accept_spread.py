@@ -18,32 +18,17 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from procs import free_port, http_get, log, run_wrk, start_shardgate, stop_all  # noqa: E402
+from procs import free_port, http_get, log, run_wrk, start_shardgate, stop_all, thread_ns  # noqa: E402
 from report import fmt, summary  # noqa: E402
 
 SIZES = {"4k": 4096, "1m": 1 << 20}
 N_OBJECTS = 64
 
 
-def http_thread_ns(pid):
-    """Scheduler nanoseconds of each libmicrohttpd thread of pid."""
-    out = {}
-    for tid in os.listdir("/proc/%d/task" % pid):
-        try:
-            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
-                if not f.read().startswith("MHD-"):
-                    continue
-            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
-                out[tid] = int(f.read().split()[0])
-        except OSError:
-            pass
-    return out
-
-
 def one_run(env_, sg, conc, dur):
-    t0 = http_thread_ns(sg.proc.pid)
+    t0 = thread_ns([sg.proc.pid], comm="MHD-")   # the HTTP threads
     w = run_wrk(env_, sg, "/bench/s/", N_OBJECTS, conc, dur)
-    t1 = http_thread_ns(sg.proc.pid)
+    t1 = thread_ns([sg.proc.pid], comm="MHD-")
     used = [t1[t] - t0.get(t, 0) for t in t1]
     w["busiest"] = max(used) / max(1, sum(used))
     return w

@@ -446,9 +446,10 @@ bool gw_addr_is_any(const struct sockaddr *sa);
  * force and the one before in *before. Call once, at start. */
 uint64_t gw_fd_limit_raise(uint64_t *before);
 
-/* The thread that accepts every connection and gives it to the HTTP thread
- * (one libmicrohttpd daemon each) holding the fewest (see accept.c); it
- * keeps connections.max (limit) and connections.per_client. Owns lfd from
+/* The thread that accepts every connection and gives it to an HTTP thread
+ * (one libmicrohttpd daemon each): the one of the CPU it came in on, unless
+ * that one holds two more than the least held (see accept.c); it keeps
+ * connections.max (limit) and connections.per_client. Owns lfd from
  * the call on, also when it fails. daemons must outlive it. 0, or -1
  * (logged). */
 struct MHD_Daemon;

@@ -99,8 +99,9 @@ def cpu_ticks(pids):
     return proc_sum(pids, "stat", ticks)
 
 
-def thread_ns(pids):
-    """{(pid, tid): nanoseconds on a CPU} from /proc/PID/task/TID/schedstat."""
+def thread_ns(pids, comm=None):
+    """{(pid, tid): nanoseconds on a CPU} from /proc/PID/task/TID/schedstat;
+    with comm, only the threads whose name starts with it."""
     out = {}
     for pid in pids:
         try:
@@ -109,6 +110,10 @@ def thread_ns(pids):
             continue
         for tid in tids:
             try:
+                if comm:
+                    with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                        if not f.read().startswith(comm):
+                            continue
                 with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
                     out[(pid, int(tid))] = int(f.read().split()[0])
             except (OSError, ValueError, IndexError):

@@ -192,6 +192,18 @@ def t_flood(nofile_ok):
     eq("gateway exits 0 on SIGTERM", g.stop(), 0)
 
 
+def health_once_closed(g):
+    """The health check's status once the server has let go of connections
+    the client closed: it counts one until its thread has cleaned it up, a
+    moment after the close the client saw (up to 20 s)."""
+    st, end = None, time.time() + 20
+    while st != 200 and time.time() < end:
+        st = g.health(5.0)
+        if st != 200:
+            time.sleep(0.1)
+    return st
+
+
 def t_per_client_and_idle():
     cfg = {"connections": {"per_client": 10, "idle_timeout_s": 4, "header_timeout_s": 2,
                            "min_body_rate": 1024}}
@@ -212,14 +224,7 @@ def t_per_client_and_idle():
     eq("10 idle connections closed within 4 + 20 s", closed_by_server(held, 24), 10)
     for s in held:
         s.close()
-    # the server counts a connection until its thread has cleaned it up,
-    # a moment after the close the client saw
-    st, end = None, time.time() + 20
-    while st != 200 and time.time() < end:
-        st = g.health(5.0)
-        if st != 200:
-            time.sleep(0.1)
-    eq("a GET works again once they are gone", st, 200)
+    eq("a GET works again once they are gone", health_once_closed(g), 200)
 
     # an idle keep-alive connection after a complete request
     ka = socket.create_connection(("127.0.0.1", g.port), timeout=10)
@@ -342,13 +347,7 @@ def t_spread_and_max():
         for s in held:
             s.close()
         km.c.close()
-    # counted until the server has seen them close, a moment after the client
-    st, end = None, time.time() + 20
-    while st != 200 and time.time() < end:
-        st = g.health(5.0)
-        if st != 200:
-            time.sleep(0.1)
-    eq("a request works again once they are gone", st, 200)
+    eq("a request works again once they are gone", health_once_closed(g), 200)
     eq("gateway exits 0 on SIGTERM", g.stop(), 0)
 
 
