@@ -263,7 +263,7 @@ int conf_init_defaults(struct conf *c)
     c->wb_through_timeout_ms = 30000;
     c->cache_on_write = false;
     c->prefetch_keep_s = 3600;
-    c->cache_read_path = CONF_READ_SENDFILE;
+    c->cache_read_path = CONF_READ_COPY;
     c->cache_fill_io = CONF_FILL_IO_DIRECT;
     c->cache_engine = CONF_ENGINE_AUTO;
     c->consistency = CONF_CONSISTENCY_TTL;

@@ -79,7 +79,8 @@ struct conf_bucket {
 enum conf_fill_io { CONF_FILL_IO_DIRECT = 0, CONF_FILL_IO_STAGING, CONF_FILL_IO_BUFFERED };
 
 enum conf_read_path {
-    CONF_READ_AUTO,       /* small objects through io_uring, large ones by sendfile */
+    CONF_READ_COPY,       /* 16 KiB to 4 MiB read into memory and sent with the
+                           * headers in one send, larger by sendfile (default) */
     CONF_READ_SENDFILE,   /* always sendfile from the page cache */
     CONF_READ_URING,      /* always read through io_uring into a buffer */
 };
@@ -159,8 +160,9 @@ struct conf {
     unsigned cache_revalidate_ms;   /* "revalidate_timeout_ms": 1000, 1..60000: a hit's
                                        check against the cold tier gives up after this
                                        and the cached copy is served */
-    enum conf_read_path cache_read_path;  /* "read_path": "sendfile" (default) | "io_uring"
-                                       | "auto": how cached bytes reach a client, README */
+    enum conf_read_path cache_read_path;  /* "read_path": "copy" (default; "auto" too) |
+                                       "sendfile" | "io_uring": how cached bytes reach a
+                                       client, README */
     enum conf_cache_engine cache_engine;  /* "engine" / SHARDGATE_CACHE_ENGINE: "auto"
                                        (default) | "io_uring" | "threads" */
     enum conf_fill_io cache_fill_io;  /* "fill_io": "direct" (default: fills of 256 KiB

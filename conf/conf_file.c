@@ -128,15 +128,15 @@ static int cache_from_json(struct conf *c, const json_t *v, char *err, size_t er
             c->cache_on_write = json_is_true(val);
         } else if (strcmp(key, "read_path") == 0) {
             const char *s = conf_json_cstr(val);
-            if (s && strcmp(s, "auto") == 0)
-                c->cache_read_path = CONF_READ_SENDFILE;
+            if (s && (strcmp(s, "copy") == 0 || strcmp(s, "auto") == 0))
+                c->cache_read_path = CONF_READ_COPY;
             else if (s && strcmp(s, "sendfile") == 0)
                 c->cache_read_path = CONF_READ_SENDFILE;
             else if (s && strcmp(s, "io_uring") == 0)
                 c->cache_read_path = CONF_READ_URING;
             else
-                return conf_fail(err, errlen, "cache.read_path: must be \"auto\", \"sendfile\" or "
-                                 "\"io_uring\"");
+                return conf_fail(err, errlen, "cache.read_path: must be \"copy\", \"sendfile\" or "
+                                 "\"io_uring\" (\"auto\" is \"copy\")");
         } else if (strcmp(key, "fill_io") == 0) {
             const char *s = conf_json_cstr(val);
             if (s && strcmp(s, "direct") == 0)

@@ -231,6 +231,7 @@ struct gw_req {
                                     files the gateway can send itself (h_object.c) */
     struct auth *authz;          /* the credential store: permission checks */
     struct cache *cache;         /* NULL: reads go straight to the cold tier */
+    struct gw_hit_copy *hit_copy;   /* hits sent from memory (hit_copy.c) */
     struct cache_waiter waiter;  /* GW_REQ_WAIT: this request waits on a fill */
     enum gw_cache_use cache_use;
     struct MHD_Connection *conn;
@@ -303,6 +304,25 @@ bool gw_req_query_uint(const struct gw_req *r, const char *name, unsigned def, u
  * (r->hdr_failed), a non-5xx resp is replaced by a 500 InternalError: an
  * answer missing a header it should carry is never sent as if complete. */
 void gw_reply(struct gw_req *r, unsigned status, struct MHD_Response *resp);
+/* Cache hits of GW_HIT_COPY_MIN to GW_HIT_COPY_MAX bytes read into memory and
+ * sent with their headers in one send (hit_copy.c says why). gw_hit_copy_take
+ * reads [at, at + len) of fd into a buffer counted against the budget; NULL
+ * when over it, out of memory or short of bytes (then the caller sends the
+ * file). gw_hit_copy_release gives a buffer back (a libmicrohttpd free
+ * callback; any thread). gw_hit_copy_count counts a complete hit's response,
+ * copied or sent by sendfile, for /metrics. */
+enum { GW_HIT_COPY_MIN = 128 * 1024 + 1, GW_HIT_COPY_MAX = 4 * 1024 * 1024 };
+#define GW_HIT_COPY_BUDGET (64ull * 1024 * 1024)
+struct gw_hit_copy;
+struct gw_hit_copy *gw_hit_copy_new(uint64_t budget);
+void gw_hit_copy_free(struct gw_hit_copy *hc);
+bool gw_hit_copy_wanted(const struct conf *c, uint64_t len);
+void *gw_hit_copy_take(struct gw_hit_copy *hc, int fd, uint64_t at, uint64_t len);
+void gw_hit_copy_release(void *buf);
+void gw_hit_copy_count(struct gw_hit_copy *hc, bool copied);
+void gw_hit_copy_stats(const struct gw_hit_copy *hc, uint64_t *copied, uint64_t *sendfile,
+                       uint64_t *held);
+
 /* Adds "name: value" to resp (both copied). An empty value, which
  * libmicrohttpd 0.9.75 refuses (add_response_entry tests content[0]), is
  * sent as one space: "name:  " on the wire, an empty value to every HTTP

@@ -345,25 +345,15 @@ static void stream_free(void *cls)
     free(s);
 }
 
-/* The response body for [off, off+len) of the object: sendfile from a file
- * when there is a complete one (a cache hit, or the directory store),
- * otherwise a content reader. Takes what it uses from *src (sets it to
- * NULL). NULL when out of memory or descriptors. */
-/* Should a cache hit of len bytes go out by sendfile? bench/hitpath.sh
- * measures the three modes side by side (bench/results/hitpath.md): sendfile
- * needs about half the server CPU of an io_uring read + copy at 64 MiB and
- * less at 1 MiB, and is level at 4 KiB, so it is the default; the io_uring
- * path stays selectable and measurable. */
-enum { SENDFILE_FROM = 256 * 1024 };
-
-static bool hit_by_sendfile(const struct gw_req *r, uint64_t len)
+/* Does a complete cache hit go out from its file (by sendfile, or read into
+ * memory: hit_copy.c) rather than through a reader callback on io_uring reads
+ * (cache.read_path "io_uring")? bench/hitpath.sh measured the two side by side
+ * (bench/results/hitpath.md): sendfile needs about half the server CPU of an
+ * io_uring read and copy into libmicrohttpd's buffer at 64 MiB, less at
+ * 1 MiB, and is level at 4 KiB; the io_uring path stays selectable. */
+static bool hit_from_file(const struct gw_req *r)
 {
-    switch (r->conf->cache_read_path) {
-    case CONF_READ_SENDFILE: return true;
-    case CONF_READ_URING: return false;
-    case CONF_READ_AUTO: return len >= SENDFILE_FROM;
-    }
-    return true;
+    return r->conf->cache_read_path != CONF_READ_URING;
 }
 
 /* HEAD answered from metadata alone: the response has the object's size
@@ -377,6 +367,11 @@ static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)
     return MHD_CONTENT_READER_END_WITH_ERROR;
 }
 
+/* The response body for [off, off+len) of the object: from memory for a
+ * small hit (the memory tier's, or read whole: hit_copy.c), sendfile from a
+ * file when there is a complete one (a larger cache hit, or the directory
+ * store), otherwise a content reader. Takes what it uses from *src (sets it
+ * to NULL). NULL when out of memory or descriptors. */
 static struct MHD_Response *object_body(struct gw_req *r, struct body_src *src,
                                         const struct obj_meta *m, uint64_t off, uint64_t len)
 {
@@ -395,11 +390,29 @@ static struct MHD_Response *object_body(struct gw_req *r, struct body_src *src,
             return resp;
         }
     }
+    bool hit = src->co && cache_obj_complete(src->co) && hit_from_file(r);
+    if (hit && strcmp(r->method, "HEAD") != 0 && gw_hit_copy_wanted(r->conf, len)) {
+        /* headers and body in one send (hit_copy.c) */
+        void *buf = gw_hit_copy_take(r->hit_copy, cache_obj_fd(src->co),
+                                     cache_obj_data_offset(src->co) + off, len);
+        struct MHD_Response *resp =
+            buf ? MHD_create_response_from_buffer_with_free_callback_cls(
+                      len, buf, gw_hit_copy_release, buf)
+                : NULL;
+        if (buf && !resp)
+            gw_hit_copy_release(buf);
+        if (resp) {
+            gw_hit_copy_count(r->hit_copy, true);
+            return resp;
+        }
+    }
     int fd = -1;
     uint64_t base = 0;
-    if (src->co && cache_obj_complete(src->co) && hit_by_sendfile(r, len)) {
+    if (hit) {
         fd = cache_obj_fd(src->co);
         base = cache_obj_data_offset(src->co);
+        if (strcmp(r->method, "HEAD") != 0)
+            gw_hit_copy_count(r->hit_copy, false);
     } else if (src->bo) {
         fd = backend_obj_fd(src->bo);
     }

@@ -367,7 +367,7 @@ static int serve(int argc, char **argv)
             .revalidate_timeout_ms = c.cache_revalidate_ms,
             .memory = c.cache_memory,
             .header_memory = c.cache_header_memory,
-            .read_uring = c.cache_read_path != CONF_READ_SENDFILE,
+            .read_uring = c.cache_read_path == CONF_READ_URING,
             .engine = engine_of[c.cache_engine],
             .fill_io = (enum cache_fill_io)c.cache_fill_io,
             .job_keep_s = c.prefetch_keep_s,

@@ -266,6 +266,23 @@ void gw_h_metrics(struct gw_req *r)
                                 "shardgate_cache_fill_bytes_total{how=\"buffered\"} %llu\n",
                             (unsigned long long)cs.fill_bytes_direct,
                             (unsigned long long)cs.fill_bytes_buffered);
+    if (r->cache) {
+        uint64_t copied, sent, held;
+        gw_hit_copy_stats(r->hit_copy, &copied, &sent, &held);
+        rc |= gw_buf_printf(&b, "# HELP shardgate_cache_hit_sends_total GETs of complete cache "
+                                "hits sent from the cache file (not the memory tier), by how: "
+                                "copy (128 KiB to 4 MiB, read into memory and sent with the "
+                                "headers in one send), sendfile.\n"
+                                "# TYPE shardgate_cache_hit_sends_total counter\n"
+                                "shardgate_cache_hit_sends_total{how=\"copy\"} %llu\n"
+                                "shardgate_cache_hit_sends_total{how=\"sendfile\"} %llu\n"
+                                "# HELP shardgate_cache_hit_copy_bytes Bytes of hits read into "
+                                "memory and not yet sent (at most 64 MiB).\n"
+                                "# TYPE shardgate_cache_hit_copy_bytes gauge\n"
+                                "shardgate_cache_hit_copy_bytes %llu\n",
+                            (unsigned long long)copied, (unsigned long long)sent,
+                            (unsigned long long)held);
+    }
     if (r->cache)
         rc |= gw_buf_printf(&b, "# HELP shardgate_cache_fill_read_bytes_total Bytes the readers "
                                 "of fills in progress had, by where from: buffer (the fill's "

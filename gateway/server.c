@@ -27,6 +27,7 @@ struct gw {
     bool cold_files;             /* backend_info's kind is "posix": once, at start */
     struct auth *auth;
     struct cache *cache;
+    struct gw_hit_copy *hit_copy;   /* hits sent from memory (hit_copy.c) */
     /* One libmicrohttpd daemon per HTTP thread, each fed its connections
      * by g->accept (accept.c) */
     unsigned n_http;
@@ -239,6 +240,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     r->cold_files = g->cold_files;
     r->authz = g->auth;
     r->cache = g->cache;
+    r->hit_copy = g->hit_copy;
     clock_gettime(CLOCK_MONOTONIC, &r->t0);
     uint64_t n = atomic_fetch_add(&g->next_id, 1);
     snprintf(r->id, sizeof r->id, "%08X%08X", g->id_salt, (unsigned)(n & 0xFFFFFFFFu));
@@ -860,6 +862,7 @@ int gw_start(const struct conf *c, struct backend *b, struct auth *a, struct cac
                                                   : ((struct sockaddr_in *)&ss)->sin_port);
         announce(port, announce_arg);
     }
+    g->hit_copy = gw_hit_copy_new(GW_HIT_COPY_BUDGET);   /* NULL: every hit by sendfile */
     int rc = start_daemons(g, threads);
     if (rc != 0)
         close(lfd);
@@ -873,6 +876,7 @@ int gw_start(const struct conf *c, struct backend *b, struct auth *a, struct cac
         stop_daemons(g);
         gw_guard_stop(g->guard);
         gw_intake_pool_free(g->intake);
+        gw_hit_copy_free(g->hit_copy);
         free(g);
         return -1;
     }
@@ -903,5 +907,6 @@ void gw_stop(struct gw *g, unsigned grace_s)
     gw_accept_free(g->accept);   /* after every connection's close was counted */
     gw_guard_stop(g->guard);   /* after every connection's gw_conn_close */
     gw_intake_pool_free(g->intake);   /* after every request's gw_intake_end */
+    gw_hit_copy_free(g->hit_copy);   /* after every response's buffer went back */
     free(g);
 }

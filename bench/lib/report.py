@@ -151,20 +151,17 @@ MISSED = [
      "[README.md](README.md), bottleneck 7, \"Small hits\".",
      "A hit path that answers a GET hit outside libmicrohttpd's request cycle (its own "
      "parse and one `writev`), measured against this row."),
-    ("hit 1 MiB", "libmicrohttpd 0.9.75 sends a file in 128 KiB `sendfile` pieces and goes back "
-     "to `epoll` between them: for a 64 MiB hit, 520 `sendfile` and 354 `epoll_wait` calls "
-     "against nginx's 74 and 34. The piece size is a compile-time constant, and "
-     "`MHD_USE_TURBO` bought nothing ([ab-mhd-turbo.md](ab-mhd-turbo.md); "
-     "[README.md](README.md), bottleneck 2). Two other parts of the gap are gone: a burst of "
-     "connections no longer stays on one HTTP thread ([ab-accept-spread.md](ab-accept-spread.md)), "
-     "and a 1 MiB cache file is no longer cached a page at a time after an O_DIRECT fill "
-     "(fills under 4 MiB go through the page cache: later hits 1.12-1.13x, "
-     "[fills-ab-small-buffered.md](fills-ab-small-buffered.md)); c=8 read 0.74x at 01:03 UTC, "
-     "0.91x at 04:08.",
-     "libmicrohttpd's thread-per-connection mode sends 2 MiB pieces, but its suspend and "
-     "resume share one wake-up channel (bottleneck 2). Next is a send loop of our own for hits."),
-    ("hit 64 MiB", "As for 1 MiB (the 128 KiB pieces). Medians 0.94-1.07x in the four quick "
-     "runs of 2026-11-29, met in one ([README.md](README.md)).", "As for 1 MiB."),
+    ("hit 1 MiB", "Hits of more than 128 KiB, up to 4 MiB, are read into memory and sent with "
+     "their headers in one `sendmsg` ([hits-wire.md](hits-wire.md)): a file response of more "
+     "than one of libmicrohttpd's 128 KiB `sendfile` pieces went out at 0.55-0.59x the rate "
+     "of the copy at 1 MiB, with 0.8-0.9 cores of softirq against 0.3. A missed row here is "
+     "this VM's spread: 1.22-1.58x at c = 8 and 64 in the run of 06:31 UTC.",
+     "A rerun; `bench/hits_wire.py` for the wire-level counters."),
+    ("hit 64 MiB", "Sent by `sendfile` (above 4 MiB a buffer per response would be too much "
+     "memory): libmicrohttpd's 128 KiB pieces are not the cause, as 2 MiB pieces measured "
+     "level (0.98-1.03x, [hits-wire.md](hits-wire.md)). Medians 0.94-1.07x in the four "
+     "quick runs of 2026-11-29, met in one ([README.md](README.md)): within this VM's spread.",
+     "`bench/hits_wire.py --size 64m --conc 8` for what differs on the wire, if anything."),
     ("cold misses", "Against as many direct GETs at once, out of reach for any cache that keeps "
      "what it serves. A direct GET from warm page cache writes nothing, and a fill writes and "
      "fdatasyncs every byte. Against the disk's durable rate, the fills also pay a miss's "

@@ -9,6 +9,9 @@ moto as the cold tier:
     Content-Disposition, x-amz-meta-*), on the miss and on the hit;
   * range GETs on cached objects (206, Content-Range, bytes; 416 past the end)
     are served without the cold tier; a range on a cold object is right;
+  * hits (whole or a range) of 128 KiB + 1 to 4 MiB are read into memory and
+    sent with their headers, others by sendfile, a HEAD reads no body,
+    and cache.read_path "sendfile" copies none (shardgate_cache_hit_sends_total);
   * writes through the caching gateway invalidate: PUT, CopyObject and a
     completed multipart upload onto a cached key are seen at once, DELETE
     makes it 404;
@@ -18,6 +21,7 @@ moto as the cold tier:
     gateway was down is never served as the object.
 """
 
+import copy
 import os
 import sys
 
@@ -184,6 +188,49 @@ def suite(tag, cold, tp):
                   and g.headers.get("content-range") == "bytes %d-%d/%d" % (lo, hi, size),
                   (g.status, g.n, g.headers.get("content-range")))
 
+    # --- hits of 128 KiB + 1 to 4 MiB (whole or a range) are read into memory
+    # and sent with their headers in one send (gateway/hit_copy.c); smaller
+    # and larger ones go by sendfile; a HEAD reads no body
+    def sends():
+        m = C.metrics(H.S.port)
+        return tuple(C.metric_sum(m, "shardgate_cache_hit_sends_total", how=how) or 0.0
+                     for how in ("copy", "sendfile"))
+
+    for size, how in ((128 * 1024, "sendfile"), (128 * 1024 + 1, "copy"), (MB, "copy"),
+                      (4 * MB, "copy"), (4 * MB + 1, "sendfile")):
+        data = os.urandom(size)
+        key = "sent-%d" % size
+        cc.put_object(Bucket=b, Key=key, Body=data)
+        before = C.bstats()["objects"]
+        g = C.bget("/%s/%s" % (b, key))
+        check("[%s] %d B: miss, published" % (tag, size),
+              g.status == 200 and g.sha == H.sha256(data) and published(before + 1), repr(g))
+        want = (1.0, 0.0) if how == "copy" else (0.0, 1.0)
+        s0 = sends()
+        g = C.bget("/%s/%s" % (b, key), keep=True)
+        d = tuple(x - y for x, y in zip(sends(), s0))
+        check("[%s] %d B: hit by %s, byte-exact" % (tag, size, how),
+              g.status == 200 and g.body == data and g.clen() == size and d == want,
+              (g.status, g.n, d))
+        # a range is copied by its own length: 200,000 bytes of the larger
+        # objects, but the last two thirds of a 128 KiB object go by sendfile
+        lo = size // 3
+        hi = min(size - 1, lo + 199999)
+        how = "copy" if hi - lo + 1 > 128 * 1024 else "sendfile"
+        want = (1.0, 0.0) if how == "copy" else (0.0, 1.0)
+        s0 = sends()
+        g = C.bget("/%s/%s" % (b, key), headers={"Range": "bytes=%d-%d" % (lo, hi)},
+                   keep=True)
+        d = tuple(x - y for x, y in zip(sends(), s0))
+        check("[%s] %d B: a %d-byte range by %s, byte-exact" % (tag, size, hi - lo + 1, how),
+              g.status == 206 and g.body == data[lo:hi + 1] and d == want
+              and g.headers.get("content-range") == "bytes %d-%d/%d" % (lo, hi, size),
+              (g.status, g.n, d))
+        s0 = sends()
+        h = cc.head_object(Bucket=b, Key=key)
+        check("[%s] %d B: HEAD sends nothing" % (tag, size),
+              h["ContentLength"] == size and sends() == s0, (h["ContentLength"], sends(), s0))
+
     # --- a range on a cold object, then the whole object
     d2 = os.urandom(5 * MB + 3)
     cc.put_object(Bucket=b, Key="cold-range", Body=d2)
@@ -297,6 +344,23 @@ def restarts(a, cfg):
        (g.status, g.sha, g.error), (200, H.sha256(d2), None))
     g = C.bget("/%s/cold-range" % b)
     eq("[restart] and again (re-filled)", (g.status, g.sha, g.error), (200, H.sha256(d2), None))
+
+    # cache.read_path "sendfile": no hit is read into memory
+    d1 = a.client().get_object(Bucket=b, Key="sent-%d" % MB)["Body"].read()
+    C.stop_cache("[sg] clean stop before read_path sendfile: exit 0")
+    plain = copy.copy(cfg)
+    plain.config = dict(cfg.config or {}, cache={"read_path": "sendfile"})
+    C.start_cache(plain)
+    m0 = C.metrics(H.S.port)
+    g = C.bget("/%s/sent-%d" % (b, MB), keep=True)
+    m1 = C.metrics(H.S.port)
+    d = tuple((C.metric_sum(m1, "shardgate_cache_hit_sends_total", how=how) or 0.0)
+              - (C.metric_sum(m0, "shardgate_cache_hit_sends_total", how=how) or 0.0)
+              for how in ("copy", "sendfile"))
+    eq("[restart] read_path sendfile: a 1 MiB hit by sendfile, byte-exact",
+       (g.status, g.body == d1, d), (200, True, (0.0, 1.0)))
+    C.stop_cache("[sg] clean stop after read_path sendfile: exit 0")
+    C.start_cache(cfg)
 
 
 def main():

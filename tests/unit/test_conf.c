@@ -46,6 +46,7 @@ static void defaults_match_documented_values(void)
     CU_ASSERT_EQUAL(c.cache_wait_ms, 30000);
     CU_ASSERT_FALSE(c.cache_on_write);
     CU_ASSERT_EQUAL(c.cache_fill_io, CONF_FILL_IO_DIRECT);
+    CU_ASSERT_EQUAL(c.cache_read_path, CONF_READ_COPY);
     CU_ASSERT_EQUAL(c.consistency, CONF_CONSISTENCY_TTL);
     CU_ASSERT_EQUAL(c.consistency_ttl_s, 60);
     CU_ASSERT_FALSE(c.metrics_public);
@@ -270,7 +271,7 @@ static const struct bad_case bad_files[] = {
     { "cache_fill_io_bad", "{\"cache\": {\"fill_io\": \"mmap\"}}",
       "cache.fill_io: must be \"direct\", \"staging\" or \"buffered\"" },
     { "cache_read_path_bad", "{\"cache\": {\"read_path\": \"mmap\"}}",
-      "cache.read_path: must be \"auto\", \"sendfile\" or \"io_uring\"" },
+      "cache.read_path: must be \"copy\", \"sendfile\" or \"io_uring\" (\"auto\" is \"copy\")" },
     { "cache_dir_empty", "{\"cache\":{\"dir\":\"\"}}", "cache.dir: must be a non-empty path" },
     { "cache_dir_number", "{\"cache\":{\"dir\":1}}", "cache.dir: must be a non-empty path, or null" },
     { "cache_size_too_small_int", "{\"cache\":{\"size\":1048575}}", "cache.size: must be at least 1 MiB" },
@@ -627,7 +628,7 @@ static void cold_and_cache_values_reach_every_field(void)
         "\"spool_dir\":\"/var/spool/sg\",\"metrics_public\":true,\"sigv2\":false,"
         "\"cache\":{\"dir\":\"/nvme/sg\",\"size\":\"1.5GiB\",\"high_watermark\":95,"
         "\"low_watermark\":70,\"fill_workers\":32,\"wait_timeout_ms\":5000,\"on_write\":true,"
-        "\"fill_io\":\"buffered\","
+        "\"fill_io\":\"buffered\",\"read_path\":\"sendfile\","
         "\"consistency\":\"always\",\"revalidate_timeout_ms\":250,\"memory\":\"8MiB\","
         "\"header_memory\":0}}";
     CU_ASSERT_EQUAL_FATAL(load_text(&c, json, 0600, err, sizeof err), 0);
@@ -651,6 +652,7 @@ static void cold_and_cache_values_reach_every_field(void)
     CU_ASSERT_EQUAL(c.cache_wait_ms, 5000);
     CU_ASSERT_TRUE(c.cache_on_write);
     CU_ASSERT_EQUAL(c.cache_fill_io, CONF_FILL_IO_BUFFERED);
+    CU_ASSERT_EQUAL(c.cache_read_path, CONF_READ_SENDFILE);
     CU_ASSERT_EQUAL(c.consistency, CONF_CONSISTENCY_ALWAYS);
     CU_ASSERT_EQUAL(c.consistency_ttl_s, 0);
     CU_ASSERT_EQUAL(conf_validate(&c, err, sizeof err), 0);
@@ -658,7 +660,7 @@ static void cold_and_cache_values_reach_every_field(void)
      * turns the cache and the S3 tier off, an integer size is bytes */
     CU_ASSERT_EQUAL_FATAL(load_text(&c, "{\"cold_url\":null,\"cold_ca_path\":null,"
                                         "\"cache\":{\"dir\":null,\"size\":2097152,"
-                                        "\"consistency\":\"ttl:3600\"}}",
+                                        "\"consistency\":\"ttl:3600\",\"read_path\":\"auto\"}}",
                                     0600, err, sizeof err), 0);
     CU_ASSERT_PTR_NULL(c.cold_url);
     CU_ASSERT_PTR_NULL(c.cold_ca_path);
@@ -666,6 +668,7 @@ static void cold_and_cache_values_reach_every_field(void)
     CU_ASSERT_EQUAL(c.cache_size, 2097152u);
     CU_ASSERT_EQUAL(c.consistency, CONF_CONSISTENCY_TTL);
     CU_ASSERT_EQUAL(c.consistency_ttl_s, 3600);
+    CU_ASSERT_EQUAL(c.cache_read_path, CONF_READ_COPY);   /* "auto" is the default */
     CU_ASSERT_EQUAL(c.cache_high_pct, 95);
     CU_ASSERT_EQUAL(c.cache_fill_workers, 32);
     CU_ASSERT_TRUE(c.cache_on_write);
