@@ -25,7 +25,9 @@
  * 4 MiB always do (a buffer per response would be too much memory for too
  * few of them), and HEADs read nothing. Hits of at most 16 KiB are the
  * memory tier's (cache.memory). */
+#include <errno.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -81,6 +83,8 @@ void *gw_hit_copy_take(struct gw_hit_copy *hc, int fd, uint64_t at, uint64_t len
     uint64_t got = 0;
     while (got < len) {
         ssize_t n = pread(fd, h->data + got, len - got, (off_t)(at + got));
+        if (n < 0 && errno == EINTR)
+            continue;
         if (n <= 0)
             break;   /* an error or a short file: the caller sends the file instead */
         got += (uint64_t)n;
