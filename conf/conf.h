@@ -79,8 +79,9 @@ struct conf_bucket {
 enum conf_fill_io { CONF_FILL_IO_DIRECT = 0, CONF_FILL_IO_STAGING, CONF_FILL_IO_BUFFERED };
 
 enum conf_read_path {
-    CONF_READ_COPY,       /* 16 KiB to 4 MiB read into memory and sent with the
-                           * headers in one send, larger by sendfile (default) */
+    CONF_READ_COPY,       /* hits of more than 128 KiB, up to 4 MiB, read into memory
+                           * and sent with the headers in one send, others by
+                           * sendfile (default) */
     CONF_READ_SENDFILE,   /* always sendfile from the page cache */
     CONF_READ_URING,      /* always read through io_uring into a buffer */
 };
@@ -165,7 +166,7 @@ struct conf {
                                        client, README */
     enum conf_cache_engine cache_engine;  /* "engine" / SHARDGATE_CACHE_ENGINE: "auto"
                                        (default) | "io_uring" | "threads" */
-    enum conf_fill_io cache_fill_io;  /* "fill_io": "direct" (default: fills of 256 KiB
+    enum conf_fill_io cache_fill_io;  /* "fill_io": "direct" (default: fills of 4 MiB
                                        or more with O_DIRECT) | "staging" (only staging
                                        fills) | "buffered" (none) */
     unsigned prefetch_keep_s;       /* "prefetch_keep_s": ended prefetch jobs stay listed this

@@ -370,10 +370,12 @@ static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)
 /* The response body for [off, off+len) of the object: from memory for a
  * small hit (the memory tier's, or read whole: hit_copy.c), sendfile from a
  * file when there is a complete one (a larger cache hit, or the directory
- * store), otherwise a content reader. Takes what it uses from *src (sets it
- * to NULL). NULL when out of memory or descriptors. */
+ * store), otherwise a content reader; for a HEAD (head) nothing is read.
+ * Takes what it uses from *src (sets it to NULL). NULL when out of memory or
+ * descriptors. */
 static struct MHD_Response *object_body(struct gw_req *r, struct body_src *src,
-                                        const struct obj_meta *m, uint64_t off, uint64_t len)
+                                        const struct obj_meta *m, uint64_t off, uint64_t len,
+                                        bool head)
 {
     if (!src->co && !src->bo)
         return MHD_create_response_from_callback(len, 4096, no_body, NULL, NULL);
@@ -391,7 +393,7 @@ static struct MHD_Response *object_body(struct gw_req *r, struct body_src *src,
         }
     }
     bool hit = src->co && cache_obj_complete(src->co) && hit_from_file(r);
-    if (hit && strcmp(r->method, "HEAD") != 0 && gw_hit_copy_wanted(r->conf, len)) {
+    if (hit && !head && gw_hit_copy_wanted(r->conf, len)) {
         /* headers and body in one send (hit_copy.c) */
         void *buf = gw_hit_copy_take(r->hit_copy, cache_obj_fd(src->co),
                                      cache_obj_data_offset(src->co) + off, len);
@@ -411,7 +413,7 @@ static struct MHD_Response *object_body(struct gw_req *r, struct body_src *src,
     if (hit) {
         fd = cache_obj_fd(src->co);
         base = cache_obj_data_offset(src->co);
-        if (strcmp(r->method, "HEAD") != 0)
+        if (!head)
             gw_hit_copy_count(r->hit_copy, false);
     } else if (src->bo) {
         fd = backend_obj_fd(src->bo);
@@ -615,7 +617,7 @@ void gw_h_object_get(struct gw_req *r, bool head)
     uint64_t off = part ? r->part_rng.first : rg.present ? rg.first : 0;
     uint64_t len = part ? r->part_rng.size : rg.present ? rg.last - rg.first + 1 : m.size;
 
-    struct MHD_Response *resp = object_body(r, &src, &m, off, len);
+    struct MHD_Response *resp = object_body(r, &src, &m, off, len, head);
     if (!resp) {
         gw_reply_error(r, S3E_SLOW_DOWN, NULL, NULL);
         goto out;
