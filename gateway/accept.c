@@ -162,14 +162,16 @@ static void client_give_back(struct gw_accept *a, const struct sockaddr *sa)
     pthread_mutex_unlock(&a->mu);
 }
 
+/* Counts and logs the refusal, then closes fd: a client that sees its
+ * connection closed finds the refusal in the metrics and the log. */
 static void refuse(struct gw_accept *a, int fd, enum gw_refused why)
 {
-    close(fd);
     atomic_fetch_add(&a->refused[why], 1);
     struct said *s = &a->said[why];
     time_t now = time(NULL);
     if (s->last && now - s->last < LOG_EVERY_S) {
         s->since++;
+        close(fd);
         return;
     }
     char more[64] = "";
@@ -183,6 +185,7 @@ static void refuse(struct gw_accept *a, int fd, enum gw_refused why)
                 "new connection from it was closed%s", a->per_client, more);
     s->last = now;
     s->since = 0;
+    close(fd);
 }
 
 /* The daemon with the fewest connections; among equals, the one after the
